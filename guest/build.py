@@ -1,0 +1,215 @@
+"""Builds and caches the embedded vioconform guest: a Debian kernel plus a busybox initramfs.
+
+Everything comes from Debian packages: the kernel package (downloaded, not installed),
+busybox-static, dropbear-bin and fio (copied from the host with their shared libraries).
+The result is cached under ``$XDG_CACHE_HOME/vioconform/images/<recipe hash>/``;
+a change to the recipe (package versions, the init script, this file) gives a new hash.
+
+Run it by hand to pre-build: ``python -m guest.build`` prints the image directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+#: Drivers loaded at boot, in this order. Storage drivers for every controller
+#: QEMU emulates (see DESIGN.md), and virtio_net for the SSH port forward.
+MODULES = (
+    "virtio_pci", "virtio_net", "virtio_blk", "virtio_scsi", "sd_mod",
+    "mptsas", "sym53c8xx", "megaraid_sas", "nvme", "ahci", "ata_piix",
+)
+#: Host binaries copied into the guest with their shared-library closure.
+BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/bin/fio")
+HOST_PACKAGES = ("busybox-static", "dropbear-bin", "fio", "libc6")
+KERNEL_META_PACKAGE = "linux-image-amd64"
+
+
+class ImageBuildError(RuntimeError):
+    """The guest image could not be built; the message says which step and how to fix it."""
+
+
+@dataclass(frozen=True)
+class GuestImage:
+    """A bootable direct-kernel guest: kernel, initramfs and the kernel command line it needs."""
+
+    kernel_path: Path
+    initrd_path: Path
+    kernel_version: str
+    recipe_hash: str
+    build_seconds: float  # 0.0 when it came from the cache
+
+    @property
+    def directory(self) -> Path:
+        return self.kernel_path.parent
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "vioconform" / "images"
+
+
+def _run(cmd: list[str], cwd: Path | None = None, **kw: object) -> str:
+    try:
+        res = subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
+    except FileNotFoundError as e:
+        raise ImageBuildError(f"{cmd[0]} is not installed; run scripts/setup-host.sh") from e
+    except subprocess.CalledProcessError as e:
+        raise ImageBuildError(f"`{' '.join(cmd)}` failed ({e.returncode}): {e.stderr.strip()[-800:]}") from e
+    return res.stdout
+
+
+def _installed_version(pkg: str) -> str:
+    try:
+        return _run(["dpkg-query", "-W", "-f=${Version}", pkg]).strip()
+    except ImageBuildError as e:
+        raise ImageBuildError(f"Debian package {pkg} is missing; run scripts/setup-host.sh ({e})") from e
+
+
+def _kernel_package() -> tuple[str, str]:
+    """The kernel image package that linux-image-amd64 currently points at, and its version."""
+    deps = _run(["apt-cache", "depends", KERNEL_META_PACKAGE])
+    m = re.search(r"Depends:\s*(linux-image-\S+-amd64)\b", deps)
+    if not m:
+        raise ImageBuildError(f"apt-cache knows no {KERNEL_META_PACKAGE}; run `apt-get update`")
+    pkg = m.group(1)
+    policy = _run(["apt-cache", "policy", pkg])
+    vm = re.search(r"Candidate:\s*(\S+)", policy)
+    return pkg, vm.group(1) if vm else "unknown"
+
+
+def recipe() -> dict[str, object]:
+    """Everything the image depends on; its hash names the cache entry."""
+    kpkg, kver = _kernel_package()
+    return {
+        "kernel": [kpkg, kver],
+        "packages": {p: _installed_version(p) for p in HOST_PACKAGES},
+        "modules": list(MODULES),
+        "init_sha256": hashlib.sha256((HERE / "init").read_bytes()).hexdigest(),
+        "builder_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+    }
+
+
+def recipe_hash(r: dict[str, object]) -> str:
+    return hashlib.sha256(json.dumps(r, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _lib_closure(binaries: tuple[str, ...]) -> set[str]:
+    libs: set[str] = set()
+    for b in binaries:
+        for line in _run(["ldd", b]).splitlines():
+            m = re.search(r"(/\S+)\s+\(0x", line)
+            if m:
+                libs.add(m.group(1))
+    return libs
+
+
+def _module_closure(modroot: Path, wanted: tuple[str, ...]) -> list[str]:
+    """Relative paths of the wanted modules and everything they depend on (from modules.dep)."""
+    deps: dict[str, list[str]] = {}
+    for line in (modroot / "modules.dep").read_text().splitlines():
+        target, _, rest = line.partition(":")
+        deps[target] = rest.split()
+    by_name = {Path(t).name.removesuffix(".ko").replace("-", "_"): t for t in deps}
+    out: set[str] = set()
+    for name in wanted:
+        if name not in by_name:
+            raise ImageBuildError(f"kernel has no module {name}")
+        stack = [by_name[name]]
+        while stack:
+            t = stack.pop()
+            if t not in out:
+                out.add(t)
+                stack.extend(deps.get(t, []))
+    return sorted(out)
+
+
+def _copy(src: str | Path, root: Path) -> None:
+    dst = root / str(src).lstrip("/")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(os.path.realpath(src), dst)
+
+
+def _build(dest: Path, r: dict[str, object], work: Path) -> str:
+    kpkg = r["kernel"][0]  # type: ignore[index]
+    os.chmod(work, 0o755)  # apt downloads as the _apt user
+    _run(["apt-get", "download", "-q", kpkg], cwd=work)
+    deb = next(work.glob("linux-image-*.deb"))
+    kroot = work / "kernel"
+    _run(["dpkg-deb", "-x", str(deb), str(kroot)])
+    kver = next((kroot / "lib/modules").iterdir()).name
+    _run(["busybox", "depmod", "-b", str(kroot), kver])
+    modroot = kroot / "lib/modules" / kver
+
+    root = work / "root"
+    for d in ("bin", "sbin", "etc", "proc", "sys", "dev", "tmp", "root", "run", "lib64", "usr/bin"):
+        (root / d).mkdir(parents=True, exist_ok=True)
+    shutil.copy2("/bin/busybox", root / "bin/busybox")
+    shutil.copy2(HERE / "init", root / "init")
+    os.chmod(root / "init", 0o755)
+    for rel in _module_closure(modroot, MODULES):
+        dst = root / "lib/modules" / kver / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(modroot / rel, dst)
+    for extra in ("modules.order", "modules.builtin", "modules.builtin.modinfo"):
+        if (modroot / extra).exists():
+            shutil.copy2(modroot / extra, root / "lib/modules" / kver / extra)
+    _run(["busybox", "depmod", "-b", str(root), kver])
+    (root / "etc/vioconform-modules").write_text("\n".join(MODULES) + "\n")
+    for b in BINARIES:
+        _copy(b, root)
+    for lib in _lib_closure(BINARIES):
+        _copy(lib, root)
+    (root / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
+    (root / "etc/group").write_text("root:x:0:\n")
+    (root / "etc/shells").write_text("/bin/sh\n")
+
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(next((kroot / "boot").glob("vmlinuz-*")), dest / "vmlinuz")
+    files = _run(["find", ".", "-print0"], cwd=root)
+    cpio = subprocess.run(["cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0", "--null"],
+                          cwd=root, input=files.encode(), capture_output=True, check=True).stdout
+    # zstd decompresses fastest of the kernel's formats, which matters under TCG.
+    comp = subprocess.run(["zstd", "-q", "-6", "-c"], input=cpio, capture_output=True, check=True).stdout
+    (dest / "initrd.img").write_bytes(comp)
+    return kver
+
+
+def ensure_image(log: "callable[[str], None] | None" = None) -> GuestImage:  # type: ignore[valid-type]
+    """Return the cached image for the current recipe, building it first if needed."""
+    say = log or (lambda _m: None)
+    r = recipe()
+    h = recipe_hash(r)
+    dest = cache_root() / h
+    meta = dest / "recipe.json"
+    if meta.exists():
+        info = json.loads(meta.read_text())
+        return GuestImage(dest / "vmlinuz", dest / "initrd.img", info["kernel_version"], h, 0.0)
+    say(f"building guest image {h} (kernel {r['kernel'][1]}); cached afterwards in {dest}")  # type: ignore[index]
+    t0 = time.monotonic()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # Build beside the cache entry so the final rename is atomic: a killed build leaves no entry.
+    with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
+        staging = Path(tmp) / "out"
+        kver = _build(staging, r, Path(tmp))
+        (staging / "recipe.json").write_text(json.dumps({**r, "kernel_version": kver}, indent=2))
+        staging.rename(dest)
+    took = time.monotonic() - t0
+    say(f"guest image built in {took:.1f} s")
+    info = json.loads(meta.read_text())
+    return GuestImage(dest / "vmlinuz", dest / "initrd.img", info["kernel_version"], h, took)
+
+
+if __name__ == "__main__":
+    img = ensure_image(print)
+    print(img.directory)

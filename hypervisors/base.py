@@ -1,0 +1,170 @@
+"""What every hypervisor backend provides, and the shared part of starting a guest.
+
+A backend owns the VM lifecycle and the host-side numbers. Rules never see a libvirt or
+pyVmomi object: they get a ``Guest`` (an SSH endpoint and its disks under test) and call
+``backend.host_counters(guest, disk)``.
+
+A backend implements the underscored steps; the public methods here do the logging,
+timing and cleanup registration (the pattern of lisa's ``deploy_environment``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from hypervisors.cleanup import CleanupStack
+from model.blockstats import HostBlockCounters
+from model.limits import ConfiguredLimits
+
+log = logging.getLogger("vioconform.hypervisor")
+
+GIB = 1024**3
+
+
+class HypervisorError(RuntimeError):
+    """A backend step failed. The message says what to do; ``console_log`` is attached when known."""
+
+    def __init__(self, message: str, console_log: str | None = None) -> None:
+        super().__init__(message)
+        self.console_log = console_log
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        if self.console_log:
+            return f"{base}\n--- guest console (last lines) ---\n{self.console_log}"
+        return base
+
+
+@dataclass(frozen=True)
+class DiskSpec:
+    """One disk under test: which controller carries it and what backs it.
+
+    ``backing`` is ``"latency"`` (a disk with a fixed service time, independent of the host's
+    page cache) or ``"file"`` (a sparse file the run creates). ``index`` numbers the disks of
+    one guest; the guest sees the disk's serial ``vioc-dut<index>``.
+    """
+
+    controller: str
+    index: int = 0
+    backing: str = "latency"
+    size_bytes: int = GIB
+    latency_ms: float = 5.0
+    queues: int = 1
+    physical_block_bytes: int = 512
+    optimal_io_bytes: int = 0
+
+    @property
+    def serial(self) -> str:
+        return f"vioc-dut{self.index}"
+
+    @property
+    def label(self) -> str:
+        """The part of a test id that names this disk, e.g. ``virtio-scsi:latency5ms``."""
+        if self.backing == "latency":
+            return f"{self.controller}:latency{self.latency_ms:g}ms"
+        return f"{self.controller}:file"
+
+
+@dataclass(frozen=True)
+class SshEndpoint:
+    """How to reach the guest. ``host_key`` is the pinned ``"ssh-ed25519 AAAA..."`` line."""
+
+    host: str
+    port: int
+    user: str
+    key_path: Path
+    host_key: str
+
+
+@dataclass(frozen=True)
+class AttachedDisk:
+    """A disk under test as attached: ``host_ref`` is the backend's handle for its counters."""
+
+    spec: DiskSpec
+    host_ref: str
+    configured: ConfiguredLimits
+
+
+@dataclass
+class Guest:
+    """A running guest VM the suite started (or was pointed at)."""
+
+    name: str
+    ssh: SshEndpoint
+    disks: tuple[AttachedDisk, ...]
+    accel: str  # "kvm", "tcg", "vsphere"
+    console_log_path: Path | None = None
+    boot_seconds: float = 0.0
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def console_tail(self, lines: int = 60) -> str:
+        if self.console_log_path is None or not self.console_log_path.exists():
+            return "(no console log)"
+        text = self.console_log_path.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def disk(self, spec: DiskSpec) -> AttachedDisk:
+        for d in self.disks:
+            if d.spec == spec:
+                return d
+        raise KeyError(spec)
+
+
+@dataclass(frozen=True)
+class GuestRequest:
+    """Everything a backend needs to start a guest."""
+
+    name: str
+    disks: tuple[DiskSpec, ...]
+    run_dir: Path  # files of this run (console log, disk files); removed at the end
+    authorized_key: str  # base64 ed25519 public key for root
+    vcpus: int = 2
+    memory_mib: int = 512
+    boot_timeout_s: float = 120.0
+
+
+class HypervisorBackend(ABC):
+    """One hypervisor. Subclasses implement the underscored methods."""
+
+    name: ClassVar[str]
+    #: controller name -> one-line description; ``--controllers`` is validated against it.
+    controllers: ClassVar[dict[str, str]]
+
+    def __init__(self, cleanup: CleanupStack) -> None:
+        self.cleanup = cleanup
+
+    def check_controllers(self, names: Sequence[str]) -> None:
+        unknown = [n for n in names if n not in self.controllers]
+        if unknown:
+            raise HypervisorError(
+                f"unknown controller(s) {', '.join(unknown)} for the {self.name} backend; "
+                f"choose from: {', '.join(self.controllers)}")
+
+    def start_guest(self, request: GuestRequest) -> Guest:
+        """Start a guest with the requested disks; it is destroyed by the cleanup stack."""
+        self.check_controllers([d.controller for d in request.disks])
+        t0 = time.monotonic()
+        log.info("%s: starting guest %s with %s", self.name, request.name,
+                 ", ".join(d.label for d in request.disks))
+        guest = self._start_guest(request)
+        guest.boot_seconds = time.monotonic() - t0
+        log.info("%s: guest %s reachable over SSH after %.1f s (%s)", self.name, guest.name,
+                 guest.boot_seconds, guest.accel)
+        return guest
+
+    @abstractmethod
+    def _start_guest(self, request: GuestRequest) -> Guest:
+        """Create and boot the VM, register its destruction with ``self.cleanup``, wait for SSH."""
+
+    @abstractmethod
+    def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
+        """Cumulative host-side counters of one disk, stamped with the host's monotonic clock."""
+
+    def close(self) -> None:
+        """Release the connection to the hypervisor."""

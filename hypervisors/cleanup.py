@@ -1,0 +1,71 @@
+"""Undo everything a run created, on success, failure, Ctrl-C and SIGTERM.
+
+Each resource is registered right after it is created; ``CleanupStack.run()`` undoes them
+newest first and keeps going past errors, so one stuck VM does not leak the rest.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("vioconform.cleanup")
+
+
+class CleanupStack:
+    """A LIFO of undo actions; safe to run twice (the second run does nothing)."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[str, Callable[[], None]]] = []
+        self._lock = threading.Lock()
+
+    def push(self, what: str, undo: Callable[[], None]) -> Callable[[], None]:
+        """Register ``undo`` for ``what``; returns a function that runs it now and forgets it."""
+        item = (what, undo)
+        with self._lock:
+            self._items.append(item)
+
+        def run_now() -> None:
+            with self._lock:
+                if item not in self._items:
+                    return
+                self._items.remove(item)
+            undo()
+
+        return run_now
+
+    def run(self) -> list[str]:
+        """Undo everything, newest first. Returns the descriptions of undo actions that failed."""
+        failed: list[str] = []
+        while True:
+            with self._lock:
+                if not self._items:
+                    return failed
+                what, undo = self._items.pop()
+            try:
+                undo()
+            except Exception as e:  # keep cleaning: one failure must not leak the rest
+                log.warning("cleanup of %s failed: %s", what, e)
+                failed.append(f"{what}: {e}")
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+#: The process-wide stack: run at interpreter exit as a last resort.
+GLOBAL = CleanupStack()
+atexit.register(GLOBAL.run)
+
+
+def _sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def install_signal_handlers() -> None:
+    """Turn SIGTERM into KeyboardInterrupt, so pytest tears fixtures down as on Ctrl-C."""
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _sigterm)

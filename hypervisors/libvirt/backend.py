@@ -1,0 +1,243 @@
+"""KVM/QEMU through libvirt: boots the embedded guest with its disks under test.
+
+Works with any libvirt URI whose host is this machine (``qemu:///system`` by default;
+as root ``qemu:///session`` is served by the same daemon). The guest is reached through
+a QEMU user-mode port forward on 127.0.0.1, so no bridged or NAT network is needed.
+
+Host-side counters come from QMP ``query-blockstats`` through libvirt's monitor
+passthrough: it covers the null-co latency disk too, which ``domstats`` does not show.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import socket
+import time
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+import libvirt
+import libvirt_qemu
+
+from guest.build import GuestImage, ensure_image
+from hypervisors.base import (AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError,
+                              SshEndpoint)
+from hypervisors.cleanup import CleanupStack
+from hypervisors.libvirt import accel
+from hypervisors.libvirt.controllers import (CONTROLLERS, NET_PCI_SLOT, controller_xml, device_id,
+                                             file_disk_xml, latency_disk_args, pci_addr)
+from model.blockstats import HostBlockCounters, parse_qmp_blockstats
+
+log = logging.getLogger("vioconform.libvirt")
+
+#: Every domain the suite starts has this name prefix and carries its owner's pid in its
+#: metadata, so leftovers of a killed run can be found (``virsh list | grep vioconform-``).
+DOMAIN_PREFIX = "vioconform-"
+METADATA_NS = "https://vioconform.invalid/run/1"
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+
+# libvirt logs its own errors to stderr by default; the suite reports them itself.
+libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
+
+
+def _free_loopback_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def open_connection(uri: str) -> libvirt.virConnect:
+    try:
+        return libvirt.open(uri)
+    except libvirt.libvirtError as e:
+        raise HypervisorError(
+            f"cannot connect to libvirt at {uri!r}: {e.get_error_message()}. "
+            "Is libvirtd running (scripts/setup-host.sh starts it) and is the URI right "
+            "(e.g. qemu:///system)?") from e
+
+
+class LibvirtBackend(HypervisorBackend):
+    name = "libvirt"
+    controllers = {name: c.description for name, c in CONTROLLERS.items()}
+
+    def __init__(self, cleanup: CleanupStack, uri: str = "qemu:///system", accel_mode: str = "auto",
+                 image: GuestImage | None = None) -> None:
+        super().__init__(cleanup)
+        self.uri = uri
+        self.conn = open_connection(uri)
+        if self.conn.getType() != "QEMU":
+            raise HypervisorError(f"libvirt URI {uri!r} drives {self.conn.getType()}, not QEMU; "
+                                  "use a qemu:// URI")
+        self._accel_mode = accel_mode
+        self._image = image
+        self._accel: str | None = None
+        sweep_leftovers(self.conn)
+
+    @property
+    def image(self) -> GuestImage:
+        if self._image is None:
+            self._image = ensure_image(log.info)
+        return self._image
+
+    def accel(self, run_dir: Path) -> str:
+        """The domain type to use: ``kvm`` where a real boot under KVM works, else ``qemu`` (TCG)."""
+        if self._accel is None:
+            self._accel = accel.choose(self, run_dir, self._accel_mode)
+        return self._accel
+
+    # -- domain XML -------------------------------------------------------------------------
+    def domain_xml(self, name: str, domain_type: str, run_dir: Path, kernel: Path, initrd: Path,
+                   cmdline: str, request: GuestRequest | None, ssh_port: int | None) -> str:
+        devices: list[str] = [
+            f"<serial type='file'><source path={quoteattr(str(run_dir / 'console.log'))}/>"
+            "<target port='0'/></serial>",
+            "<memballoon model='none'/>",
+        ]
+        qemu_args: list[str] = []
+        if ssh_port is not None:
+            qemu_args += ["-netdev", f"user,id=vioc-net,hostfwd=tcp:127.0.0.1:{ssh_port}-:22",
+                          "-device", f"virtio-net-pci,netdev=vioc-net,{pci_addr(NET_PCI_SLOT)}"]
+        scsi_index = 0
+        for disk in (request.disks if request else ()):
+            devices.append(controller_xml(disk, scsi_index))
+            if disk.backing == "latency":
+                qemu_args += latency_disk_args(disk)
+            else:
+                devices.append(file_disk_xml(disk, str(run_dir / f"dut{disk.index}.img"), scsi_index))
+            scsi_index += CONTROLLERS[disk.controller].scsi_model is not None
+        vcpus = request.vcpus if request else 1
+        memory = request.memory_mib if request else 256
+        cpu = "<cpu mode='host-passthrough'/>" if domain_type == "kvm" else ""
+        qemu_xml = "".join(f"<qemu:arg value={quoteattr(a)}/>" for a in qemu_args)
+        return f"""<domain type='{domain_type}' xmlns:qemu='{QEMU_NS}'>
+  <name>{name}</name>
+  <metadata><vioc:run xmlns:vioc='{METADATA_NS}' pid='{os.getpid()}' dir={quoteattr(str(run_dir))}/></metadata>
+  <memory unit='MiB'>{memory}</memory>
+  <vcpu>{vcpus}</vcpu>
+  <os><type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>{kernel}</kernel><initrd>{initrd}</initrd><cmdline>{cmdline}</cmdline></os>
+  <features><acpi/></features>{cpu}
+  <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
+  <devices>{''.join(devices)}</devices>
+  <qemu:commandline>{qemu_xml}</qemu:commandline>
+</domain>"""
+
+    def boot(self, xml: str, name: str) -> libvirt.virDomain:
+        """Create a transient domain and register its destruction."""
+        try:
+            dom = self.conn.createXML(xml, 0)
+        except libvirt.libvirtError as e:
+            raise HypervisorError(f"libvirt refused to start {name}: {e.get_error_message()}") from e
+        self.cleanup.push(f"domain {name}", lambda: _destroy(dom))
+        return dom
+
+    def stage_boot_files(self, run_dir: Path) -> tuple[Path, Path]:
+        """Copy kernel and initramfs into the run directory: the cache under /root is not
+        readable by the QEMU user, and libvirt relabels what it boots."""
+        kernel, initrd = run_dir / "vmlinuz", run_dir / "initrd.img"
+        if not kernel.exists():
+            shutil.copyfile(self.image.kernel_path, kernel)
+            shutil.copyfile(self.image.initrd_path, initrd)
+        return kernel, initrd
+
+    # -- HypervisorBackend --------------------------------------------------------------------
+    def _start_guest(self, request: GuestRequest) -> Guest:
+        run_dir = request.run_dir
+        os.chmod(run_dir, 0o755)
+        domain_type = self.accel(run_dir)
+        kernel, initrd = self.stage_boot_files(run_dir)
+        for disk in request.disks:
+            if disk.backing == "file":
+                with open(run_dir / f"dut{disk.index}.img", "wb") as f:
+                    f.truncate(disk.size_bytes)
+        port = _free_loopback_port()
+        console = run_dir / "console.log"
+        console.unlink(missing_ok=True)
+        cmdline = f"console=ttyS0 quiet vioconform.key={request.authorized_key}"
+        xml = self.domain_xml(request.name, domain_type, run_dir, kernel, initrd, cmdline, request, port)
+        (run_dir / f"{request.name}.xml").write_text(xml)
+        dom = self.boot(xml, request.name)
+        host_key = self.wait_for_console(dom, console, "VIOCONFORM-READY", request.boot_timeout_s)
+        disks = tuple(AttachedDisk(d, device_id(d), CONTROLLERS[d.controller].configured(d))
+                      for d in request.disks)
+        guest = Guest(request.name, SshEndpoint("127.0.0.1", port, "root", run_dir / "id_ed25519", host_key),
+                      disks, accel="kvm" if domain_type == "kvm" else "tcg", console_log_path=console)
+        guest.extra["libvirt_uri"] = self.uri
+        return guest
+
+    def wait_for_console(self, dom: libvirt.virDomain, console: Path, marker: str, timeout_s: float) -> str:
+        """Wait until the console shows ``marker``; return the host key line printed before it."""
+        deadline = time.monotonic() + timeout_s
+        text = ""
+        while time.monotonic() < deadline:
+            text = console.read_text(errors="replace") if console.exists() else ""
+            if marker in text:
+                m = re.search(r"VIOCONFORM-HOSTKEY (ssh-ed25519 \S+)", text)
+                return m.group(1) if m else ""
+            if not _is_active(dom):
+                raise HypervisorError(f"guest {dom.name()} stopped during boot; QEMU said: "
+                                      f"{self.qemu_log(dom.name())}", console_log=_tail(text))
+            time.sleep(0.2)
+        raise HypervisorError(f"guest {dom.name()} did not reach {marker} within {timeout_s:.0f} s "
+                              "(raise --boot-timeout if the host is slow)", console_log=_tail(text))
+
+    def qemu_log(self, name: str) -> str:
+        path = Path("/var/log/libvirt/qemu") / f"{name}.log"
+        return _tail(path.read_text(errors="replace"), 15) if path.exists() else "(no QEMU log)"
+
+    def qmp(self, guest_name: str, command: dict[str, object]) -> dict[str, object]:
+        dom = self.conn.lookupByName(guest_name)
+        try:
+            reply = libvirt_qemu.qemuMonitorCommand(dom, json.dumps(command), 0)
+        except libvirt.libvirtError as e:
+            raise HypervisorError(f"QMP {command.get('execute')} on {guest_name} failed: "
+                                  f"{e.get_error_message()}") from e
+        return json.loads(reply)
+
+    def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
+        reply = self.qmp(guest.name, {"execute": "query-blockstats"})
+        return parse_qmp_blockstats(reply, disk.host_ref, time.monotonic_ns())
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except libvirt.libvirtError:
+            pass
+
+
+def _is_active(dom: libvirt.virDomain) -> bool:
+    try:
+        return bool(dom.isActive())
+    except libvirt.libvirtError:
+        return False
+
+
+def _destroy(dom: libvirt.virDomain) -> None:
+    try:
+        dom.destroy()
+    except libvirt.libvirtError as e:
+        if e.get_error_code() not in (libvirt.VIR_ERR_NO_DOMAIN, libvirt.VIR_ERR_OPERATION_INVALID):
+            raise
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def sweep_leftovers(conn: libvirt.virConnect) -> None:
+    """Destroy ``vioconform-*`` domains whose owning process is gone (a killed earlier run)."""
+    for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
+        if not dom.name().startswith(DOMAIN_PREFIX):
+            continue
+        try:
+            meta = dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS)
+        except libvirt.libvirtError:
+            continue
+        m = re.search(r"pid=['\"](\d+)['\"]", meta)
+        if m and not Path(f"/proc/{m.group(1)}").exists():
+            log.warning("destroying leftover domain %s of dead process %s", dom.name(), m.group(1))
+            _destroy(dom)
