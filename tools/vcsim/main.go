@@ -20,7 +20,7 @@
 //
 // A number is the value of every sample; a list gives sample values cycled by
 // the sample's end time (unix seconds / 20 modulo its length). Missing values
-// read 0.
+// read 0. Samples are 20 s long unless -realtime-interval says otherwise (tests use 1 s).
 //
 // It also registers the ServiceManager's "VscsiStats" service (a SimpleCommand):
 // Start/Reset/StopVscsiStats answer "OK" and FetchAllHistograms answers with the
@@ -47,7 +47,11 @@ func main() {
 	pass := flag.String("password", "", "login password; read from env VIOCONFORM_VCSIM_PASSWORD when empty")
 	source := flag.String("perf-source", os.Getenv("VIOCONFORM_VCSIM_PERF"), "JSON file with virtualDisk counter values")
 	vscsiXML := flag.String("vscsistats-xml", os.Getenv("VIOCONFORM_VCSIM_VSCSISTATS"), "file FetchAllHistograms answers with")
+	flag.Int64Var(&realtimeIntervalS, "realtime-interval", realtimeIntervalS, "seconds per generated realtime sample (ESXi: 20)")
 	flag.Parse()
+	if realtimeIntervalS < 1 {
+		log.Fatal("-realtime-interval must be at least 1")
+	}
 
 	if *pass == "" {
 		*pass = os.Getenv("VIOCONFORM_VCSIM_PASSWORD")

@@ -16,11 +16,15 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 )
 
-// realtimeIntervalS is vCenter's realtime sampling period; realtimeKeptS is how long ESXi keeps realtime samples.
+// realtimeQueryID is the intervalId of realtime queries; realtimeKeptS is how long ESXi keeps realtime samples.
 const (
-	realtimeIntervalS = 20
-	realtimeKeptS     = 3600
+	realtimeQueryID = 20
+	realtimeKeptS   = 3600
 )
+
+// realtimeIntervalS is the length of one generated sample: 20 s like ESXi, or shorter
+// (flag -realtime-interval) so that tests need not wait 20 s for the next sample.
+var realtimeIntervalS int64 = 20
 
 // perDiskCounters are offered per disk instance; their values come from the JSON source.
 var perDiskCounters = []string{
@@ -168,7 +172,7 @@ func vmInfo(ctx *simulator.Context, ref types.ManagedObjectReference) (name stri
 func (p *PerfManager) QueryAvailablePerfMetric(ctx *simulator.Context, req *types.QueryAvailablePerfMetric) soap.HasFault {
 	body := p.PerformanceManager.QueryAvailablePerfMetric(ctx, req).(*methods.QueryAvailablePerfMetricBody)
 	_, disks, isVM := vmInfo(ctx, req.Entity)
-	if !isVM || (req.IntervalId != 0 && req.IntervalId != realtimeIntervalS) {
+	if !isVM || (req.IntervalId != 0 && req.IntervalId != realtimeQueryID) {
 		return body
 	}
 	src, err := loadSource(p.sourcePath)
@@ -201,7 +205,7 @@ func sampleEnds(qs types.PerfQuerySpec, now time.Time) []int64 {
 	for t := (first + realtimeIntervalS - 1) / realtimeIntervalS * realtimeIntervalS; t <= last; t += realtimeIntervalS {
 		ends = append(ends, t)
 	}
-	if qs.MaxSample > 0 && len(ends) > int(qs.MaxSample) {
+	if qs.MaxSample > 0 && len(ends) > int(qs.MaxSample) { // the newest ones
 		ends = ends[len(ends)-int(qs.MaxSample):]
 	}
 	return ends
@@ -226,7 +230,7 @@ func (p *PerfManager) QueryPerf(ctx *simulator.Context, req *types.QueryPerf) so
 		ends := sampleEnds(qs, now)
 		info := make([]types.PerfSampleInfo, len(ends))
 		for i, t := range ends {
-			info[i] = types.PerfSampleInfo{Timestamp: time.Unix(t, 0).UTC(), Interval: realtimeIntervalS}
+			info[i] = types.PerfSampleInfo{Timestamp: time.Unix(t, 0).UTC(), Interval: int32(realtimeIntervalS)}
 		}
 		series := make([]*types.PerfMetricIntSeries, len(qs.MetricId))
 		for j, id := range qs.MetricId {

@@ -1,0 +1,219 @@
+"""The vSphere backend: clone a template, add the disks under test, power on, SSH in, destroy.
+
+Clones are named ``vioconform-<run id>-<guest name>`` and annotated with the run, so leftovers
+of a killed run are easy to find (``python -m hypervisors.vsphere.leftovers``). The destroy
+action is registered with the cleanup stack *before* the clone task starts: whatever happens
+later (a failed reconfigure, no IP, Ctrl-C during the clone) the clone is removed.
+
+How the run's SSH key reaches the guest: the backend sets the VM property
+``guestinfo.vioconform.authorized_key`` (the base64 ed25519 key) before power-on. The template
+must either read it at boot (``vmware-rpctool "info-get guestinfo.vioconform.authorized_key"``
+into ``/root/.ssh/authorized_keys``) or already trust the key given as ``guest_key_path``.
+Clones keep the template's SSH host key: pin it with ``guest_host_key``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from pyVmomi import vim, vmodl
+
+from hypervisors.base import AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError, SshEndpoint
+from hypervisors.cleanup import CleanupStack
+from hypervisors.vsphere.config import VSphereConfig, parse_target
+from hypervisors.vsphere.controllers import CONTROLLERS, PlannedDisk, configured_limits, disk_instances, plan_devices
+from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
+from hypervisors.vsphere.vcenter import VCenter
+from model.blockstats import HostBlockCounters
+
+log = logging.getLogger("vioconform.vsphere")
+
+NAME_PREFIX = "vioconform-"
+KEY_PROPERTY = "guestinfo.vioconform.authorized_key"
+#: vcsim only: a reconfigure setting this extraConfig key makes it report that guest IP.
+SIM_IP_PROPERTY = "SET.guest.ipAddress"
+
+
+def default_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+
+
+class VSphereBackend(HypervisorBackend):
+    """Guests on vCenter (or a single ESXi host) through pyVmomi."""
+
+    name: ClassVar[str] = "vsphere"
+    controllers: ClassVar[dict[str, str]] = {k.name: k.description for k in CONTROLLERS.values()}
+    #: vSphere counts no flushes per disk: rules on flushes must skip on this backend.
+    counts_flushes: ClassVar[bool] = False
+
+    def __init__(self, cleanup: CleanupStack, config: VSphereConfig | str, run_id: str | None = None) -> None:
+        super().__init__(cleanup)
+        self.config = parse_target(config) if isinstance(config, str) else config
+        self.run_id = run_id or default_run_id()
+        self._vc: VCenter | None = None
+        self._perf: DiskPerf | None = None
+        self._vms: dict[str, vim.VirtualMachine] = {}
+        self._trackers: dict[tuple[str, str], DiskCounterTracker] = {}
+
+    @property
+    def vc(self) -> VCenter:
+        if self._vc is None:
+            self._vc = VCenter(self.config)
+        return self._vc
+
+    @property
+    def perf(self) -> DiskPerf:
+        if self._perf is None:
+            self._perf = DiskPerf(self.vc)
+        return self._perf
+
+    def clone_name(self, request: GuestRequest) -> str:
+        return f"{NAME_PREFIX}{self.run_id}-{request.name}"
+
+    def _placement(self) -> tuple[vim.Folder, vim.vm.RelocateSpec, vim.VirtualMachine, vim.Network | None]:
+        """Look up everything the clone needs before creating anything, so a bad name leaves nothing behind."""
+        cfg, vc = self.config, self.vc
+        dc = vc.datacenter()
+        template = vc.find(vim.VirtualMachine, cfg.template, "template")
+        relocate = vim.vm.RelocateSpec()
+        if cfg.datastore:
+            relocate.datastore = vc.find(vim.Datastore, cfg.datastore, "datastore")
+        if cfg.resource_pool:
+            relocate.pool = vc.find(vim.ResourcePool, cfg.resource_pool, "resource pool")
+        elif cfg.cluster:
+            relocate.pool = vc.find(vim.ComputeResource, cfg.cluster, "cluster").resourcePool
+        else:
+            compute = [c for c in dc.hostFolder.childEntity if isinstance(c, vim.ComputeResource)]
+            if not compute:
+                raise HypervisorError(f"datacenter {dc.name} has no host or cluster; set cluster=NAME")
+            relocate.pool = compute[0].resourcePool
+        network = vc.find(vim.Network, cfg.network, "network") if cfg.network else None
+        return dc.vmFolder, relocate, template, network
+
+    def _start_guest(self, request: GuestRequest) -> Guest:
+        cfg = self.config
+        folder, relocate, template, network = self._placement()
+        name = self.clone_name(request)
+        self.cleanup.push(f"vSphere VM {name}", lambda: self.destroy_vm(name))
+        spec = vim.vm.CloneSpec(location=relocate, powerOn=False, template=False)
+        spec.config = vim.vm.ConfigSpec(annotation=f"vioconform run {self.run_id} (pid {os.getpid()}); "
+                                                   f"safe to delete when that run is over")
+        vm = self.vc.wait(template.CloneVM_Task(folder=folder, name=name, spec=spec), f"cloning {cfg.template} to {name}")
+        self._vms[request.name] = vm
+        datastore = cfg.datastore or (vm.datastore[0].name if vm.datastore else "")
+        changes, planned = plan_devices(vm.config.hardware.device, request.disks, datastore)
+        if network is not None:
+            changes.extend(_nic_changes(vm, network))
+        extra = [vim.option.OptionValue(key=KEY_PROPERTY, value=request.authorized_key),
+                 vim.option.OptionValue(key="disk.EnableUUID", value="TRUE")]
+        if cfg.simulate_guest_ip:
+            extra.append(vim.option.OptionValue(key=SIM_IP_PROPERTY, value=cfg.simulate_guest_ip))
+        self.vc.wait(vm.ReconfigVM_Task(spec=vim.vm.ConfigSpec(
+            numCPUs=request.vcpus, memoryMB=request.memory_mib, deviceChange=changes, extraConfig=extra)),
+            f"adding {len(request.disks)} disk(s) to {name}")
+        self.vc.wait(vm.PowerOnVM_Task(), f"powering on {name}")
+        origin_ns = self.perf.server_now_ns()
+        ip = self.wait_for_ip(vm, cfg.ip_timeout_s)
+        disks = tuple(AttachedDisk(p.spec, p.instance, configured_limits(p.spec)) for p in planned)
+        for p in planned:
+            self._trackers[(request.name, p.instance)] = DiskCounterTracker(self.perf, vm, p.instance, origin_ns)
+        key_path = cfg.guest_key_path or request.run_dir / "id_ed25519"
+        endpoint = SshEndpoint(ip, cfg.guest_ssh_port, cfg.guest_user, Path(key_path), cfg.guest_host_key)
+        guest = Guest(request.name, endpoint, disks, accel="vsphere",
+                      extra={"vm": name, "esxi_host": vm.runtime.host.name, **_disk_uuids(vm, planned)})
+        self.wait_for_ssh(guest, request.boot_timeout_s)
+        return guest
+
+    def wait_for_ip(self, vm: vim.VirtualMachine, timeout_s: float) -> str:
+        """The first IP VMware Tools reports; the error says how long it waited and what Tools said."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout_s:
+            ip = vm.guest.ipAddress
+            if ip:
+                return str(ip)
+            time.sleep(min(2.0, max(timeout_s / 20, 0.1)))
+        raise HypervisorError(
+            f"VMware Tools in {vm.name} reported no IP address after {time.monotonic() - t0:.0f} s "
+            f"(tools status {vm.guest.toolsRunningStatus}, version status {vm.guest.toolsVersionStatus2}); "
+            f"check that open-vm-tools runs in the template and that its NIC is connected")
+
+    def wait_for_ssh(self, guest: Guest, timeout_s: float) -> None:
+        """Connect once with the pinned host key, so a template that does not trust the key fails here."""
+        from transport.ssh import GuestUnreachable, SshTransport  # the transport layer is optional for pure tests
+        if not guest.ssh.host_key:
+            raise HypervisorError("guest_host_key is not set: give the SSH host key line of the template "
+                                  "(ssh-keyscan -t ed25519 <a clone>) in the vsphere config")
+        try:
+            SshTransport(guest.ssh, connect_timeout_s=timeout_s).close()
+        except GuestUnreachable as e:
+            raise HypervisorError(f"{guest.extra['vm']} got IP {guest.ssh.host} but SSH failed: {e}; the template "
+                                  f"must trust the run key (see {KEY_PROPERTY}) or guest_key_path") from e
+
+    def destroy_vm(self, name: str) -> None:
+        """Power off and delete the VM ``name`` if it exists (the cleanup action of every clone)."""
+        vm = self.vc.find_vm(name)
+        if vm is None:
+            return
+        try:
+            if vm.runtime.powerState != vim.VirtualMachinePowerState.poweredOff:
+                self.vc.wait(vm.PowerOffVM_Task(), f"powering off {name}", timeout_s=120)
+        except (HypervisorError, vmodl.MethodFault) as e:
+            log.warning("power-off of %s failed (%s); destroying anyway", name, e)
+        self.vc.wait(vm.Destroy_Task(), f"destroying {name}", timeout_s=300)
+        log.info("vsphere: destroyed %s", name)
+
+    def vm_of(self, guest: Guest) -> vim.VirtualMachine:
+        try:
+            return self._vms[guest.name]
+        except KeyError:
+            raise HypervisorError(f"guest {guest.name} was not started by this vSphere backend") from None
+
+    def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
+        """Cumulative counters from the realtime perf samples (see hypervisors.vsphere.perfdata)."""
+        tracker = self._trackers.get((guest.name, disk.host_ref))
+        if tracker is None:
+            raise HypervisorError(f"no disk {disk.host_ref} on guest {guest.name}")
+        return tracker.counters()
+
+    def check_counters(self, guest: Guest) -> None:
+        """Raise now, not after a long fio run, if a needed counter is not collected for a disk."""
+        for disk in guest.disks:
+            self.perf.check_available(self.vm_of(guest), disk.host_ref)
+
+    def close(self) -> None:
+        if self._vc is not None:
+            self._vc.close()
+            self._vc = None
+            self._perf = None
+
+
+def _nic_changes(vm: vim.VirtualMachine, network: vim.Network) -> list[vim.vm.device.VirtualDeviceSpec]:
+    """Connect the template's first NIC to ``network`` (standard or distributed port group)."""
+    nics = [d for d in vm.config.hardware.device if isinstance(d, vim.vm.device.VirtualEthernetCard)]
+    if not nics:
+        raise HypervisorError(f"template of {vm.name} has no network card to connect to {network.name}")
+    nic = nics[0]
+    if isinstance(network, vim.dvs.DistributedVirtualPortgroup):
+        nic.backing = vim.vm.device.VirtualEthernetCard.DistributedVirtualPortBackingInfo(
+            port=vim.dvs.PortConnection(portgroupKey=network.key,
+                                        switchUuid=network.config.distributedVirtualSwitch.uuid))
+    else:
+        nic.backing = vim.vm.device.VirtualEthernetCard.NetworkBackingInfo(network=network, deviceName=network.name)
+    return [vim.vm.device.VirtualDeviceSpec(operation="edit", device=nic)]
+
+
+def _disk_uuids(vm: vim.VirtualMachine, planned: list[PlannedDisk]) -> dict[str, str]:
+    """``dut<i>.wwid_hex``: the disk UUID the guest sees as its WWN (disk.EnableUUID), as vSphere has no custom serials."""
+    attached = disk_instances(vm.config.hardware.device)
+    out: dict[str, str] = {}
+    for p in planned:
+        disk = attached.get(p.instance)
+        if disk is None:
+            raise HypervisorError(f"{vm.name}: disk {p.instance} is missing after the reconfigure")
+        uuid = getattr(disk.backing, "uuid", None) or ""
+        out[f"dut{p.spec.index}.wwid_hex"] = uuid.replace("-", "").lower()
+    return out

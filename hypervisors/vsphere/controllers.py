@@ -1,0 +1,120 @@
+"""The virtual storage controllers the vSphere backend can put a disk under test on.
+
+One class per ``--controllers`` name, with the device spec that adds it; see the vSphere API
+reference for ``vim.vm.device.ParaVirtualSCSIController`` and its siblings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyVmomi import vim
+
+from hypervisors.base import DiskSpec, HypervisorError
+from model.limits import ConfiguredLimits
+
+KIB = 1024
+#: SCSI target 7 is the controller itself; NVMe controllers take namespaces 0-14.
+SCSI_UNITS = tuple(u for u in range(16) if u != 7)
+NVME_UNITS = tuple(range(15))
+#: vSphere allows four SCSI and four NVMe controllers per VM.
+MAX_BUSES = 4
+
+
+@dataclass(frozen=True)
+class ControllerKind:
+    """A controller type: its pyVmomi device class, the bus family it counts in, its unit numbers."""
+
+    name: str
+    description: str
+    device_class: type
+    bus_family: str  # "scsi" or "nvme": the perf instance prefix and the bus-number pool
+    units: tuple[int, ...]
+
+
+CONTROLLERS: dict[str, ControllerKind] = {k.name: k for k in (
+    ControllerKind("pvscsi", "VMware Paravirtual SCSI (vmw_pvscsi)", vim.vm.device.ParaVirtualSCSIController,
+                   "scsi", SCSI_UNITS),
+    ControllerKind("lsilogic-sas", "LSI Logic SAS (mptsas; the Solaris mpt_sas case)",
+                   vim.vm.device.VirtualLsiLogicSASController, "scsi", SCSI_UNITS),
+    ControllerKind("lsilogic", "LSI Logic parallel SCSI (mptspi)", vim.vm.device.VirtualLsiLogicController,
+                   "scsi", SCSI_UNITS),
+    ControllerKind("nvme", "virtual NVMe", vim.vm.device.VirtualNVMEController, "nvme", NVME_UNITS),
+)}
+
+
+def configured_limits(spec: DiskSpec) -> ConfiguredLimits:
+    """What vSphere configures for a disk: block sizes only.
+
+    The VM configuration sets no per-disk queue depth or transfer limit: the depth a disk gets
+    comes from the guest driver and the ESXi device queue, so it is unknown (None) here and the
+    queue-depth rule expects the offered depth.
+    """
+    return ConfiguredLimits(queue_depth=None, physical_block_bytes=spec.physical_block_bytes,
+                            optimal_io_bytes=spec.optimal_io_bytes, queues=spec.queues)
+
+
+def _family(device: vim.vm.device.VirtualDevice) -> str | None:
+    if isinstance(device, vim.vm.device.VirtualSCSIController):
+        return "scsi"
+    if isinstance(device, vim.vm.device.VirtualNVMEController):
+        return "nvme"
+    return None
+
+
+def disk_instances(devices: Sequence[vim.vm.device.VirtualDevice]) -> dict[str, vim.vm.device.VirtualDisk]:
+    """The VM's disks by perf instance name ("scsi0:0", "nvme0:1")."""
+    buses = {d.key: f"{_family(d)}{d.busNumber}" for d in devices if _family(d)}
+    return {f"{buses[d.controllerKey]}:{d.unitNumber}": d for d in devices
+            if isinstance(d, vim.vm.device.VirtualDisk) and d.controllerKey in buses}
+
+
+@dataclass(frozen=True)
+class PlannedDisk:
+    """Where a requested disk goes: its temporary controller key, and its perf instance ("scsi1:0")."""
+
+    spec: DiskSpec
+    controller_key: int
+    unit: int
+    instance: str
+
+
+def plan_devices(existing: Sequence[vim.vm.device.VirtualDevice], disks: Sequence[DiskSpec],
+                 datastore: str) -> tuple[list[vim.vm.device.VirtualDeviceSpec], list[PlannedDisk]]:
+    """Device specs adding one new controller per controller type and the disks on it.
+
+    Disks get their own controller so that the template's boot disk never shares their queue.
+    """
+    used = {fam: {d.busNumber for d in existing if _family(d) == fam} for fam in ("scsi", "nvme")}
+    changes: list[vim.vm.device.VirtualDeviceSpec] = []
+    planned: list[PlannedDisk] = []
+    controllers: dict[str, tuple[int, int, list[int]]] = {}  # name -> (key, bus, free units)
+    next_key = -100
+    for spec in disks:
+        kind = CONTROLLERS[spec.controller]
+        if spec.controller not in controllers:
+            free = [b for b in range(MAX_BUSES) if b not in used[kind.bus_family]]
+            if not free:
+                raise HypervisorError(f"the template already has {MAX_BUSES} {kind.bus_family} controllers: "
+                                      f"no bus left for {spec.controller}; use a template with fewer")
+            bus = free[0]
+            used[kind.bus_family].add(bus)
+            ctrl = kind.device_class(key=next_key, busNumber=bus)
+            if isinstance(ctrl, vim.vm.device.VirtualSCSIController):
+                ctrl.sharedBus = vim.vm.device.VirtualSCSIController.Sharing.noSharing
+            changes.append(vim.vm.device.VirtualDeviceSpec(operation="add", device=ctrl))
+            controllers[spec.controller] = (next_key, bus, list(kind.units))
+            next_key -= 1
+        key, bus, units = controllers[spec.controller]
+        if not units:
+            raise HypervisorError(f"too many disks on one {spec.controller} controller")
+        unit = units.pop(0)
+        backing = vim.vm.device.VirtualDisk.FlatVer2BackingInfo(diskMode="persistent", thinProvisioned=True,
+                                                                 fileName=f"[{datastore}]" if datastore else "")
+        disk = vim.vm.device.VirtualDisk(key=next_key, controllerKey=key, unitNumber=unit, backing=backing,
+                                         capacityInKB=spec.size_bytes // KIB)
+        next_key -= 1
+        changes.append(vim.vm.device.VirtualDeviceSpec(operation="add", fileOperation="create", device=disk))
+        planned.append(PlannedDisk(spec, key, unit, f"{kind.bus_family}{bus}:{unit}"))
+    return changes, planned

@@ -1,0 +1,110 @@
+"""A pyVmomi session with the few inventory look-ups and task waits the backend needs.
+
+Every failure becomes a ``HypervisorError`` whose message says what to check, within the
+configured connect timeout: an unreachable vCenter, bad credentials, a name that is not in the
+inventory (the message lists what is there).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+import time
+from typing import Any, TypeVar
+
+from pyVim.connect import Disconnect, SmartConnect
+from pyVmomi import vim, vmodl
+
+from hypervisors.base import HypervisorError
+from hypervisors.vsphere.config import PASSWORD_ENV, VSphereConfig
+
+log = logging.getLogger("vioconform.vsphere")
+
+T = TypeVar("T", bound=vim.ManagedEntity)
+
+#: How many names an error message lists when a look-up fails.
+LISTED_NAMES = 10
+
+
+class VCenter:
+    """One logged-in session: ``content`` is the ServiceContent, look-ups search the whole inventory."""
+
+    def __init__(self, config: VSphereConfig) -> None:
+        self.config = config
+        self.si = self._connect(config)
+        self.content = self.si.RetrieveContent()
+
+    @staticmethod
+    def _connect(cfg: VSphereConfig) -> Any:
+        where = f"vCenter {cfg.host}:{cfg.port}"
+        old = socket.getdefaulttimeout()
+        socket.setdefaulttimeout(cfg.connect_timeout_s)  # bounds the TLS handshake and the first reads
+        try:
+            return SmartConnect(host=cfg.host, port=cfg.port, user=cfg.user, pwd=cfg.password.reveal(),
+                                disableSslCertValidation=cfg.insecure,
+                                httpConnectionTimeout=int(cfg.connect_timeout_s), connectionPoolTimeout=-1)
+        except vim.fault.InvalidLogin:
+            raise HypervisorError(f"{where} rejected the login of {cfg.user!r}: check the user and the password "
+                                  f"in {PASSWORD_ENV} or password_file") from None
+        except ssl.SSLCertVerificationError as e:
+            raise HypervisorError(f"{where}: TLS certificate not trusted ({e.verify_message}); install the "
+                                  f"vCenter CA certificate, or set insecure=true for a lab vCenter") from None
+        except (OSError, socket.timeout) as e:
+            raise HypervisorError(f"{where} is unreachable: {e}; check host, port and network "
+                                  f"(waited at most {cfg.connect_timeout_s:.0f} s)") from None
+        except vmodl.MethodFault as e:
+            raise HypervisorError(f"{where}: login failed: {e.msg}") from None
+        finally:
+            socket.setdefaulttimeout(old)
+
+    def all(self, kind: type[T]) -> list[T]:
+        view = self.content.viewManager.CreateContainerView(self.content.rootFolder, [kind], True)
+        try:
+            return list(view.view)
+        finally:
+            view.Destroy()
+
+    def find(self, kind: type[T], name: str, what: str) -> T:
+        """The one entity of ``kind`` called ``name``; the error lists the names that exist."""
+        found = [e for e in self.all(kind) if e.name == name]
+        if found:
+            return found[0]
+        names = sorted(e.name for e in self.all(kind))
+        shown = ", ".join(names[:LISTED_NAMES]) + (" ..." if len(names) > LISTED_NAMES else "")
+        raise HypervisorError(f"{what} {name!r} not found in {self.config.host}; existing: {shown or '(none)'}")
+
+    def find_vm(self, name: str) -> vim.VirtualMachine | None:
+        return next((vm for vm in self.all(vim.VirtualMachine) if vm.name == name), None)
+
+    def datacenter(self) -> vim.Datacenter:
+        if self.config.datacenter:
+            return self.find(vim.Datacenter, self.config.datacenter, "datacenter")
+        dcs = self.all(vim.Datacenter)
+        if not dcs:
+            raise HypervisorError(f"{self.config.host} has no datacenter")
+        return dcs[0]
+
+    def wait(self, task: vim.Task, what: str, timeout_s: float | None = None) -> Any:
+        """Poll a task until it ends; return its result or raise with vCenter's reason.
+
+        Polled by hand: pyVim.task.WaitForTask crashes on the task names vcsim uses.
+        """
+        limit = self.config.task_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + limit
+        while True:
+            info = task.info
+            if info.state == vim.TaskInfo.State.success:
+                return info.result
+            if info.state == vim.TaskInfo.State.error:
+                reason = info.error.msg if info.error is not None else "unknown error"
+                raise HypervisorError(f"{what} failed: {reason}")
+            if time.monotonic() > deadline:
+                raise HypervisorError(f"{what} did not finish within {limit:.0f} s (task {task._moId})")
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        try:
+            Disconnect(self.si)
+        except Exception as e:  # the session may already be gone; closing must not mask the real error
+            log.debug("disconnect: %s", e)
