@@ -1,0 +1,1 @@
+"""Reports: per-test records, JUnit XML (junit-xml), and the run's results directory."""

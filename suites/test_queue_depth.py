@@ -1,0 +1,42 @@
+"""Rule 1, queue-depth propagation (the Solaris 11 mpt_sas TCQ case).
+
+On a disk with a fixed service time, a workload offering depth N must reach the host with
+min(N, device queue depth) requests in flight, and IOPS must scale with it. fio's own
+``iodepth_level`` is not evidence: it counts what fio submitted, not what the device saw.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures.fio import FioJob
+from fixtures.measure import GuestDisk, measure, save_measurement
+from fixtures.options import SuiteOptions
+from model.queue_depth import DepthPoint, judge_queue_depth
+from reports.records import Record
+from suites.assertions import fail_unless
+
+HOST_SOURCE_AVERAGE = "average (Little's law on host counters)"
+
+
+@pytest.mark.rule("queue-depth")
+def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, record: Record) -> None:
+    if suite_options.disk_backing != "latency":
+        pytest.skip("queue-depth needs a latency-bound disk (--disk-backing latency): a file-backed disk "
+                    "completes from the host's page cache too fast to build a queue")
+    raw = suite_options.results_dir / "raw" / disk.config_id.replace(":", "_")
+    points = []
+    for depth in suite_options.depths:
+        m = measure(disk, FioJob(f"qd{depth}", rw="randread", bs_bytes=4096, iodepth=depth), suite_options.window_s,
+                    raw_dir=raw)
+        save_measurement(m, raw / f"queue-depth-qd{depth}.json")
+        points.append(DepthPoint(
+            offered_depth=depth, iops=m.fio.jobs[0].total_iops, fio_depth_mode=m.fio_depth_mode,
+            guest_aqu_sz=m.guest.avg_queue_size, guest_inflight_mean=m.guest_inflight_mean,
+            host_depth=m.host_depth_median, host_depth_min=min(m.host_depth_per_second),
+            host_depth_max=max(m.host_depth_per_second), host_source=HOST_SOURCE_AVERAGE))
+    device_depth = disk.attached.configured.queue_depth
+    verdict = judge_queue_depth(points, device_depth, suite_options.require_queuing)
+    record.add(**verdict.properties(), guest_queue_depth=disk.limits.scsi_queue_depth or 0,
+               guest_nr_requests=disk.limits.nr_requests, guest_driver=disk.limits.driver)
+    fail_unless(verdict.passed, "queue-depth", disk.config_id, verdict.explain(), raw)
