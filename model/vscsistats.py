@@ -8,7 +8,8 @@ snapshots with HistogramSet.minus.
 Accepted title lines (the first is the CSV form, the second the plain-text form)::
 
     Histogram: IO lengths of commands,virtual machine worldGroupID,2099979,virtual disk handleID,8194 (scsi0:0)
-    Histogram: IO lengths of commands for virtual machine worldGroupID : 2099979, virtual disk handleID : 8194 (scsi0:0) {
+    Histogram: IO lengths of commands for virtual machine worldGroupID : 2099979,
+        virtual disk handleID : 8194 (scsi0:0) {      (one line)
 
 Each is followed by ``min,N`` ``max,N`` ``mean,N`` ``count,N``, ``Frequency,Histogram Bucket Limit``
 and ``<count>,<limit>`` rows, the last repeating the previous limit for the overflow.

@@ -24,7 +24,8 @@ def test_default_limits_are_vscsistats_ones() -> None:
     assert HistogramKind.LATENCY_US.default_limits[-1] == 100000
     seek = HistogramKind.SEEK_DISTANCE.default_limits
     assert len(seek) == 33 and seek[0] == -500000 and 0 in seek and seek == tuple(sorted(seek))
-    assert HistogramKind.INTERARRIVAL_US.title("read") == "latency of IO interarrival time for Reads in Microseconds (us)"
+    assert HistogramKind.INTERARRIVAL_US.title("read") == (
+        "latency of IO interarrival time for Reads in Microseconds (us)")
     assert HistogramKind.OUTSTANDING_IOS.title("write") == (
         "number of outstanding Write IOs when a new Write IO is issued")
 
