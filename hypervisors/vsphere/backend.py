@@ -155,7 +155,7 @@ class VSphereBackend(HypervisorBackend):
 
     def destroy_vm(self, name: str) -> None:
         """Power off and delete the VM ``name`` if it exists (the cleanup action of every clone)."""
-        vm = self.vc.find_vm(name); return
+        vm = self.vc.find_vm(name)
         if vm is None:
             return
         try:

@@ -1,0 +1,126 @@
+"""Runs the project's extended vcsim (tools/vcsim) for the tests and talks to it from the test side.
+
+The simulator is a real vCenter API server (govmomi's), started on a random loopback port with
+a login user and password, a JSON file feeding its virtualDisk counters and a file its
+VscsiStats service answers FetchAllHistograms with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import selectors
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyVim.connect import Disconnect, SmartConnect
+from pyVmomi import vim
+
+SIM_USER = "vioconform@vsphere.local"
+#: The simulator's model has this VM; the session fixture turns it into the template.
+TEMPLATE = "DC0_C0_RP0_VM0"
+DATASTORE = "LocalDS_0"
+CLUSTER = "DC0_C0"
+#: Seconds per generated realtime sample (ESXi: 20); short so the tests need not wait long.
+SAMPLE_S = 1
+
+
+def bin_dir() -> Path:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return Path(os.environ.get("VIOCONFORM_BIN_DIR") or cache / "vioconform" / "bin")
+
+
+@dataclass
+class Sim:
+    """A running simulator: where it listens, how to log in, and the files that drive it."""
+
+    port: int
+    password: str
+    perf_path: Path
+    vscsi_xml_path: Path
+    process: subprocess.Popen[bytes]
+
+    @contextmanager
+    def session(self) -> Iterator[Any]:
+        si = SmartConnect(host="127.0.0.1", port=self.port, user=SIM_USER, pwd=self.password,
+                          disableSslCertValidation=True)
+        try:
+            yield si.RetrieveContent()
+        finally:
+            Disconnect(si)
+
+    def vms(self, prefix: str = "") -> list[str]:
+        with self.session() as content:
+            view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+            return sorted(vm.name for vm in view.view if vm.name.startswith(prefix))
+
+    def authorized_keys(self) -> list[str]:
+        """The run keys the backend put into VMs' ``guestinfo.vioconform.authorized_key``."""
+        with self.session() as content:
+            view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+            return [o.value for vm in view.view if vm.config is not None for o in vm.config.extraConfig
+                    if o.key == "guestinfo.vioconform.authorized_key"]
+
+    def set_perf(self, data: dict[str, Any]) -> None:
+        tmp = self.perf_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(self.perf_path)  # the simulator re-reads the file on every query: replace it atomically
+
+
+def _first_line(proc: subprocess.Popen[bytes], timeout_s: float) -> str:
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    if not sel.select(timeout_s):
+        raise RuntimeError(f"vioconform-vcsim printed nothing within {timeout_s:.0f} s")
+    return proc.stdout.readline().decode()
+
+
+def start_sim(directory: Path) -> Sim:
+    exe = bin_dir() / "vioconform-vcsim"
+    if not exe.exists():
+        raise FileNotFoundError(f"{exe} is missing: run scripts/setup-vcsim.sh")
+    password = secrets.token_hex(12)
+    perf, xml = directory / "perf.json", directory / "vscsistats.xml"
+    perf.write_text("{}")
+    xml.write_text("<vscsiStats></vscsiStats>")
+    stderr = open(directory / "vcsim.stderr", "wb")
+    proc = subprocess.Popen([str(exe), "-l", "127.0.0.1:0", "-username", SIM_USER, "-perf-source", str(perf),
+                             "-vscsistats-xml", str(xml), "-realtime-interval", str(SAMPLE_S)],
+                            stdout=subprocess.PIPE, stderr=stderr,
+                            env=dict(os.environ, VIOCONFORM_VCSIM_PASSWORD=password))
+    line = _first_line(proc, 30)
+    m = re.search(r"export GOVC_URL=https://[^@]+@127\.0\.0\.1:(\d+)/sdk", line)
+    if m is None:
+        proc.kill()
+        err = (directory / "vcsim.stderr").read_text(errors="replace")[-1500:]
+        raise RuntimeError(f"unexpected first line from vioconform-vcsim: {line!r}; stderr: {err} "
+                           f"(is the binary older than tools/vcsim? run scripts/setup-vcsim.sh)")
+    sim = Sim(int(m.group(1)), password, perf, xml, proc)
+    _make_template(sim)
+    return sim
+
+
+def _make_template(sim: Sim) -> None:
+    with sim.session() as content:
+        view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+        vm = next(v for v in view.view if v.name == TEMPLATE)
+        task = vm.PowerOffVM_Task()
+        while task.info.state in ("queued", "running"):
+            time.sleep(0.05)
+        vm.MarkAsTemplate()
+
+
+def stop_sim(sim: Sim) -> None:
+    sim.process.terminate()
+    try:
+        sim.process.wait(10)
+    except subprocess.TimeoutExpired:
+        sim.process.kill()

@@ -1,0 +1,116 @@
+"""A real SSH server on 127.0.0.1 for the vSphere tests: the "guest" and the "ESXi host".
+
+Why not dropbear or OpenSSH's sshd: the tests run as root, and both authenticate root only
+through ``/root/.ssh/authorized_keys``, which a test must not touch. This server speaks the
+real SSH protocol (paramiko's server side: key exchange, host key, public-key auth, exec
+channels), so the backend's client code runs unchanged against it; commands run with
+``/bin/sh -c`` in a subprocess, with ``path_prepend`` in front of ``PATH`` (where a test puts
+a recorded ``vscsiStats``).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import paramiko
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+KeySource = Callable[[], Iterable[str]]
+
+
+class _Server(paramiko.ServerInterface):
+    def __init__(self, authorized: KeySource) -> None:
+        self.authorized = authorized
+        self.commands: dict[int, bytes] = {}  # channel id -> its exec request
+        self.changed = threading.Condition()
+
+    def get_allowed_auths(self, username: str) -> str:
+        return "publickey"
+
+    def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
+        if key.get_base64() in set(self.authorized()):
+            return paramiko.AUTH_SUCCESSFUL
+        return paramiko.AUTH_FAILED
+
+    def check_channel_request(self, kind: str, chanid: int) -> int:
+        return paramiko.OPEN_SUCCEEDED if kind == "session" else paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+
+    def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
+        with self.changed:
+            self.commands[channel.get_id()] = command
+            self.changed.notify_all()
+        return True
+
+    def wait_command(self, channel: paramiko.Channel, timeout_s: float) -> bytes | None:
+        with self.changed:
+            self.changed.wait_for(lambda: channel.get_id() in self.commands, timeout_s)
+            return self.commands.pop(channel.get_id(), None)
+
+
+class LoopbackSshd:
+    """Serves SSH on a random loopback port until ``stop()``; ``host_key_line`` is what clients pin."""
+
+    def __init__(self, directory: Path, authorized: KeySource, path_prepend: Iterable[Path] = ()) -> None:
+        key = Ed25519PrivateKey.generate()
+        key_file = directory / "sshd_host_ed25519"
+        key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                               serialization.NoEncryption()))
+        self._host_key = paramiko.Ed25519Key.from_private_key_file(str(key_file))
+        self.host_key_line = f"ssh-ed25519 {self._host_key.get_base64()}"
+        self.authorized = authorized
+        self.path_prepend = [str(p) for p in path_prepend]
+        self.commands: list[str] = []
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(16)
+        self.port: int = self._sock.getsockname()[1]
+        self._stopping = False
+        threading.Thread(target=self._accept, daemon=True, name=f"sshd:{self.port}").start()
+
+    def _accept(self) -> None:
+        while not self._stopping:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        transport = paramiko.Transport(conn)
+        transport.add_server_key(self._host_key)
+        server = _Server(self.authorized)
+        try:
+            transport.start_server(server=server)
+            while transport.is_active():
+                channel = transport.accept(timeout=60)
+                if channel is None:
+                    return
+                command = server.wait_command(channel, 10)
+                if command is None:
+                    channel.close()
+                    continue
+                threading.Thread(target=self._run, args=(channel, command.decode()), daemon=True).start()
+        except (paramiko.SSHException, EOFError, OSError):
+            return
+        finally:
+            transport.close()
+
+    def _run(self, channel: paramiko.Channel, command: str) -> None:
+        self.commands.append(command)
+        env = dict(os.environ, PATH=os.pathsep.join([*self.path_prepend, os.environ.get("PATH", "")]))
+        proc = subprocess.run(["/bin/sh", "-c", command], capture_output=True, env=env, timeout=120)
+        channel.sendall(proc.stdout)
+        channel.sendall_stderr(proc.stderr)
+        channel.send_exit_status(proc.returncode)
+        channel.close()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._sock.close()
