@@ -1,0 +1,77 @@
+"""Bad input gives a clear error within 30 s and leaves no clone behind (against vcsim)."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import sim_config
+from vsphere_sim import Sim
+from vsphere_sshd import LoopbackSshd
+
+from hypervisors.base import DiskSpec, GuestRequest, HypervisorError
+from hypervisors.cleanup import CleanupStack
+from hypervisors.vsphere.backend import VSphereBackend
+from hypervisors.vsphere.config import Secret
+
+#: The issue's bound for every bad-input error.
+ERROR_WITHIN_S = 30.0
+
+
+def start_with(backend: VSphereBackend, run_dir: Path, run_pubkey: str) -> tuple[float, str]:
+    """Start a one-disk guest, expecting failure; return the seconds it took to fail and the message."""
+    t0 = time.monotonic()
+    with pytest.raises(HypervisorError) as info:
+        backend.start_guest(GuestRequest("bad", (DiskSpec("pvscsi"),), run_dir, run_pubkey, boot_timeout_s=5))
+    return time.monotonic() - t0, str(info.value)
+
+
+def closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (dict(password=Secret("wrong")), r"rejected the login of 'vioconform@vsphere.local'.*VIOCONFORM_VCENTER_PASSWORD"),
+    (dict(port=0), r"vCenter 127.0.0.1:\d+ is unreachable"),
+    (dict(template="no-such-template"), r"template 'no-such-template' not found.*existing: .*DC0_C0_RP0_VM0"),
+    (dict(datastore="no-such-ds"), r"datastore 'no-such-ds' not found.*LocalDS_0"),
+    (dict(cluster="no-such-cluster"), r"cluster 'no-such-cluster' not found.*DC0_C0"),
+    (dict(network="no-such-net"), r"network 'no-such-net' not found.*VM Network"),
+], ids=["bad-credentials", "unreachable", "template", "datastore", "cluster", "network"])
+def test_bad_input_fails_fast_without_a_clone(vcsim: Sim, guest_sshd: LoopbackSshd, cleanup: CleanupStack,
+                                              run_dir: Path, run_pubkey: str, change: dict[str, object],
+                                              message: str) -> None:
+    if change.get("port") == 0:
+        change = dict(port=closed_port())
+    before = vcsim.vms("vioconform-")
+    backend = VSphereBackend(cleanup, replace(sim_config(vcsim, guest_sshd), **change), run_id="bad")
+    elapsed, text = start_with(backend, run_dir, run_pubkey)
+    assert elapsed < ERROR_WITHIN_S
+    assert re.search(message, text), text
+    assert vcsim.password not in text
+    assert cleanup.run() == []
+    assert vcsim.vms("vioconform-") == before
+
+
+def test_unresponsive_vcenter_times_out_within_the_bound(vcsim: Sim, guest_sshd: LoopbackSshd,
+                                                         cleanup: CleanupStack, run_dir: Path,
+                                                         run_pubkey: str) -> None:
+    """A port that accepts TCP but never answers (a firewall half-open, a hung proxy)."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    try:
+        cfg = replace(sim_config(vcsim, guest_sshd), port=silent.getsockname()[1], connect_timeout_s=3.0)
+        elapsed, text = start_with(VSphereBackend(cleanup, cfg, run_id="silent"), run_dir, run_pubkey)
+    finally:
+        silent.close()
+    assert elapsed < ERROR_WITHIN_S
+    assert "unreachable" in text and "waited at most 3 s" in text, text
