@@ -66,12 +66,13 @@ def _timestamp_ns(text: str) -> int:
     return int(stamp.timestamp()) * NS_PER_S + stamp.microsecond * 1000
 
 
-def parse_perf_csv(sample_info_csv: str, series: Mapping[str, str]) -> list[PerfSample]:
+def parse_perf_csv(sample_info_csv: str | None, series: Mapping[str, str | None]) -> list[PerfSample]:
     """Samples from one QueryPerf CSV answer, oldest first.
 
     ``sample_info_csv`` is ``"20,2024-05-01T10:00:20Z,20,2024-05-01T10:00:40Z"`` (interval and end
     time pairs); ``series`` maps each counter name to its ``"v1,v2"`` values, in the same order.
-    The order is taken from the timestamps, not assumed.
+    The order is taken from the timestamps, not assumed. An answer without samples has
+    empty (or unset) strings.
     """
     parts = [p for p in sample_info_csv.split(",") if p.strip()] if sample_info_csv else []
     if len(parts) % 2:
@@ -79,7 +80,7 @@ def parse_perf_csv(sample_info_csv: str, series: Mapping[str, str]) -> list[Perf
     stamps = [(int(parts[i]), _timestamp_ns(parts[i + 1])) for i in range(0, len(parts), 2)]
     columns: dict[str, list[int]] = {}
     for name, text in series.items():
-        values = [int(v) for v in text.split(",")] if text.strip() else []
+        values = [int(v) for v in text.split(",")] if text and text.strip() else []
         if len(values) != len(stamps):
             raise HypervisorError(f"QueryPerf: {name} has {len(values)} values for {len(stamps)} samples")
         columns[name] = values
@@ -90,12 +91,17 @@ def parse_perf_csv(sample_info_csv: str, series: Mapping[str, str]) -> list[Perf
 
 
 def counters_from_samples(samples: Iterable[PerfSample], origin_ns: int) -> HostBlockCounters:
-    """Cumulative counters since ``origin_ns`` from the samples that end after it (see the module doc)."""
+    """Cumulative counters since ``origin_ns`` from the samples that begin at or after it (see the module doc).
+
+    Until the first such sample, ``taken_at_ns`` is ``origin_ns``: take the first snapshot of an
+    interval once the guest has been up for a sample or two, or the first difference also spans
+    the part of a sample before its start.
+    """
     totals = dict.fromkeys(("rd_operations", "wr_operations", "rd_bytes", "wr_bytes",
                             "rd_total_time_ns", "wr_total_time_ns"), 0)
     last_ns = origin_ns
     for s in sorted(samples, key=lambda s: s.end_ns):
-        if s.end_ns <= origin_ns:
+        if s.start_ns < origin_ns:  # whole samples only: one that began before the origin is not ours
             continue
         for side, rate, size, oio in (("rd", READS_PER_S, READ_IO_SIZE, READ_OIO),
                                       ("wr", WRITES_PER_S, WRITE_IO_SIZE, WRITE_OIO)):
