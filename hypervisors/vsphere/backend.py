@@ -28,6 +28,7 @@ from hypervisors.vsphere.config import VSphereConfig, parse_target
 from hypervisors.vsphere.controllers import CONTROLLERS, PlannedDisk, configured_limits, disk_instances, plan_devices
 from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
 from hypervisors.vsphere.vcenter import VCenter
+from hypervisors.vsphere.vscsistats import EsxiSsh, ServiceManagerVscsiStats, VscsiStatsSource
 from model.blockstats import HostBlockCounters
 
 log = logging.getLogger("vioconform.vsphere")
@@ -183,6 +184,18 @@ class VSphereBackend(HypervisorBackend):
         """Raise now, not after a long fio run, if a needed counter is not collected for a disk."""
         for disk in guest.disks:
             self.perf.check_available(self.vm_of(guest), disk.host_ref)
+
+    def vscsistats(self, guest: Guest, via: str = "ssh", run_key: Path | None = None) -> VscsiStatsSource:
+        """A vscsiStats source for the guest's ESXi host: ``via`` is "ssh" or "service" (ServiceManager)."""
+        esxi = self.config.esxi_ssh_host or guest.extra["esxi_host"]
+        if via == "service":
+            return ServiceManagerVscsiStats(self.vc, guest.extra["esxi_host"])
+        if via != "ssh":
+            raise HypervisorError(f"unknown vscsiStats source {via!r}: choose ssh or service")
+        key = self.config.esxi_key_path or run_key or guest.ssh.key_path
+        endpoint = SshEndpoint(esxi, self.config.esxi_ssh_port, self.config.esxi_user, Path(key),
+                               self.config.esxi_host_key)
+        return EsxiSsh(endpoint, connect_timeout_s=self.config.connect_timeout_s)
 
     def close(self) -> None:
         if self._vc is not None:

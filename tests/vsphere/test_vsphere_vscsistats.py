@@ -1,0 +1,158 @@
+"""vscsiStats histograms: parsing recorded-format output, and end to end over SSH and the ServiceManager."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+from vsphere_sim import Sim
+from vsphere_sshd import LoopbackSshd
+
+from hypervisors.base import DiskSpec, Guest, GuestRequest, HypervisorError
+from hypervisors.cleanup import CleanupStack
+from hypervisors.vsphere.backend import VSphereBackend
+from hypervisors.vsphere.vscsidata import find_disk, parse_fetch_all_histograms, parse_vscsistats_list
+from hypervisors.vsphere.vscsistats import VscsiStatsInterval
+from model.histogram import HistogramKind, HistogramSet
+
+SAMPLE_VM = "vioc-sample"  # the VM name in the recorded-format files
+FAKE_VSCSISTATS = """#!/bin/sh
+# Plays ESXi's vscsiStats from files next to its bin/ directory; logs each call.
+d=$(cd "$(dirname "$0")/.." && pwd)
+echo "vscsiStats $*" >> "$d/calls.log"
+case "$1" in
+  -l) cat "$d/list.txt" ;;
+  -s|-x|-r) echo "Success." ;;
+  -p) n=$(cat "$d/n" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$d/n"; cat "$d/snap$n.csv" ;;
+  *) echo "vscsiStats: bad option $1" >&2; exit 1 ;;
+esac
+"""
+
+
+def read_added_burst(diff: HistogramSet) -> None:
+    """The second snapshot added 1,205 reads: 1,200 at depth 30-32 and 5 above 64 (the overflow row)."""
+    depth = diff.get(HistogramKind.OUTSTANDING_IOS, "read")
+    assert depth.count == 1205
+    assert depth.counts[depth.bucket_limits.index(32)] == 1200 and depth.counts[-1] == 5
+    assert diff.get(HistogramKind.OUTSTANDING_IOS, "write").count == 0
+    assert diff.get(HistogramKind.OUTSTANDING_IOS, "all").counts == depth.counts
+    assert diff.get(HistogramKind.IO_LENGTH, "read").percentile(100) == 4096
+
+
+def test_list_output_finds_world_and_handle() -> None:
+    disks = parse_vscsistats_list((DATA / "vscsistats-l.txt").read_text())
+    assert [(d.vm_name, d.world_group_id, d.handle_id, d.label) for d in disks] == [
+        (SAMPLE_VM, 2099979, 8195, "scsi0:0"), (SAMPLE_VM, 2099979, 8194, "scsi1:0"),
+        ("other-vm", 2100412, 8201, "scsi0:0")]
+    assert find_disk(disks, SAMPLE_VM, "scsi1:0", "here").handle_id == 8194
+    with pytest.raises(HypervisorError, match=r"no disk nvme0:0 of VM 'vioc-sample'.*other-vm/scsi0:0"):
+        find_disk(disks, SAMPLE_VM, "nvme0:0", "here")
+
+
+def test_fetch_all_histograms_xml_parses_like_the_csv() -> None:
+    before, after = (parse_fetch_all_histograms((DATA / f"fetch-all-histograms-{n}.xml").read_text()) for n in (1, 2))
+    assert [(vm, label, len(h.histograms)) for vm, label, h in after] == [(SAMPLE_VM, "scsi1:0", 16),
+                                                                         (SAMPLE_VM, "scsi0:0", 16)]
+    read_added_burst(after[0][2].minus(before[0][2]))
+    overflow = after[0][2].get(HistogramKind.IO_LENGTH, "write")
+    assert overflow.counts[-1] == 1 and overflow.max == 1048576
+    with pytest.raises(HypervisorError, match="not XML"):
+        parse_fetch_all_histograms("vscsiStats: error")
+
+
+@pytest.fixture
+def guest(backend: VSphereBackend, run_dir: Path, run_pubkey: str) -> Guest:
+    return backend.start_guest(GuestRequest("vs", (DiskSpec("pvscsi"),), run_dir, run_pubkey, boot_timeout_s=20))
+
+
+def fake_esxi_dir(root: Path, vm_name: str, with_vscsistats: bool = True) -> Path:
+    (root / "bin").mkdir(parents=True)
+    if with_vscsistats:
+        script = root / "bin" / "vscsiStats"
+        script.write_text(FAKE_VSCSISTATS)
+        script.chmod(0o755)
+    (root / "list.txt").write_text((DATA / "vscsistats-l.txt").read_text().replace(SAMPLE_VM, vm_name))
+    for n in (1, 2):
+        shutil.copy(DATA / f"vscsistats-p-all-c-{n}.csv", root / f"snap{n}.csv")
+    return root
+
+
+EsxiFactory = Callable[[bool], tuple[LoopbackSshd, Path]]
+
+
+@pytest.fixture
+def make_esxi(tmp_path: Path, guest: Guest, run_pubkey: str) -> Iterator[EsxiFactory]:
+    """Starts the "ESXi host": a real SSH server trusting the run key, with or without a vscsiStats on its PATH."""
+    servers: list[LoopbackSshd] = []
+
+    def make(with_vscsistats: bool) -> tuple[LoopbackSshd, Path]:
+        root = fake_esxi_dir(tmp_path / "esxi", guest.extra["vm"], with_vscsistats)
+        servers.append(LoopbackSshd(tmp_path, lambda: [run_pubkey], path_prepend=[root / "bin"]))
+        return servers[-1], root
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+def esxi_backend(backend: VSphereBackend, server: LoopbackSshd, **changes: object) -> VSphereBackend:
+    backend.config = replace(backend.config, esxi_ssh_host="127.0.0.1", esxi_ssh_port=server.port,
+                             esxi_host_key=server.host_key_line, **changes)  # type: ignore[arg-type]
+    return backend
+
+
+def test_ssh_interval_gives_the_difference(backend: VSphereBackend, guest: Guest, make_esxi: EsxiFactory) -> None:
+    server, root = make_esxi(True)
+    source = esxi_backend(backend, server).vscsistats(guest, "ssh")
+    interval = VscsiStatsInterval(source, guest.extra["vm"], guest.disks[0].host_ref)
+    interval.begin()
+    diff = interval.end()
+    interval.stop()
+    source.close()
+    read_added_burst(diff)
+    assert (diff.world_group_id, diff.handle_id, diff.disk_label) == (2099979, 8194, "scsi1:0")
+    assert (root / "calls.log").read_text().splitlines() == [
+        "vscsiStats -l", "vscsiStats -s -w 2099979 -i 8194", "vscsiStats -p all -c -w 2099979 -i 8194",
+        "vscsiStats -p all -c -w 2099979 -i 8194", "vscsiStats -x -w 2099979 -i 8194"]
+
+
+def test_missing_vscsistats_is_named(backend: VSphereBackend, guest: Guest, make_esxi: EsxiFactory) -> None:
+    server, _ = make_esxi(False)
+    source = esxi_backend(backend, server).vscsistats(guest, "ssh")
+    with pytest.raises(HypervisorError, match=r"ESXi host root@127.0.0.1:\d+: vscsiStats not found"):
+        source.find(guest.extra["vm"], guest.disks[0].host_ref)
+
+
+def test_esxi_ssh_refused_fails_within_30_s(backend: VSphereBackend, guest: Guest) -> None:
+    from test_vsphere_errors import closed_port
+    backend.config = replace(backend.config, esxi_ssh_host="127.0.0.1", esxi_ssh_port=closed_port(),
+                             esxi_host_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+                             connect_timeout_s=3.0)
+    t0 = time.monotonic()
+    with pytest.raises(HypervisorError, match=r"SSH failed.*Enable SSH on the host"):
+        backend.vscsistats(guest, "ssh")
+    assert time.monotonic() - t0 < 30
+
+
+def test_service_manager_interval(backend: VSphereBackend, vcsim: Sim, guest: Guest) -> None:
+    vm = guest.extra["vm"]
+    xml = [(DATA / f"fetch-all-histograms-{n}.xml").read_text().replace(SAMPLE_VM, vm) for n in (1, 2)]
+    vcsim.vscsi_xml_path.write_text(xml[0])
+    source = backend.vscsistats(guest, "service")
+    interval = VscsiStatsInterval(source, vm, guest.disks[0].host_ref)
+    interval.begin()
+    vcsim.vscsi_xml_path.write_text(xml[1])
+    read_added_burst(interval.end())
+    interval.stop()
+    with pytest.raises(HypervisorError, match="knows no disk scsi9:0"):
+        VscsiStatsInterval(source, vm, "scsi9:0")
+
+
+def test_unknown_source_is_refused(backend: VSphereBackend, guest: Guest, cleanup: CleanupStack) -> None:
+    with pytest.raises(HypervisorError, match="choose ssh or service"):
+        backend.vscsistats(guest, "telnet")
