@@ -28,7 +28,7 @@ from hypervisors.vsphere.config import VSphereConfig, parse_target
 from hypervisors.vsphere.controllers import CONTROLLERS, PlannedDisk, configured_limits, disk_instances, plan_devices
 from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
 from hypervisors.vsphere.vcenter import VCenter
-from hypervisors.vsphere.vscsistats import EsxiSsh, ServiceManagerVscsiStats, VscsiStatsSource
+from hypervisors.vsphere.vscsistats import VscsiStatsSource, open_source
 from model.blockstats import HostBlockCounters
 
 log = logging.getLogger("vioconform.vsphere")
@@ -185,17 +185,13 @@ class VSphereBackend(HypervisorBackend):
         for disk in guest.disks:
             self.perf.check_available(self.vm_of(guest), disk.host_ref)
 
-    def vscsistats(self, guest: Guest, via: str = "ssh", run_key: Path | None = None) -> VscsiStatsSource:
-        """A vscsiStats source for the guest's ESXi host: ``via`` is "ssh" or "service" (ServiceManager)."""
-        esxi = self.config.esxi_ssh_host or guest.extra["esxi_host"]
-        if via == "service":
-            return ServiceManagerVscsiStats(self.vc, guest.extra["esxi_host"])
-        if via != "ssh":
-            raise HypervisorError(f"unknown vscsiStats source {via!r}: choose ssh or service")
-        key = self.config.esxi_key_path or run_key or guest.ssh.key_path
-        endpoint = SshEndpoint(esxi, self.config.esxi_ssh_port, self.config.esxi_user, Path(key),
-                               self.config.esxi_host_key)
-        return EsxiSsh(endpoint, connect_timeout_s=self.config.connect_timeout_s)
+    def vscsistats(self, guest: Guest, via: str = "ssh") -> VscsiStatsSource:
+        """A vscsiStats source for the guest's ESXi host: ``via`` is "ssh" or "service" (ServiceManager).
+
+        Over SSH the key is ``esxi_key_path``, or else the run key (the guest's).
+        """
+        key = self.config.esxi_key_path or guest.ssh.key_path
+        return open_source(self.vc, self.config, guest.extra["esxi_host"], via, key)
 
     def close(self) -> None:
         if self._vc is not None:

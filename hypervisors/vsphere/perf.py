@@ -15,8 +15,14 @@ from datetime import datetime, timezone
 from pyVmomi import vim
 
 from hypervisors.base import HypervisorError
-from hypervisors.vsphere.perfdata import (DISK_COUNTERS, NS_PER_S, PerfSample, counters_from_samples, inside,
-                                          parse_perf_csv)
+from hypervisors.vsphere.perfdata import (
+    DISK_COUNTERS,
+    NS_PER_S,
+    PerfSample,
+    counters_from_samples,
+    inside,
+    parse_perf_csv,
+)
 from hypervisors.vsphere.vcenter import VCenter
 from model.blockstats import HostBlockCounters
 

@@ -15,11 +15,13 @@ host-observed depth of DESIGN.md: "number of outstanding IOs when a new IO is is
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from pyVmomi import vmodl
 
 from hypervisors.base import HypervisorError, SshEndpoint
+from hypervisors.vsphere.config import VSphereConfig
 from hypervisors.vsphere.vcenter import VCenter
 from hypervisors.vsphere.vscsidata import VscsiDisk, find_disk, parse_fetch_all_histograms, parse_vscsistats_list
 from model.errors import ParseError
@@ -170,4 +172,20 @@ class VscsiStatsInterval:
 
     def stop(self) -> None:
         self.source.stop(self.disk)
+
+
+def open_source(vc: VCenter, cfg: VSphereConfig, esxi_host: str, via: str, key_path: Path | None) -> VscsiStatsSource:
+    """A vscsiStats source for ``esxi_host`` (the VM's ``runtime.host.name``): ``via`` is "ssh" or "service".
+
+    SSH goes to ``esxi_ssh_host`` when the config sets one (a jump address), else to the host's name.
+    """
+    if via == "service":
+        return ServiceManagerVscsiStats(vc, esxi_host)
+    if via != "ssh":
+        raise HypervisorError(f"unknown vscsiStats source {via!r}: choose ssh or service")
+    if key_path is None:
+        raise HypervisorError("no ESXi SSH key: set esxi_key_path in the vsphere config, or use the service source")
+    endpoint = SshEndpoint(cfg.esxi_ssh_host or esxi_host, cfg.esxi_ssh_port, cfg.esxi_user, key_path,
+                           cfg.esxi_host_key)
+    return EsxiSsh(endpoint, connect_timeout_s=cfg.connect_timeout_s)
 

@@ -7,15 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from vsphere_sim import CLUSTER, DATASTORE, TEMPLATE, Sim, start_sim, stop_sim
+from vsphere_sim import EsxiFactory, Sim, fake_esxi_dir, sim_config, start_sim, stop_sim
 from vsphere_sshd import LoopbackSshd
 
+from hypervisors.base import DiskSpec, Guest, GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import VSphereBackend
-from hypervisors.vsphere.config import Secret, VSphereConfig
 from transport.ssh import generate_run_key
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "vsphere"
 
 
 @pytest.fixture(scope="session")
@@ -34,17 +32,6 @@ def guest_sshd(vcsim: Sim, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     server = LoopbackSshd(tmp_path_factory.mktemp("guest-sshd"), vcsim.authorized_keys)
     yield server
     server.stop()
-
-
-def sim_config(sim: Sim, sshd: LoopbackSshd, **overrides: object) -> VSphereConfig:
-    """A config for the simulator whose guests answer SSH on ``sshd``."""
-    values: dict[str, object] = dict(
-        host="127.0.0.1", port=sim.port, user="vioconform@vsphere.local", template=TEMPLATE,
-        datastore=DATASTORE, cluster=CLUSTER, insecure=True, guest_host_key=sshd.host_key_line,
-        guest_ssh_port=sshd.port, simulate_guest_ip="127.0.0.1", ip_timeout_s=5.0, connect_timeout_s=10.0,
-        task_timeout_s=30.0)
-    values.update(overrides)
-    return VSphereConfig(password=Secret(sim.password), **values)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -76,3 +63,24 @@ def backend(vcsim: Sim, guest_sshd: LoopbackSshd, cleanup: CleanupStack) -> Iter
     yield b
     cleanup.run()
     b.close()
+
+
+@pytest.fixture
+def one_disk_guest(backend: VSphereBackend, run_dir: Path, run_pubkey: str) -> Guest:
+    """A guest with one pvscsi disk (instance scsi1:0: the template has scsi0)."""
+    return backend.start_guest(GuestRequest("vs", (DiskSpec("pvscsi"),), run_dir, run_pubkey, boot_timeout_s=20))
+
+
+@pytest.fixture
+def make_esxi(tmp_path: Path, one_disk_guest: Guest, run_pubkey: str) -> Iterator[EsxiFactory]:
+    """Starts the "ESXi host": a real SSH server trusting the run key, with or without a vscsiStats on its PATH."""
+    servers: list[LoopbackSshd] = []
+
+    def make(with_vscsistats: bool) -> tuple[LoopbackSshd, Path]:
+        root = fake_esxi_dir(tmp_path / "esxi", one_disk_guest.extra["vm"], with_vscsistats)
+        servers.append(LoopbackSshd(tmp_path, lambda: [run_pubkey], path_prepend=[root / "bin"]))
+        return servers[-1], root
+
+    yield make
+    for server in servers:
+        server.stop()

@@ -9,8 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import sim_config
-from vsphere_sim import Sim
+from vsphere_sim import Sim, closed_port, sim_config
 from vsphere_sshd import LoopbackSshd
 
 from hypervisors.base import DiskSpec, GuestRequest, HypervisorError
@@ -28,14 +27,6 @@ def start_with(backend: VSphereBackend, run_dir: Path, run_pubkey: str) -> tuple
     with pytest.raises(HypervisorError) as info:
         backend.start_guest(GuestRequest("bad", (DiskSpec("pvscsi"),), run_dir, run_pubkey, boot_timeout_s=5))
     return time.monotonic() - t0, str(info.value)
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.mark.parametrize(("change", "message"), [

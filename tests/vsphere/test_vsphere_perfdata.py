@@ -5,8 +5,17 @@ from __future__ import annotations
 import pytest
 
 from hypervisors.base import HypervisorError
-from hypervisors.vsphere.perfdata import (DISK_COUNTERS, NS_PER_S, READ_OIO, READS_PER_S, PerfSample,
-                                          PerfWindowSummary, counters_from_samples, inside, parse_perf_csv)
+from hypervisors.vsphere.perfdata import (
+    DISK_COUNTERS,
+    NS_PER_S,
+    READ_OIO,
+    READS_PER_S,
+    PerfSample,
+    PerfWindowSummary,
+    counters_from_samples,
+    inside,
+    parse_perf_csv,
+)
 
 # vCenter's CSV form: sampleInfoCSV pairs "interval,end time"; one "v1,v2,v3" string per counter.
 INFO = "20,2024-05-01T10:00:20Z,20,2024-05-01T10:00:40Z,20,2024-05-01T10:01:00Z"

@@ -2,36 +2,22 @@
 
 from __future__ import annotations
 
-import shutil
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-from conftest import DATA
-from vsphere_sim import Sim
+from vsphere_sim import DATA, SAMPLE_VM, EsxiFactory, Sim, closed_port
 from vsphere_sshd import LoopbackSshd
 
-from hypervisors.base import DiskSpec, Guest, GuestRequest, HypervisorError
+from hypervisors.base import Guest, HypervisorError
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.vscsidata import find_disk, parse_fetch_all_histograms, parse_vscsistats_list
 from hypervisors.vsphere.vscsistats import VscsiStatsInterval
 from model.histogram import HistogramKind, HistogramSet
 
-SAMPLE_VM = "vioc-sample"  # the VM name in the recorded-format files
-FAKE_VSCSISTATS = """#!/bin/sh
-# Plays ESXi's vscsiStats from files next to its bin/ directory; logs each call.
-d=$(cd "$(dirname "$0")/.." && pwd)
-echo "vscsiStats $*" >> "$d/calls.log"
-case "$1" in
-  -l) cat "$d/list.txt" ;;
-  -s|-x|-r) echo "Success." ;;
-  -p) n=$(cat "$d/n" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$d/n"; cat "$d/snap$n.csv" ;;
-  *) echo "vscsiStats: bad option $1" >&2; exit 1 ;;
-esac
-"""
+#: A well-formed host key for a server that is never reached.
+UNUSED_HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 
 
 def read_added_burst(diff: HistogramSet) -> None:
@@ -65,51 +51,17 @@ def test_fetch_all_histograms_xml_parses_like_the_csv() -> None:
         parse_fetch_all_histograms("vscsiStats: error")
 
 
-@pytest.fixture
-def guest(backend: VSphereBackend, run_dir: Path, run_pubkey: str) -> Guest:
-    return backend.start_guest(GuestRequest("vs", (DiskSpec("pvscsi"),), run_dir, run_pubkey, boot_timeout_s=20))
-
-
-def fake_esxi_dir(root: Path, vm_name: str, with_vscsistats: bool = True) -> Path:
-    (root / "bin").mkdir(parents=True)
-    if with_vscsistats:
-        script = root / "bin" / "vscsiStats"
-        script.write_text(FAKE_VSCSISTATS)
-        script.chmod(0o755)
-    (root / "list.txt").write_text((DATA / "vscsistats-l.txt").read_text().replace(SAMPLE_VM, vm_name))
-    for n in (1, 2):
-        shutil.copy(DATA / f"vscsistats-p-all-c-{n}.csv", root / f"snap{n}.csv")
-    return root
-
-
-EsxiFactory = Callable[[bool], tuple[LoopbackSshd, Path]]
-
-
-@pytest.fixture
-def make_esxi(tmp_path: Path, guest: Guest, run_pubkey: str) -> Iterator[EsxiFactory]:
-    """Starts the "ESXi host": a real SSH server trusting the run key, with or without a vscsiStats on its PATH."""
-    servers: list[LoopbackSshd] = []
-
-    def make(with_vscsistats: bool) -> tuple[LoopbackSshd, Path]:
-        root = fake_esxi_dir(tmp_path / "esxi", guest.extra["vm"], with_vscsistats)
-        servers.append(LoopbackSshd(tmp_path, lambda: [run_pubkey], path_prepend=[root / "bin"]))
-        return servers[-1], root
-
-    yield make
-    for server in servers:
-        server.stop()
-
-
 def esxi_backend(backend: VSphereBackend, server: LoopbackSshd, **changes: object) -> VSphereBackend:
     backend.config = replace(backend.config, esxi_ssh_host="127.0.0.1", esxi_ssh_port=server.port,
                              esxi_host_key=server.host_key_line, **changes)  # type: ignore[arg-type]
     return backend
 
 
-def test_ssh_interval_gives_the_difference(backend: VSphereBackend, guest: Guest, make_esxi: EsxiFactory) -> None:
+def test_ssh_interval_gives_the_difference(backend: VSphereBackend, one_disk_guest: Guest,
+                                           make_esxi: EsxiFactory) -> None:
     server, root = make_esxi(True)
-    source = esxi_backend(backend, server).vscsistats(guest, "ssh")
-    interval = VscsiStatsInterval(source, guest.extra["vm"], guest.disks[0].host_ref)
+    source = esxi_backend(backend, server).vscsistats(one_disk_guest, "ssh")
+    interval = VscsiStatsInterval(source, one_disk_guest.extra["vm"], one_disk_guest.disks[0].host_ref)
     interval.begin()
     diff = interval.end()
     interval.stop()
@@ -121,30 +73,29 @@ def test_ssh_interval_gives_the_difference(backend: VSphereBackend, guest: Guest
         "vscsiStats -p all -c -w 2099979 -i 8194", "vscsiStats -x -w 2099979 -i 8194"]
 
 
-def test_missing_vscsistats_is_named(backend: VSphereBackend, guest: Guest, make_esxi: EsxiFactory) -> None:
+def test_missing_vscsistats_is_named(backend: VSphereBackend, one_disk_guest: Guest, make_esxi: EsxiFactory) -> None:
     server, _ = make_esxi(False)
-    source = esxi_backend(backend, server).vscsistats(guest, "ssh")
+    source = esxi_backend(backend, server).vscsistats(one_disk_guest, "ssh")
     with pytest.raises(HypervisorError, match=r"ESXi host root@127.0.0.1:\d+: vscsiStats not found"):
-        source.find(guest.extra["vm"], guest.disks[0].host_ref)
+        source.find(one_disk_guest.extra["vm"], one_disk_guest.disks[0].host_ref)
 
 
-def test_esxi_ssh_refused_fails_within_30_s(backend: VSphereBackend, guest: Guest) -> None:
-    from test_vsphere_errors import closed_port
+def test_esxi_ssh_refused_fails_within_30_s(backend: VSphereBackend, one_disk_guest: Guest) -> None:
     backend.config = replace(backend.config, esxi_ssh_host="127.0.0.1", esxi_ssh_port=closed_port(),
-                             esxi_host_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+                             esxi_host_key=UNUSED_HOST_KEY,
                              connect_timeout_s=3.0)
     t0 = time.monotonic()
     with pytest.raises(HypervisorError, match=r"SSH failed.*Enable SSH on the host"):
-        backend.vscsistats(guest, "ssh")
+        backend.vscsistats(one_disk_guest, "ssh")
     assert time.monotonic() - t0 < 30
 
 
-def test_service_manager_interval(backend: VSphereBackend, vcsim: Sim, guest: Guest) -> None:
-    vm = guest.extra["vm"]
+def test_service_manager_interval(backend: VSphereBackend, vcsim: Sim, one_disk_guest: Guest) -> None:
+    vm = one_disk_guest.extra["vm"]
     xml = [(DATA / f"fetch-all-histograms-{n}.xml").read_text().replace(SAMPLE_VM, vm) for n in (1, 2)]
     vcsim.vscsi_xml_path.write_text(xml[0])
-    source = backend.vscsistats(guest, "service")
-    interval = VscsiStatsInterval(source, vm, guest.disks[0].host_ref)
+    source = backend.vscsistats(one_disk_guest, "service")
+    interval = VscsiStatsInterval(source, vm, one_disk_guest.disks[0].host_ref)
     interval.begin()
     vcsim.vscsi_xml_path.write_text(xml[1])
     read_added_burst(interval.end())
@@ -153,6 +104,6 @@ def test_service_manager_interval(backend: VSphereBackend, vcsim: Sim, guest: Gu
         VscsiStatsInterval(source, vm, "scsi9:0")
 
 
-def test_unknown_source_is_refused(backend: VSphereBackend, guest: Guest, cleanup: CleanupStack) -> None:
+def test_unknown_source_is_refused(backend: VSphereBackend, one_disk_guest: Guest, cleanup: CleanupStack) -> None:
     with pytest.raises(HypervisorError, match="choose ssh or service"):
-        backend.vscsistats(guest, "telnet")
+        backend.vscsistats(one_disk_guest, "telnet")

@@ -12,9 +12,11 @@ import os
 import re
 import secrets
 import selectors
+import shutil
+import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,9 @@ from typing import Any
 
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim
+from vsphere_sshd import LoopbackSshd
+
+from hypervisors.vsphere.config import Secret, VSphereConfig
 
 SIM_USER = "vioconform@vsphere.local"
 #: The simulator's model has this VM; the session fixture turns it into the template.
@@ -30,6 +35,21 @@ DATASTORE = "LocalDS_0"
 CLUSTER = "DC0_C0"
 #: Seconds per generated realtime sample (ESXi: 20); short so the tests need not wait long.
 SAMPLE_S = 1
+
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "vsphere"
+SAMPLE_VM = "vioc-sample"  # the VM name in the recorded-format files
+FAKE_VSCSISTATS = """#!/bin/sh
+# Plays ESXi's vscsiStats from files next to its bin/ directory; logs each call.
+d=$(cd "$(dirname "$0")/.." && pwd)
+echo "vscsiStats $*" >> "$d/calls.log"
+case "$1" in
+  -l) cat "$d/list.txt" ;;
+  -s|-x|-r) echo "Success." ;;
+  -p) n=$(cat "$d/n" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$d/n"; cat "$d/snap$n.csv" ;;
+  *) echo "vscsiStats: bad option $1" >&2; exit 1 ;;
+esac
+"""
 
 
 def bin_dir() -> Path:
@@ -124,3 +144,43 @@ def stop_sim(sim: Sim) -> None:
         sim.process.wait(10)
     except subprocess.TimeoutExpired:
         sim.process.kill()
+
+
+def sim_config(sim: Sim, sshd: LoopbackSshd, **overrides: object) -> VSphereConfig:
+    """A config for the simulator whose guests answer SSH on ``sshd``."""
+    values: dict[str, object] = dict(
+        host="127.0.0.1", port=sim.port, user="vioconform@vsphere.local", template=TEMPLATE,
+        datastore=DATASTORE, cluster=CLUSTER, insecure=True, guest_host_key=sshd.host_key_line,
+        guest_ssh_port=sshd.port, simulate_guest_ip="127.0.0.1", ip_timeout_s=5.0, connect_timeout_s=10.0,
+        task_timeout_s=30.0)
+    values.update(overrides)
+    return VSphereConfig(password=Secret(sim.password), **values)  # type: ignore[arg-type]
+
+
+def fake_esxi_dir(root: Path, vm_name: str, with_vscsistats: bool = True) -> Path:
+    (root / "bin").mkdir(parents=True)
+    if with_vscsistats:
+        script = root / "bin" / "vscsiStats"
+        script.write_text(FAKE_VSCSISTATS)
+        script.chmod(0o755)
+    (root / "list.txt").write_text((DATA / "vscsistats-l.txt").read_text().replace(SAMPLE_VM, vm_name))
+    for n in (1, 2):
+        shutil.copy(DATA / f"vscsistats-p-all-c-{n}.csv", root / f"snap{n}.csv")
+    return root
+
+
+EsxiFactory = Callable[[bool], tuple[LoopbackSshd, Path]]
+
+
+#: make_esxi(with_vscsistats) -> (server, its state directory)
+EsxiFactory = Callable[[bool], tuple[LoopbackSshd, Path]]
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
