@@ -36,8 +36,9 @@ class HypervisorError(RuntimeError):
 
     def __str__(self) -> str:
         base = super().__str__()
-        if self.console_log:
-            return f"{base}\n--- guest console (last lines) ---\n{self.console_log}"
+        if self.console_log is not None:
+            shown = self.console_log or "(empty: the guest printed nothing on its console yet)"
+            return f"{base}\n--- guest console (last lines) ---\n{shown}"
         return base
 
 

@@ -7,10 +7,11 @@ newest first and keeps going past errors, so one stuck VM does not leak the rest
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 log = logging.getLogger("vioconform.cleanup")
@@ -69,3 +70,23 @@ def install_signal_handlers() -> None:
     """Turn SIGTERM into KeyboardInterrupt, so pytest tears fixtures down as on Ctrl-C."""
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, _sigterm)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM until the block ends.
+
+    For calls that create something on a server (libvirt's createXML): an interrupt in the
+    middle abandons the client's wait while the server goes on creating, so the undo that
+    runs next would find nothing yet and the VM would leak. Held, the interrupt lands after
+    the call returns, when the thing exists and its undo can find it.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import libvirt
 
 from hypervisors.base import HypervisorError
+from hypervisors.cleanup import signals_deferred
 
 if TYPE_CHECKING:
     from hypervisors.libvirt.backend import LibvirtBackend
@@ -54,12 +55,14 @@ def probe_kvm(backend: "LibvirtBackend", run_dir: Path) -> bool:
     name = f"vioconform-kvmprobe-{os.getpid()}"
     xml = backend.domain_xml(name, "kvm", run_dir, kernel, initrd, "console=ttyS0 quiet vioconform.probe=1",
                              None, None)
+    undo = backend.cleanup.push(f"domain {name}", lambda: backend.destroy_by_name(name))
     try:
-        dom = backend.conn.createXML(xml, 0)
+        with signals_deferred():
+            dom = backend.conn.createXML(xml, 0)
     except libvirt.libvirtError as e:
+        undo()
         log.info("KVM probe: libvirt refused a kvm domain: %s", e.get_error_message())
         return False
-    undo = backend.cleanup.push(f"domain {name}", lambda: dom.destroy() if dom.isActive() else None)
     try:
         backend.wait_for_console(dom, run_dir / "console.log", "VIOCONFORM-PROBE-OK", PROBE_TIMEOUT_S)
         return True
@@ -67,10 +70,7 @@ def probe_kvm(backend: "LibvirtBackend", run_dir: Path) -> bool:
         log.info("KVM probe: guest did not boot under KVM: %s", str(e).splitlines()[0])
         return False
     finally:
-        try:
-            undo()
-        except libvirt.libvirtError:
-            pass
+        undo()
         (run_dir / "console.log").unlink(missing_ok=True)
 
 

@@ -26,7 +26,7 @@ import libvirt_qemu
 from guest.build import GuestImage, ensure_image
 from hypervisors.base import (AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError,
                               SshEndpoint)
-from hypervisors.cleanup import CleanupStack
+from hypervisors.cleanup import CleanupStack, signals_deferred
 from hypervisors.libvirt import accel
 from hypervisors.libvirt.controllers import (CONTROLLERS, NET_PCI_SLOT, controller_xml, device_id,
                                              file_disk_xml, latency_disk_args, pci_addr)
@@ -127,13 +127,23 @@ class LibvirtBackend(HypervisorBackend):
 </domain>"""
 
     def boot(self, xml: str, name: str) -> libvirt.virDomain:
-        """Create a transient domain and register its destruction."""
+        """Create a transient domain; its destruction is registered first, by name, so a Ctrl-C
+        that lands while libvirt is still creating it cannot leak it."""
+        self.cleanup.push(f"domain {name}", lambda: self.destroy_by_name(name))
         try:
-            dom = self.conn.createXML(xml, 0)
+            with signals_deferred():
+                return self.conn.createXML(xml, 0)
         except libvirt.libvirtError as e:
             raise HypervisorError(f"libvirt refused to start {name}: {e.get_error_message()}") from e
-        self.cleanup.push(f"domain {name}", lambda: _destroy(dom))
-        return dom
+
+    def destroy_by_name(self, name: str) -> None:
+        try:
+            dom = self.conn.lookupByName(name)
+        except libvirt.libvirtError as e:
+            if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                return
+            raise
+        _destroy(dom)
 
     def stage_boot_files(self, run_dir: Path) -> tuple[Path, Path]:
         """Copy kernel and initramfs into the run directory: the cache under /root is not

@@ -1,0 +1,48 @@
+"""End-to-end tests: run the suite as a user does (``python -m pytest suites ...``) on real guests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class SuiteRun:
+    returncode: int
+    output: str
+    results: Path
+
+    def cases(self) -> dict[str, ET.Element]:
+        root = ET.parse(self.results / "junit.xml").getroot()
+        return {c.get("name", ""): c for c in root.iter("testcase")}
+
+    @staticmethod
+    def props(case: ET.Element) -> dict[str, str]:
+        props = case.find("properties")
+        return {} if props is None else {p.get("name", ""): p.get("value", "") for p in props}
+
+
+def active_vioconform_domains() -> list[str]:
+    out = subprocess.run(["virsh", "-c", "qemu:///system", "list", "--name"], capture_output=True, text=True).stdout
+    return [n for n in out.split() if n.startswith("vioconform-")]
+
+
+@pytest.fixture
+def run_suite(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Run the conformance suite in a subprocess with extra arguments; results go to tmp_path."""
+
+    def run(*args: str, timeout: float = 600) -> SuiteRun:
+        results = tmp_path / "results"
+        proc = subprocess.run([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
+                               "--results-dir", str(results), *args],
+                              cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        return SuiteRun(proc.returncode, proc.stdout + proc.stderr, results)
+
+    return run

@@ -1,0 +1,41 @@
+"""The queue-depth rule through a real guest: the healthy guest passes, tcq-off fails, nothing is left behind."""
+
+from __future__ import annotations
+
+import re
+
+from tests.e2e.conftest import SuiteRun, active_vioconform_domains
+
+SCSI = "queue-depth[libvirt:virtio-scsi:latency5ms]"
+BLK = "queue-depth[libvirt:virtio-blk:latency5ms]"
+
+
+def test_healthy_guest_passes_on_both_controllers(run_suite) -> None:  # type: ignore[no-untyped-def]
+    run: SuiteRun = run_suite("--controllers", "virtio-scsi,virtio-blk")
+    assert run.returncode == 0, run.output
+    cases = run.cases()
+    assert set(cases) == {SCSI, BLK}
+    for name, case in cases.items():
+        assert case.find("failure") is None and case.find("skipped") is None, name
+        p = SuiteRun.props(case)
+        # the measured numbers, not just a verdict
+        assert float(p["qd32_host_depth"]) > 10, p
+        assert float(p["qd32_iops"]) > 10 * float(p["qd1_iops"]), p
+    assert "JUnit XML:" in run.output
+    assert active_vioconform_domains() == []
+
+
+def test_tcq_off_fails_with_the_numbers(run_suite) -> None:  # type: ignore[no-untyped-def]
+    run: SuiteRun = run_suite("--controllers", "virtio-scsi,virtio-blk", "--inject", "tcq-off")
+    assert run.returncode == 1, run.output
+    cases = run.cases()
+    failure = cases[SCSI].find("failure")
+    assert failure is not None, run.output
+    text = failure.get("message", "")
+    # offered depth, guest-observed and host-observed depths, IOPS
+    assert re.search(r"offered\s+32: IOPS [\d,]+; guest: fio at depth 32, aqu-sz [\d.]+, inflight [\d.]+; host depth", text), text
+    host = float(SuiteRun.props(cases[SCSI])["qd32_host_depth"])
+    assert host < 3, host
+    skipped = cases[BLK].find("skipped")
+    assert skipped is not None and "no SCSI queue_depth" in skipped.get("message", "")
+    assert active_vioconform_domains() == []
