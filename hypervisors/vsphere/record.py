@@ -5,9 +5,10 @@ Usage::
     VIOCONFORM_VCENTER_PASSWORD=... python -m hypervisors.vsphere.record \\
         --target vsphere.toml --vm my-vm --seconds 60 [--disk scsi0:1] [--source ssh|service] [--out FILE]
 
-Output (stdout or FILE), one block per disk: first the counters, as ``name,value`` lines under
-a ``Counters:`` title, then the histograms of the interval in vscsiStats's ``-p all -c`` CSV
-form, so ``model.vscsistats.parse_vscsistats_csv`` reads the file back (it skips the counters)::
+Output (stdout or FILE): first, for each disk, the counters as ``name,value`` lines under a
+``Counters:`` title; then each disk's histograms of the interval in vscsiStats's ``-p all -c``
+CSV form, so ``model.vscsistats.parse_vscsistats_csv`` reads the file back (it skips what
+comes before the first histogram)::
 
     Counters: vCenter realtime virtualDisk,virtual machine,my-vm,virtual disk,scsi0:1,samples,3,seconds,60
     read_oio,31.000
@@ -71,11 +72,10 @@ def record(args: argparse.Namespace) -> str:
         for interval in intervals:
             interval.stop()
         source.close()
-        out = []
-        for disk, diff in zip(disks, diffs):
-            samples = perf.window(vm, disk, start_ns, end_ns, min_samples=1, wait_s=2 * REALTIME_INTERVAL_ID + 10)
-            out += [counters_block(args.vm, disk, PerfWindowSummary.of(samples)), histograms_block(diff)]
-        return "".join(out)
+        counters = [counters_block(args.vm, disk, PerfWindowSummary.of(
+            perf.window(vm, disk, start_ns, end_ns, min_samples=1, wait_s=2 * REALTIME_INTERVAL_ID + 10)))
+            for disk in disks]
+        return "".join(counters + [histograms_block(diff) for diff in diffs])
     finally:
         vc.close()
 

@@ -39,14 +39,15 @@ SAMPLE_S = 1
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "vsphere"
 SAMPLE_VM = "vioc-sample"  # the VM name in the recorded-format files
-FAKE_VSCSISTATS = """#!/bin/sh
+FAKE_VSCSISTATS = r"""#!/bin/sh
 # Plays ESXi's vscsiStats from files next to its bin/ directory; logs each call.
 d=$(cd "$(dirname "$0")/.." && pwd)
 echo "vscsiStats $*" >> "$d/calls.log"
 case "$1" in
   -l) cat "$d/list.txt" ;;
   -s|-x|-r) echo "Success." ;;
-  -p) n=$(cat "$d/n" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$d/n"; cat "$d/snap$n.csv" ;;
+  -p) h=$(echo "$*" | sed -n 's/.*-i \([0-9]*\).*/\1/p')  # each handle has its own snapshot counter
+      n=$(cat "$d/n$h" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$d/n$h"; cat "$d/snap$n.csv" ;;
   *) echo "vscsiStats: bad option $1" >&2; exit 1 ;;
 esac
 """
