@@ -27,7 +27,7 @@ from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.config import VSphereConfig, parse_target
 from hypervisors.vsphere.controllers import CONTROLLERS, PlannedDisk, configured_limits, disk_instances, plan_devices
 from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
-from hypervisors.vsphere.vcenter import VCenter
+from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsSource, open_source
 from model.blockstats import HostBlockCounters
 
@@ -103,10 +103,11 @@ class VSphereBackend(HypervisorBackend):
         spec = vim.vm.CloneSpec(location=relocate, powerOn=False, template=False)
         spec.config = vim.vm.ConfigSpec(annotation=f"vioconform run {self.run_id} (pid {os.getpid()}); "
                                                    f"safe to delete when that run is over")
-        vm = self.vc.wait(template.CloneVM_Task(folder=folder, name=name, spec=spec), f"cloning {cfg.template} to {name}")
+        vm = self.vc.wait(template.CloneVM_Task(folder=folder, name=name, spec=spec),
+                          f"cloning {cfg.template} to {name}")
         self._vms[request.name] = vm
         datastore = cfg.datastore or (vm.datastore[0].name if vm.datastore else "")
-        changes, planned = plan_devices(vm.config.hardware.device, request.disks, datastore)
+        changes, planned = plan_devices(devices(vm), request.disks, datastore)
         if network is not None:
             changes.extend(_nic_changes(vm, network))
         extra = [vim.option.OptionValue(key=KEY_PROPERTY, value=request.authorized_key),
@@ -125,7 +126,7 @@ class VSphereBackend(HypervisorBackend):
         key_path = cfg.guest_key_path or request.run_dir / "id_ed25519"
         endpoint = SshEndpoint(ip, cfg.guest_ssh_port, cfg.guest_user, Path(key_path), cfg.guest_host_key)
         guest = Guest(request.name, endpoint, disks, accel="vsphere",
-                      extra={"vm": name, "esxi_host": vm.runtime.host.name, **_disk_uuids(vm, planned)})
+                      extra={"vm": name, "esxi_host": host_name(vm), **_disk_uuids(vm, planned)})
         self.wait_for_ssh(guest, request.boot_timeout_s)
         return guest
 
@@ -133,13 +134,13 @@ class VSphereBackend(HypervisorBackend):
         """The first IP VMware Tools reports; the error says how long it waited and what Tools said."""
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout_s:
-            ip = vm.guest.ipAddress
+            ip = vm.guest.ipAddress if vm.guest is not None else None
             if ip:
                 return str(ip)
             time.sleep(min(2.0, max(timeout_s / 20, 0.1)))
         raise HypervisorError(
             f"VMware Tools in {vm.name} reported no IP address after {time.monotonic() - t0:.0f} s "
-            f"(tools status {vm.guest.toolsRunningStatus}, version status {vm.guest.toolsVersionStatus2}); "
+            f"(tools status {vm.guest.toolsRunningStatus if vm.guest else 'unknown'}); "
             f"check that open-vm-tools runs in the template and that its NIC is connected")
 
     def wait_for_ssh(self, guest: Guest, timeout_s: float) -> None:
@@ -160,7 +161,7 @@ class VSphereBackend(HypervisorBackend):
         if vm is None:
             return
         try:
-            if vm.runtime.powerState != vim.VirtualMachinePowerState.poweredOff:
+            if vm.runtime.powerState != vim.VirtualMachine.PowerState.poweredOff:
                 self.vc.wait(vm.PowerOffVM_Task(), f"powering off {name}", timeout_s=120)
         except (HypervisorError, vmodl.MethodFault) as e:
             log.warning("power-off of %s failed (%s); destroying anyway", name, e)
@@ -202,22 +203,32 @@ class VSphereBackend(HypervisorBackend):
 
 def _nic_changes(vm: vim.VirtualMachine, network: vim.Network) -> list[vim.vm.device.VirtualDeviceSpec]:
     """Connect the template's first NIC to ``network`` (standard or distributed port group)."""
-    nics = [d for d in vm.config.hardware.device if isinstance(d, vim.vm.device.VirtualEthernetCard)]
+    nics = [d for d in devices(vm) if isinstance(d, vim.vm.device.VirtualEthernetCard)]
     if not nics:
         raise HypervisorError(f"template of {vm.name} has no network card to connect to {network.name}")
     nic = nics[0]
     if isinstance(network, vim.dvs.DistributedVirtualPortgroup):
         nic.backing = vim.vm.device.VirtualEthernetCard.DistributedVirtualPortBackingInfo(
             port=vim.dvs.PortConnection(portgroupKey=network.key,
-                                        switchUuid=network.config.distributedVirtualSwitch.uuid))
+                                        switchUuid=_switch_uuid(network)))
     else:
         nic.backing = vim.vm.device.VirtualEthernetCard.NetworkBackingInfo(network=network, deviceName=network.name)
     return [vim.vm.device.VirtualDeviceSpec(operation="edit", device=nic)]
 
 
+def _switch_uuid(portgroup: vim.dvs.DistributedVirtualPortgroup) -> str:
+    switch = portgroup.config.distributedVirtualSwitch
+    if switch is None:
+        raise HypervisorError(f"distributed port group {portgroup.name} belongs to no switch")
+    return str(switch.uuid)
+
+
 def _disk_uuids(vm: vim.VirtualMachine, planned: list[PlannedDisk]) -> dict[str, str]:
-    """``dut<i>.wwid_hex``: the disk UUID the guest sees as its WWN (disk.EnableUUID), as vSphere has no custom serials."""
-    attached = disk_instances(vm.config.hardware.device)
+    """``dut<i>.wwid_hex``: the disk UUID, which the guest sees as its WWN (disk.EnableUUID).
+
+    vSphere cannot give a disk a custom serial such as ``vioc-dut0``: find the disk by this instead.
+    """
+    attached = disk_instances(devices(vm))
     out: dict[str, str] = {}
     for p in planned:
         disk = attached.get(p.instance)

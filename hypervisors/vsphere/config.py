@@ -103,7 +103,8 @@ class VSphereConfig:
         return f"vsphere://{self.user}@{self.host}:{self.port}/{self.template}"
 
 
-_BOOL = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False, "": False}
+_BOOL = {"1": True, "true": True, "yes": True, "on": True,
+         "0": False, "false": False, "no": False, "off": False, "": False}
 _FIELDS = {f.name: f for f in fields(VSphereConfig)}
 _EXTRA_KEYS = {"password_file"}
 
@@ -135,7 +136,8 @@ def _read_password(values: dict[str, Any], env: dict[str, str]) -> Secret:
             return Secret(path.read_text().strip())
         except OSError as e:
             raise ConfigError(f"vsphere config: cannot read password_file {path}: {e.strerror}") from None
-    raise ConfigError(f"no vCenter password: set {PASSWORD_ENV} or give password_file=PATH in the target or config file")
+    raise ConfigError(f"no vCenter password: set {PASSWORD_ENV} or give password_file=PATH "
+                      f"in the target or config file")
 
 
 def _build(values: dict[str, Any], env: dict[str, str]) -> VSphereConfig:

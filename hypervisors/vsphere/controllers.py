@@ -55,6 +55,11 @@ def configured_limits(spec: DiskSpec) -> ConfiguredLimits:
                             optimal_io_bytes=spec.optimal_io_bytes, queues=spec.queues)
 
 
+def _controllers(devices: Sequence[vim.vm.device.VirtualDevice]) -> list[vim.vm.device.VirtualController]:
+    """The SCSI and NVMe controllers among ``devices``."""
+    return [d for d in devices if isinstance(d, vim.vm.device.VirtualController) and _family(d)]
+
+
 def _family(device: vim.vm.device.VirtualDevice) -> str | None:
     if isinstance(device, vim.vm.device.VirtualSCSIController):
         return "scsi"
@@ -65,7 +70,7 @@ def _family(device: vim.vm.device.VirtualDevice) -> str | None:
 
 def disk_instances(devices: Sequence[vim.vm.device.VirtualDevice]) -> dict[str, vim.vm.device.VirtualDisk]:
     """The VM's disks by perf instance name ("scsi0:0", "nvme0:1")."""
-    buses = {d.key: f"{_family(d)}{d.busNumber}" for d in devices if _family(d)}
+    buses = {d.key: f"{_family(d)}{d.busNumber}" for d in _controllers(devices)}
     return {f"{buses[d.controllerKey]}:{d.unitNumber}": d for d in devices
             if isinstance(d, vim.vm.device.VirtualDisk) and d.controllerKey in buses}
 
@@ -86,7 +91,7 @@ def plan_devices(existing: Sequence[vim.vm.device.VirtualDevice], disks: Sequenc
 
     Disks get their own controller so that the template's boot disk never shares their queue.
     """
-    used = {fam: {d.busNumber for d in existing if _family(d) == fam} for fam in ("scsi", "nvme")}
+    used = {fam: {d.busNumber for d in _controllers(existing) if _family(d) == fam} for fam in ("scsi", "nvme")}
     changes: list[vim.vm.device.VirtualDeviceSpec] = []
     planned: list[PlannedDisk] = []
     controllers: dict[str, tuple[int, int, list[int]]] = {}  # name -> (key, bus, free units)

@@ -76,7 +76,7 @@ def parse_perf_csv(sample_info_csv: str | None, series: Mapping[str, str | None]
     """
     parts = [p for p in sample_info_csv.split(",") if p.strip()] if sample_info_csv else []
     if len(parts) % 2:
-        raise HypervisorError(f"QueryPerf sampleInfoCSV has an odd number of fields: {sample_info_csv[:120]!r}")
+        raise HypervisorError(f"QueryPerf sampleInfoCSV has an odd number of fields: {(sample_info_csv or '')[:120]!r}")
     stamps = [(int(parts[i]), _timestamp_ns(parts[i + 1])) for i in range(0, len(parts), 2)]
     columns: dict[str, list[int]] = {}
     for name, text in series.items():

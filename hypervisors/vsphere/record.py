@@ -35,7 +35,7 @@ from hypervisors.vsphere.config import parse_target
 from hypervisors.vsphere.controllers import disk_instances
 from hypervisors.vsphere.perf import REALTIME_INTERVAL_ID, DiskPerf
 from hypervisors.vsphere.perfdata import PerfWindowSummary
-from hypervisors.vsphere.vcenter import VCenter
+from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsInterval, open_source
 from model.histogram import HistogramSet
 
@@ -57,11 +57,11 @@ def record(args: argparse.Namespace) -> str:
     vc = VCenter(parse_target(args.target))
     try:
         vm = vc.find(vim.VirtualMachine, args.vm, "VM")
-        disks = args.disk or sorted(disk_instances(vm.config.hardware.device))
+        disks = args.disk or sorted(disk_instances(devices(vm)))
         perf = DiskPerf(vc)
         for disk in disks:
             perf.check_available(vm, disk)
-        source = open_source(vc, vc.config, vm.runtime.host.name, args.source, args.esxi_key or vc.config.esxi_key_path)
+        source = open_source(vc, vc.config, host_name(vm), args.source, args.esxi_key or vc.config.esxi_key_path)
         intervals = [VscsiStatsInterval(source, args.vm, disk) for disk in disks]
         for interval in intervals:
             interval.begin()

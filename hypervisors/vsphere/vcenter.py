@@ -54,7 +54,7 @@ class VCenter:
             raise HypervisorError(f"{where} is unreachable: {e}; check host, port and network "
                                   f"(waited at most {cfg.connect_timeout_s:.0f} s)") from None
         except vmodl.MethodFault as e:
-            raise HypervisorError(f"{where}: login failed: {e.msg}") from None
+            raise HypervisorError(f"{where}: login failed: {fault_text(e)}") from None
         finally:
             socket.setdefaulttimeout(old)
 
@@ -97,7 +97,7 @@ class VCenter:
             if info.state == vim.TaskInfo.State.success:
                 return info.result
             if info.state == vim.TaskInfo.State.error:
-                reason = info.error.msg if info.error is not None else "unknown error"
+                reason = fault_text(info.error) if info.error is not None else "unknown error"
                 raise HypervisorError(f"{what} failed: {reason}")
             if time.monotonic() > deadline:
                 raise HypervisorError(f"{what} did not finish within {limit:.0f} s (task {task._moId})")
@@ -108,3 +108,23 @@ class VCenter:
             Disconnect(self.si)
         except Exception as e:  # the session may already be gone; closing must not mask the real error
             log.debug("disconnect: %s", e)
+
+
+def fault_text(fault: BaseException | vmodl.MethodFault) -> str:
+    """vCenter's message of a fault (its ``msg``), or the fault's type when it has none."""
+    return str(getattr(fault, "msg", None) or type(fault).__name__)
+
+
+def devices(vm: vim.VirtualMachine) -> list[vim.vm.device.VirtualDevice]:
+    """The VM's virtual hardware; an error if vCenter cannot read its configuration (inaccessible VM)."""
+    if vm.config is None:
+        raise HypervisorError(f"VM {vm.name}: vCenter has no configuration for it (is it inaccessible or orphaned?)")
+    return list(vm.config.hardware.device)
+
+
+def host_name(vm: vim.VirtualMachine) -> str:
+    """The name of the ESXi host the VM runs on (vscsiStats runs there)."""
+    if vm.runtime.host is None:
+        raise HypervisorError(f"VM {vm.name} is on no host (is it powered off or disconnected?)")
+    return str(vm.runtime.host.name)
+

@@ -22,7 +22,7 @@ from pyVmomi import vmodl
 
 from hypervisors.base import HypervisorError, SshEndpoint
 from hypervisors.vsphere.config import VSphereConfig
-from hypervisors.vsphere.vcenter import VCenter
+from hypervisors.vsphere.vcenter import VCenter, fault_text
 from hypervisors.vsphere.vscsidata import VscsiDisk, find_disk, parse_fetch_all_histograms, parse_vscsistats_list
 from model.errors import ParseError
 from model.histogram import HistogramSet
@@ -117,7 +117,7 @@ class ServiceManagerVscsiStats:
         try:
             return str(self.command.ExecuteSimpleCommand(arguments=[command]))
         except vmodl.MethodFault as e:
-            raise HypervisorError(f"{self.where}: {command} failed: {e.msg}") from None
+            raise HypervisorError(f"{self.where}: {command} failed: {fault_text(e)}") from None
 
     def _ok(self, command: str) -> None:
         answer = self.execute(command).strip()

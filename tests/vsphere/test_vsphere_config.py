@@ -14,7 +14,8 @@ ENV = {PASSWORD_ENV: "s3cret-pw"}
 def test_url_target_with_sso_user_and_options() -> None:
     cfg = parse_target("vsphere://administrator@vsphere.local@vc.example.com:8443/deb12"
                        "?datastore=ds1&cluster=c1&insecure=yes&ip_timeout_s=90&guest_key_path=~/k", ENV)
-    assert (cfg.user, cfg.host, cfg.port, cfg.template) == ("administrator@vsphere.local", "vc.example.com", 8443, "deb12")
+    assert (cfg.user, cfg.host, cfg.port) == ("administrator@vsphere.local", "vc.example.com", 8443)
+    assert cfg.template == "deb12"
     assert (cfg.datastore, cfg.cluster, cfg.insecure, cfg.ip_timeout_s) == ("ds1", "c1", True, 90.0)
     assert cfg.guest_key_path == Path("~/k").expanduser()
     assert cfg.password.reveal() == "s3cret-pw"

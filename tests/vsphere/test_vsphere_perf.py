@@ -58,7 +58,8 @@ def test_window_summary_and_too_short_window(backend: VSphereBackend, guest: Gue
     samples = backend.perf.window(vm, guest.disks[0].host_ref, start, end, min_samples=2, wait_s=5)
     summary = PerfWindowSummary.of(samples)
     assert summary.samples >= 2 and summary.seconds == summary.samples * SAMPLE_S
-    assert (summary.read_oio, summary.write_oio, summary.read_io_size_bytes, summary.writes_per_s) == (12, 4, 4096, 1000)
+    assert (summary.read_oio, summary.write_oio) == (12, 4)
+    assert (summary.read_io_size_bytes, summary.writes_per_s) == (4096, 1000)
     with pytest.raises(HypervisorError, match=r"holds \d whole realtime sample.*measure for at least"):
         backend.perf.window(vm, guest.disks[0].host_ref, end, end + NS_PER_S // 2, min_samples=2, wait_s=1)
 

@@ -106,7 +106,8 @@ def test_tools_never_reporting_an_ip_says_how_long_it_waited(vcsim: Sim, guest_s
 
 
 def test_guest_that_does_not_trust_the_key_fails_clearly(vcsim: Sim, backend: VSphereBackend, cleanup: CleanupStack,
-                                                         run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+                                                         run_dir: Path,
+                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
     from transport.ssh import generate_run_key
     other_dir = tmp_path_factory.mktemp("other-key")
     _, other_pub = generate_run_key(other_dir)

@@ -54,7 +54,8 @@ def test_record_prints_counters_and_histograms(backend: VSphereBackend, vcsim: S
 
 
 def test_record_errors_are_one_line_and_exit_2(vcsim: Sim, backend: VSphereBackend, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv(PASSWORD_ENV, vcsim.password)
     target = write_target(tmp_path / "vc.toml", backend)
     assert record.main(["--target", str(target), "--vm", "no-such-vm", "--seconds", "1"]) == 2
