@@ -59,6 +59,9 @@ class DiskSpec:
     queues: int = 1
     physical_block_bytes: int = 512
     optimal_io_bytes: int = 0
+    #: "dut": the main disk under test; "scratch": a file-backed disk with 4 KiB physical
+    #: blocks for rules that write, partition or need real block sizes
+    role: str = "dut"
 
     @property
     def serial(self) -> str:

@@ -28,8 +28,7 @@ from hypervisors.base import (AttachedDisk, Guest, GuestRequest, HypervisorBacke
                               SshEndpoint)
 from hypervisors.cleanup import CleanupStack, signals_deferred
 from hypervisors.libvirt import accel
-from hypervisors.libvirt.controllers import (CONTROLLERS, NET_PCI_SLOT, controller_xml, device_id,
-                                             file_disk_xml, latency_disk_args, pci_addr)
+from hypervisors.libvirt.controllers import CONTROLLERS, NET_PCI_SLOT, device_id, disk_devices, disk_file, pci_addr
 from model.blockstats import HostBlockCounters, parse_qmp_blockstats
 
 log = logging.getLogger("vioconform.libvirt")
@@ -101,14 +100,10 @@ class LibvirtBackend(HypervisorBackend):
         if ssh_port is not None:
             qemu_args += ["-netdev", f"user,id=vioc-net,hostfwd=tcp:127.0.0.1:{ssh_port}-:22",
                           "-device", f"virtio-net-pci,netdev=vioc-net,{pci_addr(NET_PCI_SLOT)}"]
-        scsi_index = 0
-        for disk in (request.disks if request else ()):
-            devices.append(controller_xml(disk, scsi_index))
-            if disk.backing == "latency":
-                qemu_args += latency_disk_args(disk)
-            else:
-                devices.append(file_disk_xml(disk, str(run_dir / f"dut{disk.index}.img"), scsi_index))
-            scsi_index += CONTROLLERS[disk.controller].scsi_model is not None
+        if request is not None:
+            disk_xml, disk_args = disk_devices(request.disks, run_dir)
+            devices += disk_xml
+            qemu_args += disk_args
         vcpus = request.vcpus if request else 1
         memory = request.memory_mib if request else 256
         cpu = "<cpu mode='host-passthrough'/>" if domain_type == "kvm" else ""
@@ -162,7 +157,7 @@ class LibvirtBackend(HypervisorBackend):
         kernel, initrd = self.stage_boot_files(run_dir)
         for disk in request.disks:
             if disk.backing == "file":
-                with open(run_dir / f"dut{disk.index}.img", "wb") as f:
+                with open(disk_file(run_dir, disk), "wb") as f:
                     f.truncate(disk.size_bytes)
         port = _free_loopback_port()
         console = run_dir / "console.log"

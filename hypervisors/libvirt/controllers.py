@@ -11,7 +11,9 @@ user-alias prefix), so host counters are found the same way for either backing.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from hypervisors.base import DiskSpec
 from model.limits import ConfiguredLimits
@@ -40,6 +42,9 @@ class Controller:
     queue_depth: int
     max_transfer_bytes: int | None
     multiqueue: bool = False
+    #: which QEMU trace events carry this controller's requests: "virtio-blk", "scsi", "nvme"
+    #: (see model/qemutrace.py); None where QEMU has no usable per-request events
+    trace_family: str | None = None
 
     def configured(self, disk: DiskSpec) -> ConfiguredLimits:
         return ConfiguredLimits(
@@ -56,9 +61,11 @@ class Controller:
 
 CONTROLLERS: dict[str, Controller] = {c.name: c for c in (
     # virtio-blk: virtqueue of 256 descriptors; the guest's nr_requests is 256.
-    Controller("virtio-blk", "virtio-blk-pci, one PCI device per disk", None, 256, None, multiqueue=True),
+    Controller("virtio-blk", "virtio-blk-pci, one PCI device per disk", None, 256, None, multiqueue=True,
+               trace_family="virtio-blk"),
     # virtio-scsi: QEMU's cmd_per_lun default is 128 (guest queue_depth 128, can_queue 256).
-    Controller("virtio-scsi", "virtio-scsi-pci HBA with a scsi-hd", "virtio-scsi", 128, None, multiqueue=True),
+    Controller("virtio-scsi", "virtio-scsi-pci HBA with a scsi-hd", "virtio-scsi", 128, None, multiqueue=True,
+               trace_family="scsi"),
 )}
 
 
@@ -128,3 +135,23 @@ def file_disk_xml(disk: DiskSpec, path: str, index: int) -> str:
     return (f"<disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'{queues}/>"
             f"<source file='{path}'/>{target}{blockio}<serial>{disk.serial}</serial>"
             f"{wwn}<alias name='{device_id(disk)}'/>{addr}</disk>")
+
+
+def disk_file(run_dir: Path, disk: DiskSpec) -> Path:
+    """Where a file-backed disk's image lives (created sparse by the backend)."""
+    return run_dir / f"dut{disk.index}.img"
+
+
+def disk_devices(disks: Sequence[DiskSpec], run_dir: Path) -> tuple[list[str], list[str]]:
+    """Domain XML elements and extra QEMU arguments that attach ``disks`` to their controllers."""
+    xml: list[str] = []
+    args: list[str] = []
+    scsi_index = 0
+    for disk in disks:
+        xml.append(controller_xml(disk, scsi_index))
+        if disk.backing == "latency":
+            args += latency_disk_args(disk)
+        else:
+            xml.append(file_disk_xml(disk, str(disk_file(run_dir, disk)), scsi_index))
+        scsi_index += CONTROLLERS[disk.controller].scsi_model is not None
+    return xml, args
