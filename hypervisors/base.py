@@ -16,10 +16,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from hypervisors.cleanup import CleanupStack
 from model.blockstats import HostBlockCounters
+from model.histogram import HistogramKind, HistogramSet
+from model.qemutrace import TracedRequest
 from model.limits import ConfiguredLimits
 
 log = logging.getLogger("vioconform.hypervisor")
@@ -133,6 +135,32 @@ class GuestRequest:
     boot_timeout_s: float = 120.0
 
 
+@dataclass(frozen=True)
+class HostTrace:
+    """Exact host-side view of one window: every request the virtual device saw.
+
+    ``requests`` is empty where the source gives histograms only (vscsiStats on ESXi).
+    """
+
+    histograms: HistogramSet
+    requests: tuple[TracedRequest, ...]
+    source: str
+
+    @property
+    def count(self) -> int:
+        return self.histograms.get(HistogramKind.OUTSTANDING_IOS).count
+
+
+class RequestTracer(Protocol):
+    """Records the exact host-side I/O of one disk between ``start()`` and ``stop()``."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> HostTrace: ...
+
+    def abort(self) -> None: ...
+
+
 class HypervisorBackend(ABC):
     """One hypervisor. Subclasses implement the underscored methods."""
 
@@ -169,6 +197,10 @@ class HypervisorBackend(ABC):
     @abstractmethod
     def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
         """Cumulative host-side counters of one disk, stamped with the host's monotonic clock."""
+
+    def request_tracer(self, guest: Guest, disk: AttachedDisk) -> RequestTracer | None:
+        """An exact per-request source for this disk, or None where the backend has none."""
+        return None
 
     def close(self) -> None:
         """Release the connection to the hypervisor."""

@@ -27,7 +27,7 @@ from guest.build import GuestImage, ensure_image
 from hypervisors.base import (AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError,
                               SshEndpoint)
 from hypervisors.cleanup import CleanupStack, signals_deferred
-from hypervisors.libvirt import accel
+from hypervisors.libvirt import accel, trace
 from hypervisors.libvirt.controllers import CONTROLLERS, NET_PCI_SLOT, device_id, disk_devices, disk_file, pci_addr
 from model.blockstats import HostBlockCounters, parse_qmp_blockstats
 
@@ -38,6 +38,8 @@ log = logging.getLogger("vioconform.libvirt")
 DOMAIN_PREFIX = "vioconform-"
 METADATA_NS = "https://vioconform.invalid/run/1"
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+#: Where a suite-started domain's QEMU writes trace events (in the run directory).
+TRACE_LOG = "qemu-trace.log"
 
 # libvirt logs its own errors to stderr by default; the suite reports them itself.
 libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
@@ -103,7 +105,7 @@ class LibvirtBackend(HypervisorBackend):
         if request is not None:
             disk_xml, disk_args = disk_devices(request.disks, run_dir)
             devices += disk_xml
-            qemu_args += disk_args
+            qemu_args += disk_args + trace.domain_trace_args(run_dir / TRACE_LOG)
         vcpus = request.vcpus if request else 1
         memory = request.memory_mib if request else 256
         cpu = "<cpu mode='host-passthrough'/>" if domain_type == "kvm" else ""
@@ -162,6 +164,7 @@ class LibvirtBackend(HypervisorBackend):
         port = _free_loopback_port()
         console = run_dir / "console.log"
         console.unlink(missing_ok=True)
+        trace.prepare_log_file(run_dir / TRACE_LOG)
         cmdline = f"console=ttyS0 quiet vioconform.key={request.authorized_key}"
         xml = self.domain_xml(request.name, domain_type, run_dir, kernel, initrd, cmdline, request, port)
         (run_dir / f"{request.name}.xml").write_text(xml)
@@ -206,6 +209,12 @@ class LibvirtBackend(HypervisorBackend):
     def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
         reply = self.qmp(guest.name, {"execute": "query-blockstats"})
         return parse_qmp_blockstats(reply, disk.host_ref, time.monotonic_ns())
+
+    def request_tracer(self, guest: Guest, disk: AttachedDisk) -> trace.QemuTracer | None:
+        family = CONTROLLERS[disk.spec.controller].trace_family
+        if family is None or guest.console_log_path is None:
+            return None
+        return trace.QemuTracer(self, guest, disk, family, guest.console_log_path.parent / TRACE_LOG)
 
     def close(self) -> None:
         try:

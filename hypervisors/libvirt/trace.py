@@ -1,0 +1,162 @@
+"""Exact host-side I/O on KVM/QEMU: QEMU's per-request trace events, switched on for a window.
+
+QEMU's ``log`` trace backend writes one line per event to its log file. The events for one
+controller family (virtio-blk, SCSI, NVMe; see model/qemutrace.py) are enabled at run time
+through the monitor (QMP ``trace-event-set-state``, via libvirt's monitor passthrough), only
+for the measured window, and paired into requests, from which vscsiStats-style histograms
+are built. Nothing is traced outside a window, so the guest runs at full speed otherwise.
+
+Where the events go:
+- a domain the suite starts is given ``-D <run dir>/qemu-trace.log`` on its command line;
+- an already running domain (a user's VM) keeps its own set-up; its log output is pointed at
+  a file of ours for the window with the HMP ``logfile`` command, and at /dev/null after
+  (QEMU's log file only receives ``-d`` debug output and trace events, both off by default).
+
+Limits of QEMU 7.2's events: SCSI events carry target/LUN/tag but not the HBA, and
+virtio-blk events carry a device pointer that the monitor does not map to a device id. So
+the requests of one window are those of every disk of the same family; ``check_isolated``
+compares the traced count with this disk's own counters and refuses a window where other
+disks of the family were busy.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hypervisors.base import AttachedDisk, Guest, HostTrace, HypervisorError
+from model.blockstats import HostCountersDelta
+from model.qemutrace import histograms_from_requests, parse_qemu_trace
+
+if TYPE_CHECKING:
+    from hypervisors.libvirt.backend import LibvirtBackend
+
+#: The start/detail/end events of each controller family, as in QEMU 7.2's trace-events.
+FAMILY_EVENTS: dict[str, tuple[str, ...]] = {
+    "virtio-blk": ("virtio_blk_handle_read", "virtio_blk_handle_write", "virtio_blk_req_complete"),
+    "scsi": ("scsi_req_parsed", "scsi_req_parsed_lba", "scsi_req_dequeue"),
+    "nvme": ("pci_nvme_io_cmd", "pci_nvme_read", "pci_nvme_write", "pci_nvme_enqueue_req_completion"),
+}
+
+EXACT_SOURCE = "exact (QEMU trace events)"
+
+
+class TraceUnavailable(HypervisorError):
+    """This QEMU cannot deliver the events (built without the log trace backend, or too old)."""
+
+
+def qemu_user() -> tuple[int, int]:
+    """uid/gid QEMU runs as under the system daemon (Debian: libvirt-qemu)."""
+    try:
+        pw = pwd.getpwnam("libvirt-qemu")
+        return pw.pw_uid, pw.pw_gid
+    except KeyError:
+        return os.getuid(), os.getgid()
+
+
+def prepare_log_file(path: Path) -> Path:
+    """Create the trace log so that QEMU (running as its own user) can append to it."""
+    path.touch()
+    uid, gid = qemu_user()
+    os.chown(path, uid, gid)
+    path.chmod(0o644)
+    return path
+
+
+class QemuTracer:
+    """Switches one family's trace events on and off in a running domain and reads them back."""
+
+    def __init__(self, backend: "LibvirtBackend", guest: Guest, disk: AttachedDisk, family: str,
+                 log_path: Path, redirect_log: bool = False) -> None:
+        if family not in FAMILY_EVENTS:
+            raise TraceUnavailable(f"no QEMU trace events are known for controller family {family!r}")
+        self.backend = backend
+        self.guest = guest
+        self.disk = disk
+        self.domain = guest.name
+        self.family = family
+        self.log_path = log_path
+        self.redirect_log = redirect_log
+        self._offset = 0
+        self._on = False
+
+    def check_available(self) -> None:
+        """Raise TraceUnavailable unless every event of the family can be switched on."""
+        for event in FAMILY_EVENTS[self.family]:
+            reply = self.backend.qmp(self.domain, {"execute": "trace-event-get-state", "arguments": {"name": event}})
+            states = reply.get("return") if isinstance(reply, dict) else None
+            if not states or any(s.get("state") == "unavailable" for s in states):  # type: ignore[union-attr]
+                raise TraceUnavailable(
+                    f"QEMU of domain {self.domain} cannot deliver trace event {event} ({reply}); it needs "
+                    "QEMU built with the 'log' trace backend (Debian's is)")
+
+    def _set(self, enable: bool) -> None:
+        for event in FAMILY_EVENTS[self.family]:
+            self.backend.qmp(self.domain, {"execute": "trace-event-set-state",
+                                           "arguments": {"name": event, "enable": enable}})
+
+    def _hmp(self, command: str) -> None:
+        self.backend.qmp(self.domain, {"execute": "human-monitor-command",
+                                       "arguments": {"command-line": command}})
+
+    def start(self) -> None:
+        if self.redirect_log:
+            prepare_log_file(self.log_path)
+            self._hmp(f"logfile {self.log_path}")
+        self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._set(True)
+        self._on = True
+        self._counters = self.backend.host_counters(self.guest, self.disk)
+
+    def stop(self) -> HostTrace:
+        """Switch the events off and return the window's requests."""
+        own = HostCountersDelta.between(self._counters, self.backend.host_counters(self.guest, self.disk))
+        self._set(False)
+        self._on = False
+        if self.redirect_log:
+            self._hmp("logfile /dev/null")
+        time.sleep(0.05)  # the last lines are written by QEMU's I/O thread
+        with open(self.log_path, "rb") as f:
+            f.seek(self._offset)
+            text = f.read().decode(errors="replace")
+        requests = tuple(parse_qemu_trace(text, source=f"{self.log_path}",
+                                          scsi_block_bytes=self.disk.configured.logical_block_bytes))
+        check_isolated(len(requests), own.requests, f"trace of {self.disk.host_ref} in {self.domain}")
+        return HostTrace(histograms_from_requests(requests), requests, EXACT_SOURCE)
+
+    def abort(self) -> None:
+        """Switch events off after an error; used by the cleanup stack."""
+        if self._on:
+            try:
+                self._set(False)
+                if self.redirect_log:
+                    self._hmp("logfile /dev/null")
+            finally:
+                self._on = False
+
+
+#: The traced request count may differ from the disk's own counter delta by the requests
+#: that straddle the two windows' edges (a few ms apart): at 5,000 IOPS that is tens of
+#: requests in 15,000. Beyond 5 % another disk of the family was busy.
+ISOLATION_TOLERANCE = 0.05
+
+
+def check_isolated(traced: int, own_requests: int, what: str) -> None:
+    """Refuse a trace that holds more requests than the disk's own counters explain."""
+    if own_requests == 0 and traced == 0:
+        return
+    if traced > own_requests * (1 + ISOLATION_TOLERANCE) + 10:
+        raise HypervisorError(
+            f"{what}: the trace holds {traced} requests but the disk's own counters only {own_requests}; "
+            "another disk of the same controller family was busy during the window, and QEMU's trace "
+            "events cannot tell them apart. Keep the other disks idle while recording.")
+
+
+def domain_trace_args(log_path: Path) -> list[str]:
+    """QEMU arguments for a domain the suite starts: the log file the events go to."""
+    return ["-D", str(log_path)]
+
+
