@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from pyVmomi import vim, vmodl
+from pyVmomi import vim
 
 from hypervisors.base import AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError, SshEndpoint
 from hypervisors.cleanup import CleanupStack
@@ -100,9 +100,10 @@ class VSphereBackend(HypervisorBackend):
         folder, relocate, template, network = self._placement()
         name = self.clone_name(request)
         self.cleanup.push(f"vSphere VM {name}", lambda: self.destroy_vm(name))
-        spec = vim.vm.CloneSpec(location=relocate, powerOn=False, template=False)
-        spec.config = vim.vm.ConfigSpec(annotation=f"vioconform run {self.run_id} (pid {os.getpid()}); "
-                                                   f"safe to delete when that run is over")
+        note = f"vioconform run {self.run_id} (pid {os.getpid()}); safe to delete when that run is over"
+        # the note goes in at clone time (vCenter) and again with the disks (vcsim ignores a CloneSpec's config)
+        spec = vim.vm.CloneSpec(location=relocate, powerOn=False, template=False,
+                                config=vim.vm.ConfigSpec(annotation=note))
         vm = self.vc.wait(template.CloneVM_Task(folder=folder, name=name, spec=spec),
                           f"cloning {cfg.template} to {name}")
         self._vms[request.name] = vm
@@ -115,7 +116,8 @@ class VSphereBackend(HypervisorBackend):
         if cfg.simulate_guest_ip:
             extra.append(vim.option.OptionValue(key=SIM_IP_PROPERTY, value=cfg.simulate_guest_ip))
         self.vc.wait(vm.ReconfigVM_Task(spec=vim.vm.ConfigSpec(
-            numCPUs=request.vcpus, memoryMB=request.memory_mib, deviceChange=changes, extraConfig=extra)),
+            annotation=note, numCPUs=request.vcpus, memoryMB=request.memory_mib, deviceChange=changes,
+            extraConfig=extra)),
             f"adding {len(request.disks)} disk(s) to {name}")
         self.vc.wait(vm.PowerOnVM_Task(), f"powering on {name}")
         origin_ns = self.perf.server_now_ns()
@@ -157,16 +159,7 @@ class VSphereBackend(HypervisorBackend):
 
     def destroy_vm(self, name: str) -> None:
         """Power off and delete the VM ``name`` if it exists (the cleanup action of every clone)."""
-        vm = self.vc.find_vm(name)
-        if vm is None:
-            return
-        try:
-            if vm.runtime.powerState != vim.VirtualMachine.PowerState.poweredOff:
-                self.vc.wait(vm.PowerOffVM_Task(), f"powering off {name}", timeout_s=120)
-        except (HypervisorError, vmodl.MethodFault) as e:
-            log.warning("power-off of %s failed (%s); destroying anyway", name, e)
-        self.vc.wait(vm.Destroy_Task(), f"destroying {name}", timeout_s=300)
-        log.info("vsphere: destroyed %s", name)
+        self.vc.destroy_vm(name)
 
     def vm_of(self, guest: Guest) -> vim.VirtualMachine:
         try:

@@ -103,6 +103,19 @@ class VCenter:
                 raise HypervisorError(f"{what} did not finish within {limit:.0f} s (task {task._moId})")
             time.sleep(0.2)
 
+    def destroy_vm(self, name: str) -> None:
+        """Power off and delete the VM ``name`` if it exists (the cleanup action of every clone)."""
+        vm = self.find_vm(name)
+        if vm is None:
+            return
+        try:
+            if vm.runtime.powerState != vim.VirtualMachine.PowerState.poweredOff:
+                self.wait(vm.PowerOffVM_Task(), f"powering off {name}", timeout_s=120)
+        except (HypervisorError, vmodl.MethodFault) as e:
+            log.warning("power-off of %s failed (%s); destroying anyway", name, e)
+        self.wait(vm.Destroy_Task(), f"destroying {name}", timeout_s=300)
+        log.info("vsphere: destroyed %s", name)
+
     def close(self) -> None:
         try:
             Disconnect(self.si)

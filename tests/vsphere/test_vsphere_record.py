@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from vsphere_sim import EsxiFactory, Sim
+from vsphere_sim import EsxiFactory, Sim, write_target
 
 from hypervisors.base import Guest
 from hypervisors.vsphere import record
@@ -13,16 +13,6 @@ from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.config import PASSWORD_ENV
 from model.histogram import HistogramKind
 from model.vscsistats import parse_vscsistats_csv
-
-
-def write_target(path: Path, backend: VSphereBackend, **extra: object) -> Path:
-    """A TOML config file for the simulator, as a user would write one (no password in it)."""
-    cfg = backend.config
-    lines = ["[vsphere]", f'host = "{cfg.host}"', f"port = {cfg.port}", f'user = "{cfg.user}"',
-             f'template = "{cfg.template}"', "insecure = true", "connect_timeout_s = 10"]
-    lines += [f"{k} = {v!r}".replace("'", '"') for k, v in extra.items()]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def test_record_prints_counters_and_histograms(backend: VSphereBackend, vcsim: Sim, one_disk_guest: Guest,

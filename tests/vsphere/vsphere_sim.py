@@ -26,6 +26,7 @@ from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim
 from vsphere_sshd import LoopbackSshd
 
+from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.config import Secret, VSphereConfig
 
 SIM_USER = "vioconform@vsphere.local"
@@ -185,3 +186,12 @@ def closed_port() -> int:
     s.close()
     return port
 
+
+def write_target(path: Path, backend: VSphereBackend, **extra: object) -> Path:
+    """A TOML config file for the simulator, as a user would write one (no password in it)."""
+    cfg = backend.config
+    lines = ["[vsphere]", f'host = "{cfg.host}"', f"port = {cfg.port}", f'user = "{cfg.user}"',
+             f'template = "{cfg.template}"', "insecure = true", "connect_timeout_s = 10"]
+    lines += [f"{k} = {v!r}".replace("'", '"') for k, v in extra.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
