@@ -24,7 +24,7 @@ from pyVmomi import vim
 
 from hypervisors.base import AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError, SshEndpoint
 from hypervisors.cleanup import CleanupStack
-from hypervisors.vsphere.config import VSphereConfig, parse_target
+from hypervisors.vsphere.config import TARGET_ENV, VSphereConfig, parse_target
 from hypervisors.vsphere.controllers import CONTROLLERS, PlannedDisk, configured_limits, disk_instances, plan_devices
 from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
@@ -59,6 +59,15 @@ class VSphereBackend(HypervisorBackend):
         self._perf: DiskPerf | None = None
         self._vms: dict[str, vim.VirtualMachine] = {}
         self._trackers: dict[tuple[str, str], DiskCounterTracker] = {}
+
+    @classmethod
+    def from_options(cls, cleanup: CleanupStack, options: object) -> VSphereBackend:
+        """The suite's way in: ``options.vcenter`` (``--vcenter``: vsphere:// URL or TOML file), else $TARGET_ENV."""
+        target = getattr(options, "vcenter", None) or os.environ.get(TARGET_ENV)
+        if not target:
+            raise HypervisorError(f"--hypervisor vsphere needs --vcenter vsphere://USER@VCENTER/TEMPLATE?datastore=..."
+                                  f" or a config file (or ${TARGET_ENV}); the password comes from the environment")
+        return cls(cleanup, str(target))
 
     @property
     def vc(self) -> VCenter:

@@ -31,6 +31,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from hypervisors.base import HypervisorError
 
 PASSWORD_ENV = "VIOCONFORM_VCENTER_PASSWORD"
+#: The target (URL or config file) when no --vcenter / --target is given.
+TARGET_ENV = "VIOCONFORM_VSPHERE_TARGET"
 
 
 class ConfigError(HypervisorError):

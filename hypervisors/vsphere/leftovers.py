@@ -20,8 +20,7 @@ from pyVmomi import vim
 
 from hypervisors.base import HypervisorError
 from hypervisors.vsphere.backend import NAME_PREFIX
-from hypervisors.vsphere.config import parse_target
-from hypervisors.vsphere.record import TARGET_ENV
+from hypervisors.vsphere.config import TARGET_ENV, parse_target
 from hypervisors.vsphere.vcenter import VCenter
 
 

@@ -31,15 +31,13 @@ from pathlib import Path
 from pyVmomi import vim
 
 from hypervisors.base import HypervisorError
-from hypervisors.vsphere.config import parse_target
+from hypervisors.vsphere.config import TARGET_ENV, parse_target
 from hypervisors.vsphere.controllers import disk_instances
 from hypervisors.vsphere.perf import REALTIME_INTERVAL_ID, DiskPerf
 from hypervisors.vsphere.perfdata import PerfWindowSummary
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsInterval, open_source
 from model.histogram import HistogramSet
-
-TARGET_ENV = "VIOCONFORM_VSPHERE_TARGET"
 
 
 def counters_block(vm: str, disk: str, summary: PerfWindowSummary) -> str:

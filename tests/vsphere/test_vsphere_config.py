@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from hypervisors.base import HypervisorError
 from hypervisors.vsphere.config import PASSWORD_ENV, ConfigError, Secret, parse_target
 
 ENV = {PASSWORD_ENV: "s3cret-pw"}
@@ -55,3 +56,21 @@ def test_bad_targets_say_what_to_fix(target: str, message: str) -> None:
 def test_missing_password_names_both_sources() -> None:
     with pytest.raises(ConfigError, match=f"{PASSWORD_ENV}.*password_file"):
         parse_target("vsphere://u@vc/t", {})
+
+
+def test_backend_from_suite_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from hypervisors import get_backend_class
+    from hypervisors.cleanup import CleanupStack
+    from hypervisors.vsphere.config import TARGET_ENV
+
+    cls = get_backend_class("vsphere")
+    monkeypatch.setenv(PASSWORD_ENV, "pw")
+    backend = cls.from_options(CleanupStack(), SimpleNamespace(vcenter="vsphere://u@vc/tmpl?cluster=c"))
+    assert (backend.config.template, backend.config.cluster, backend.name) == ("tmpl", "c", "vsphere")
+    assert set(backend.controllers) == {"pvscsi", "lsilogic-sas", "lsilogic", "nvme"}
+    monkeypatch.delenv(TARGET_ENV, raising=False)
+    with pytest.raises(HypervisorError, match="needs --vcenter"):
+        cls.from_options(CleanupStack(), SimpleNamespace())
+
