@@ -1,0 +1,143 @@
+"""``vscsiStats`` for KVM: record the exact I/O histograms of one disk of a running libvirt domain.
+
+    python -m hypervisors.libvirt.record --domain web01 --disk vda --seconds 30
+    python -m hypervisors.libvirt.record --domain web01 --disk sdb --seconds 10 --out sdb.csv
+
+Prints (or saves) vscsiStats-style CSV: outstanding I/Os when a new I/O is issued, I/O
+lengths, seek distances, latency and interarrival time, each for all, read and write.
+The domain can be any running QEMU domain on this host, started by vioconform or not. For
+the window, QEMU's trace events of the disk's controller family are switched on through the
+monitor and QEMU's log file is pointed at a file of ours; afterwards the events are off and
+the log goes to /dev/null (QEMU's log only carries -d debug output and trace events).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from urllib.parse import urlparse
+
+import libvirt
+
+from hypervisors.base import AttachedDisk, DiskSpec, Guest, HypervisorError, SshEndpoint
+from hypervisors.cleanup import CleanupStack
+from hypervisors.libvirt import trace
+from hypervisors.libvirt.backend import LibvirtBackend
+from model.histogram import HistogramKind, HistogramSet
+from model.limits import ConfiguredLimits
+
+#: libvirt disk bus -> QEMU trace family
+BUS_FAMILY = {"virtio": "virtio-blk", "scsi": "scsi", "nvme": "nvme"}
+
+
+def check_local(uri: str) -> None:
+    """Refuse a remote URI: QEMU writes the trace on its own host, where this command cannot read it."""
+    host = urlparse(uri).hostname
+    if host not in (None, "", "localhost", "127.0.0.1"):
+        raise HypervisorError(f"libvirt URI {uri!r} names a remote host ({host}); QEMU writes trace events on "
+                              "that host, so run this command there")
+
+
+def find_disk(dom: libvirt.virDomain, disk: str) -> tuple[str, str, int]:
+    """(qdev id, trace family, logical block size) of the domain's disk whose target dev,
+    alias or serial is ``disk``."""
+    root = ET.fromstring(dom.XMLDesc(0))
+    names = []
+    for d in root.iter("disk"):
+        target = d.find("target")
+        alias = d.find("alias")
+        serial = d.findtext("serial") or ""
+        dev = target.get("dev", "") if target is not None else ""
+        alias_name = alias.get("name", "") if alias is not None else ""
+        names.append(dev)
+        if disk in (dev, alias_name, serial):
+            bus = target.get("bus", "") if target is not None else ""
+            if bus not in BUS_FAMILY:
+                raise HypervisorError(f"disk {disk} of {dom.name()} is on bus {bus!r}; QEMU 7.2 has per-request "
+                                      f"trace events for {', '.join(BUS_FAMILY)} only")
+            blockio = d.find("blockio")
+            lbs = int(blockio.get("logical_block_size", "512")) if blockio is not None else 512
+            return alias_name, BUS_FAMILY[bus], lbs
+    # Disks given on the QEMU command line (vioconform's latency disks) have no <disk> element.
+    for arg in root.iter("{http://libvirt.org/schemas/domain/qemu/1.0}arg"):
+        value = arg.get("value", "")
+        if f'"serial": "{disk}"' in value or f'"id": "{disk}"' in value:
+            qdev = re.search(r'"id": "([^"]+)"', value)
+            driver = re.search(r'"driver": "([^"]+)"', value)
+            if qdev and driver:
+                family = {"virtio-blk-pci": "virtio-blk", "scsi-hd": "scsi", "nvme": "nvme"}.get(driver.group(1))
+                if family:
+                    return qdev.group(1), family, 512
+    raise HypervisorError(f"domain {dom.name()} has no disk {disk!r}; its disks are {', '.join(n for n in names if n)}"
+                          " (give a target dev such as vda, an alias, or a serial)")
+
+
+def record(uri: str, domain: str, disk: str, seconds: float, kind: HistogramKind | None = None) -> str:
+    """Record ``seconds`` of the disk's I/O and return vscsiStats-style CSV (of one ``kind``, or all)."""
+    check_local(uri)
+    cleanup = CleanupStack()
+    try:
+        backend = LibvirtBackend(cleanup, uri=uri)
+        cleanup.push("libvirt connection", backend.close)
+        try:
+            dom = backend.conn.lookupByName(domain)
+        except libvirt.libvirtError:
+            running = [d.name() for d in backend.conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)]
+            raise HypervisorError(f"no domain {domain!r} at {uri}; running domains: {', '.join(running) or 'none'}") from None
+        if not dom.isActive():
+            raise HypervisorError(f"domain {domain} is not running")
+        qdev, family, lbs = find_disk(dom, disk)
+        spec = DiskSpec(controller=family, index=0)
+        attached = AttachedDisk(spec, qdev, ConfiguredLimits(queue_depth=None, logical_block_bytes=lbs))
+        guest = Guest(domain, SshEndpoint("", 0, "", Path(), ""), (attached,), accel="")
+        backend.host_counters(guest, attached)  # fails clearly now if QMP cannot see the disk
+        tmp = Path(tempfile.mkdtemp(prefix="vioconform-record-"))
+        tmp.chmod(0o755)
+        log = tmp / "qemu-trace.log"
+        tracer = trace.QemuTracer(backend, guest, attached, family, log, redirect_log=True)
+        tracer.check_available()
+        cleanup.push("trace events", tracer.abort)
+        cleanup.push(f"trace directory {tmp}", lambda: shutil.rmtree(tmp, ignore_errors=True))
+        tracer.start()
+        time.sleep(seconds)
+        hists = tracer.stop().histograms
+        if kind is not None:
+            hists = HistogramSet(tuple(h for h in hists.histograms if h.kind == kind))
+        return hists.to_vscsistats_csv(world_group_id=dom.ID(), handle_id=0, disk_label=disk)
+    finally:
+        cleanup.run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hypervisors.libvirt.record", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--domain", required=True, help="name of a running libvirt domain")
+    ap.add_argument("--disk", required=True, help="target dev (vda, sdb), alias or serial of the disk")
+    ap.add_argument("--seconds", type=float, default=10.0, help="how long to record (default 10)")
+    ap.add_argument("--uri", default="qemu:///system", help="libvirt URI of this host (default qemu:///system)")
+    ap.add_argument("--out", type=Path, help="write the CSV here instead of standard output")
+    ap.add_argument("--histogram", choices=[k.name.lower() for k in HistogramKind],
+                    help="print only this histogram kind")
+    args = ap.parse_args(argv)
+    kind = HistogramKind[args.histogram.upper()] if args.histogram else None
+    try:
+        csv = record(args.uri, args.domain, args.disk, args.seconds, kind)
+    except (HypervisorError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.out:
+        args.out.write_text(csv)
+        print(f"saved {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(csv)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""Exact host-side requests through a real guest: consistency with counters, histograms, the record command."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fixtures.fio import FioJob
+from fixtures.measure import GuestDisk, find_kernel_name, measure, read_guest_limits
+from hypervisors.base import DiskSpec, GuestRequest, HypervisorError
+from hypervisors.cleanup import CleanupStack
+from hypervisors.libvirt import trace
+from hypervisors.libvirt.backend import LibvirtBackend
+from hypervisors.libvirt.record import check_local
+from model.histogram import HistogramKind
+from model.vscsistats import parse_vscsistats_csv
+from tests.e2e.conftest import ROOT
+from transport.ssh import SshTransport, generate_run_key
+
+#: Traced requests vs the disk's QMP counter delta: the two windows' edges are a few ms
+#: apart (two QMP round trips), tens of requests at 5,000 IOPS.
+HOST_TOLERANCE = 0.02
+#: vs the guest's /proc/diskstats: its snapshots are taken over SSH, 20-60 ms from the host's.
+GUEST_TOLERANCE = 0.06
+
+
+@pytest.fixture(scope="module")
+def traced_guest() -> Iterator[tuple[LibvirtBackend, list[GuestDisk]]]:
+    cleanup = CleanupStack()
+    run_dir = Path(tempfile.mkdtemp(prefix="vioconform-trace-"))
+    cleanup.push("run dir", lambda: shutil.rmtree(run_dir, ignore_errors=True))
+    try:
+        backend = LibvirtBackend(cleanup)
+        cleanup.push("libvirt", backend.close)
+        _, pub = generate_run_key(run_dir)
+        specs = (DiskSpec("virtio-scsi", 0), DiskSpec("virtio-blk", 1))
+        guest = backend.start_guest(GuestRequest("vioconform-trace-test", specs, run_dir, pub))
+        ssh = SshTransport(guest.ssh)
+        cleanup.push("ssh", ssh.close)
+        disks = []
+        for att in guest.disks:
+            name = find_kernel_name(ssh, att.spec.serial)
+            disks.append(GuestDisk(guest, backend, ssh, att, name, read_guest_limits(ssh, name), att.spec.label))
+        yield backend, disks
+    finally:
+        cleanup.run()
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["virtio-scsi", "virtio-blk"])
+def test_trace_agrees_with_counters_and_guest(traced_guest, which: int) -> None:  # type: ignore[no-untyped-def]
+    _, disks = traced_guest
+    disk = disks[which]
+    m = measure(disk, FioJob("consistency", rw="randrw", bs_bytes=16384, iodepth=16), window_s=2.0)
+    assert m.host_trace is not None
+    traced, host = m.host_trace.count, m.host.requests
+    guest = m.guest.reads_completed + m.guest.writes_completed
+    assert traced > 1000, (traced, host, guest)
+    assert abs(traced - host) <= HOST_TOLERANCE * host + 10, (traced, host)
+    assert abs(traced - guest) <= GUEST_TOLERANCE * guest + 20, (traced, guest)
+    for h in m.host_trace.histograms.histograms:
+        assert sum(h.counts) == h.count, h
+    length = m.host_trace.histograms.get(HistogramKind.IO_LENGTH)
+    assert (length.min, length.max) == (16384, 16384)  # O_DIRECT 16 KiB reaches the host as 16 KiB
+    reads = m.host_trace.histograms.get(HistogramKind.IO_LENGTH, "read").count
+    writes = m.host_trace.histograms.get(HistogramKind.IO_LENGTH, "write").count
+    assert reads > 0 and writes > 0 and reads + writes == length.count
+    assert 8 <= m.exact_depth_percentile(50) <= 16
+
+
+def test_unknown_event_is_reported_as_unavailable(traced_guest) -> None:  # type: ignore[no-untyped-def]
+    backend, disks = traced_guest
+    tracer = trace.QemuTracer(backend, disks[0].guest, disks[0].attached, "scsi", Path("/nonexistent"))
+    saved = trace.FAMILY_EVENTS["scsi"]
+    trace.FAMILY_EVENTS["scsi"] = saved + ("vioconform_no_such_event",)
+    try:
+        with pytest.raises(HypervisorError, match="vioconform_no_such_event"):
+            tracer.check_available()
+    finally:
+        trace.FAMILY_EVENTS["scsi"] = saved
+
+
+def _record(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hypervisors.libvirt.record", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_record_command_bad_input(traced_guest) -> None:  # type: ignore[no-untyped-def]
+    _, disks = traced_guest
+    name = disks[0].guest.name
+    r = _record("--domain", "vioconform-no-such-domain", "--disk", "vda", "--seconds", "1")
+    assert r.returncode == 2 and "no domain 'vioconform-no-such-domain'" in r.stderr, r.stderr
+    r = _record("--domain", name, "--disk", "hdz", "--seconds", "1")
+    assert r.returncode == 2 and f"domain {name} has no disk 'hdz'" in r.stderr, r.stderr
+    with pytest.raises(HypervisorError, match="remote host"):
+        check_local("qemu+ssh://kvm7.example/system")
+
+
+def test_record_command_on_a_running_domain(traced_guest) -> None:  # type: ignore[no-untyped-def]
+    """Last in the module: it points the domain's QEMU log at /dev/null when done."""
+    _, disks = traced_guest
+    disk = disks[0]
+    job = FioJob("record", iodepth=32, runtime_s=6)
+    disk.ssh.run(f"setsid sh -c '{job.command(disk.device_path, '/tmp/record.json')}' </dev/null >/dev/null 2>&1 &")
+    r = _record("--domain", disk.guest.name, "--disk", disk.attached.spec.serial, "--seconds", "2")
+    assert r.returncode == 0, r.stderr
+    sets = parse_vscsistats_csv(r.stdout)
+    depth = sets[0].get(HistogramKind.OUTSTANDING_IOS)
+    assert depth.count > 1000 and depth.percentile(50) >= 12, depth
+    assert sets[0].get(HistogramKind.IO_LENGTH).max == 4096
