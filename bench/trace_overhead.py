@@ -10,17 +10,12 @@ Goal: 3 % or less.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
-from pathlib import Path
 
 from fixtures.fio import FioJob
-from fixtures.measure import GuestDisk, find_kernel_name, measure, read_guest_limits
-from hypervisors.base import DiskSpec, GuestRequest
-from hypervisors.cleanup import CleanupStack
-from hypervisors.libvirt.backend import LibvirtBackend
-from transport.ssh import SshTransport, generate_run_key
+from fixtures.measure import measure
+from fixtures.standalone import standalone_guest
+from hypervisors.base import DiskSpec
 
 GOAL_PCT = 3.0
 
@@ -30,21 +25,10 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--window-s", type=float, default=3.0)
     args = ap.parse_args()
-    cleanup = CleanupStack()
     rows = []
-    try:
-        run_dir = Path(tempfile.mkdtemp(prefix="vioconform-bench-"))
-        cleanup.push("dir", lambda: shutil.rmtree(run_dir, ignore_errors=True))
-        backend = LibvirtBackend(cleanup)
-        cleanup.push("libvirt", backend.close)
-        _, pub = generate_run_key(run_dir)
-        specs = (DiskSpec("virtio-scsi", 0), DiskSpec("virtio-blk", 1))
-        guest = backend.start_guest(GuestRequest("vioconform-bench-trace", specs, run_dir, pub))
-        ssh = SshTransport(guest.ssh)
-        cleanup.push("ssh", ssh.close)
-        for att in guest.disks:
-            name = find_kernel_name(ssh, att.spec.serial)
-            disk = GuestDisk(guest, backend, ssh, att, name, read_guest_limits(ssh, name), att.spec.label)
+    specs = (DiskSpec("virtio-scsi", 0), DiskSpec("virtio-blk", 1))
+    with standalone_guest(specs, "vioconform-bench-trace") as (_, disks):
+        for disk in disks:
             plain, traced, depth = [], [], []
             for _ in range(args.repeats):
                 for exact, out in ((False, plain), (True, traced)):
@@ -53,9 +37,8 @@ def main() -> int:
                     if exact and m.host_trace is not None:
                         depth.append(statistics.mean(r.outstanding_at_issue for r in m.host_trace.requests))
             p, t = statistics.median(plain), statistics.median(traced)
-            rows.append((att.spec.controller, p, t, 100.0 * (p - t) / p, statistics.mean(depth), plain, traced))
-    finally:
-        cleanup.run()
+            rows.append((disk.attached.spec.controller, p, t, 100.0 * (p - t) / p, statistics.mean(depth),
+                         plain, traced))
     print(f"{'controller':12} {'IOPS untraced':>14} {'IOPS traced':>12} {'cost':>7}  mean traced depth  (all runs)")
     for c, p, t, cost, d, plain, traced in rows:
         verdict = "met" if cost <= GOAL_PCT else "MISSED"

@@ -10,13 +10,11 @@ from __future__ import annotations
 import pytest
 
 from fixtures.fio import FioJob
-from fixtures.measure import GuestDisk, measure, save_measurement
+from fixtures.measure import GuestDisk, depth_point, measure, save_measurement
 from fixtures.options import SuiteOptions
-from model.queue_depth import DepthPoint, judge_queue_depth
+from model.queue_depth import judge_queue_depth
 from reports.records import Record
 from suites.assertions import fail_unless
-
-HOST_SOURCE_AVERAGE = "average (Little's law on host counters), median of 1 s windows; min-max"
 
 
 @pytest.mark.rule("queue-depth")
@@ -30,20 +28,9 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
         m = measure(disk, FioJob(f"qd{depth}", rw="randread", bs_bytes=4096, iodepth=depth), suite_options.window_s,
                     raw_dir=raw)
         save_measurement(m, raw / f"queue-depth-qd{depth}.json")
-        # The exact outstanding-at-issue distribution where the host traced every request;
-        # otherwise Little's law on the counters (median of one-second windows).
-        if m.host_trace is not None:
-            host, lo, hi, source = (m.exact_depth_percentile(50), m.exact_depth_percentile(10),
-                                    m.exact_depth_percentile(90), f"{m.host_trace.source}, median; p10-p90")
-        else:
-            host, lo, hi, source = (m.host_depth_median, min(m.host_depth_per_second),
-                                    max(m.host_depth_per_second), HOST_SOURCE_AVERAGE)
         record.add(**{f"qd{depth}_{k}": v for k, v in m.exact_summary().items()},
                    **{f"qd{depth}_host_average_depth": round(m.host_depth_median, 2)})
-        points.append(DepthPoint(
-            offered_depth=depth, iops=m.fio.jobs[0].total_iops, fio_depth_mode=m.fio_depth_mode,
-            guest_aqu_sz=m.guest.avg_queue_size, guest_inflight_mean=m.guest_inflight_mean,
-            host_depth=host, host_depth_min=lo, host_depth_max=hi, host_source=source))
+        points.append(depth_point(m))
     device_depth = disk.attached.configured.queue_depth
     verdict = judge_queue_depth(points, device_depth, suite_options.require_queuing)
     record.add(**verdict.properties(), guest_queue_depth=disk.limits.scsi_queue_depth or 0,

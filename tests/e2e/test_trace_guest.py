@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fixtures.fio import FioJob
-from fixtures.measure import GuestDisk, find_kernel_name, measure, read_guest_limits
-from hypervisors.base import DiskSpec, GuestRequest, HypervisorError
-from hypervisors.cleanup import CleanupStack
+from fixtures.measure import GuestDisk, measure
+from fixtures.standalone import standalone_guest
+from hypervisors.base import DiskSpec, HypervisorError
 from hypervisors.libvirt import trace
 from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.record import check_local
 from model.histogram import HistogramKind
 from model.vscsistats import parse_vscsistats_csv
 from tests.e2e.conftest import ROOT
-from transport.ssh import SshTransport, generate_run_key
 
 #: Traced requests vs the disk's QMP counter delta: the two windows' edges are a few ms
 #: apart (two QMP round trips), tens of requests at 5,000 IOPS.
@@ -32,24 +29,8 @@ GUEST_TOLERANCE = 0.06
 
 @pytest.fixture(scope="module")
 def traced_guest() -> Iterator[tuple[LibvirtBackend, list[GuestDisk]]]:
-    cleanup = CleanupStack()
-    run_dir = Path(tempfile.mkdtemp(prefix="vioconform-trace-"))
-    cleanup.push("run dir", lambda: shutil.rmtree(run_dir, ignore_errors=True))
-    try:
-        backend = LibvirtBackend(cleanup)
-        cleanup.push("libvirt", backend.close)
-        _, pub = generate_run_key(run_dir)
-        specs = (DiskSpec("virtio-scsi", 0), DiskSpec("virtio-blk", 1))
-        guest = backend.start_guest(GuestRequest("vioconform-trace-test", specs, run_dir, pub))
-        ssh = SshTransport(guest.ssh)
-        cleanup.push("ssh", ssh.close)
-        disks = []
-        for att in guest.disks:
-            name = find_kernel_name(ssh, att.spec.serial)
-            disks.append(GuestDisk(guest, backend, ssh, att, name, read_guest_limits(ssh, name), att.spec.label))
-        yield backend, disks
-    finally:
-        cleanup.run()
+    with standalone_guest((DiskSpec("virtio-scsi", 0), DiskSpec("virtio-blk", 1)), "vioconform-trace-test") as g:
+        yield g
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["virtio-scsi", "virtio-blk"])
