@@ -145,6 +145,13 @@ class HostTrace:
     histograms: HistogramSet
     requests: tuple[TracedRequest, ...]
     source: str
+    #: the disk's own counter delta over exactly the traced window, where the source has counters
+    counter_requests: int | None = None
+    window_s: float | None = None
+
+    @property
+    def iops(self) -> float | None:
+        return self.count / self.window_s if self.window_s else None
 
     @property
     def count(self) -> int:

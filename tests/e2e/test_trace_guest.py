@@ -20,10 +20,10 @@ from model.histogram import HistogramKind
 from model.vscsistats import parse_vscsistats_csv
 from tests.e2e.conftest import ROOT
 
-#: Traced requests vs the disk's QMP counter delta: the two windows' edges are a few ms
-#: apart (two QMP round trips), tens of requests at 5,000 IOPS.
+#: Traced requests vs the disk's QMP counter delta over the same window: its edges are one
+#: QMP round trip (about 1 ms) from the events being switched, a few requests at 5,000 IOPS.
 HOST_TOLERANCE = 0.02
-#: vs the guest's /proc/diskstats: its snapshots are taken over SSH, 20-60 ms from the host's.
+#: Traced rate vs the guest's /proc/diskstats rate over its own (overlapping) window.
 GUEST_TOLERANCE = 0.06
 
 
@@ -39,11 +39,16 @@ def test_trace_agrees_with_counters_and_guest(traced_guest, which: int) -> None:
     disk = disks[which]
     m = measure(disk, FioJob("consistency", rw="randrw", bs_bytes=16384, iodepth=16), window_s=2.0)
     assert m.host_trace is not None
-    traced, host = m.host_trace.count, m.host.requests
-    guest = m.guest.reads_completed + m.guest.writes_completed
-    assert traced > 1000, (traced, host, guest)
+    traced, host = m.host_trace.count, m.host_trace.counter_requests
+    assert host is not None
+    assert traced > 1000, (traced, host)
     assert abs(traced - host) <= HOST_TOLERANCE * host + 10, (traced, host)
-    assert abs(traced - guest) <= GUEST_TOLERANCE * guest + 20, (traced, guest)
+    # The guest's window is its own (two SSH round trips, 50-150 ms each under TCG, from the
+    # host's), so compare rates: completions per second in the guest vs traced per second.
+    guest_iops = m.guest.read_iops + m.guest.write_iops
+    traced_iops = m.host_trace.iops
+    assert traced_iops is not None
+    assert abs(traced_iops - guest_iops) <= GUEST_TOLERANCE * guest_iops, (traced_iops, guest_iops)
     for h in m.host_trace.histograms.histograms:
         assert sum(h.counts) == h.count, h
     length = m.host_trace.histograms.get(HistogramKind.IO_LENGTH)
