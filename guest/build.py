@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,11 +89,20 @@ def _kernel_package() -> tuple[str, str]:
     return pkg, vm.group(1) if vm else "unknown"
 
 
-def recipe() -> dict[str, object]:
-    """Everything the image depends on; its hash names the cache entry."""
-    kpkg, kver = _kernel_package()
+def _kernel_deb_id(deb: Path) -> list[str]:
+    """A kernel package file of the user's: named by its content, so a rebuilt .deb is a new image."""
+    if not deb.is_file():
+        raise ImageBuildError(f"kernel package {deb} does not exist (give a linux-image-*.deb file)")
+    return ["file", deb.name, hashlib.sha256(deb.read_bytes()).hexdigest()]
+
+
+def recipe(kernel_deb: Path | None = None) -> dict[str, object]:
+    """Everything the image depends on; its hash names the cache entry.
+
+    ``kernel_deb``: a linux-image .deb of your own (a vendor kernel, a patched driver) instead
+    of Debian's current ``linux-image-amd64``."""
     return {
-        "kernel": [kpkg, kver],
+        "kernel": _kernel_deb_id(kernel_deb) if kernel_deb else list(_kernel_package()),
         "packages": {p: _installed_version(p) for p in HOST_PACKAGES},
         "modules": list(MODULES),
         "init_sha256": hashlib.sha256((HERE / "init").read_bytes()).hexdigest(),
@@ -140,14 +150,22 @@ def _copy(src: str | Path, root: Path) -> None:
     shutil.copy2(os.path.realpath(src), dst)
 
 
-def _build(dest: Path, r: dict[str, object], work: Path) -> str:
-    kpkg = r["kernel"][0]  # type: ignore[index]
-    os.chmod(work, 0o755)  # apt downloads as the _apt user
-    _run(["apt-get", "download", "-q", kpkg], cwd=work)
-    deb = next(work.glob("linux-image-*.deb"))
+def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None) -> str:
+    kernel: list[str] = r["kernel"]  # type: ignore[assignment]
+    if kernel_deb is not None:
+        deb = kernel_deb
+    else:
+        os.chmod(work, 0o755)  # apt downloads as the _apt user
+        _run(["apt-get", "download", "-q", kernel[0]], cwd=work)
+        deb = next(work.glob("linux-image-*.deb"))
     kroot = work / "kernel"
     _run(["dpkg-deb", "-x", str(deb), str(kroot)])
-    kver = next((kroot / "lib/modules").iterdir()).name
+    try:
+        kver = next((kroot / "lib/modules").iterdir()).name
+        next((kroot / "boot").glob("vmlinuz-*"))
+    except (StopIteration, FileNotFoundError):
+        raise ImageBuildError(f"{deb.name} holds no /boot/vmlinuz-* and /lib/modules/<version>: "
+                              "is it a linux-image package?") from None
     _run(["busybox", "depmod", "-b", str(kroot), kver])
     modroot = kroot / "lib/modules" / kver
 
@@ -185,10 +203,10 @@ def _build(dest: Path, r: dict[str, object], work: Path) -> str:
     return kver
 
 
-def ensure_image(log: "callable[[str], None] | None" = None) -> GuestImage:  # type: ignore[valid-type]
+def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | None = None) -> GuestImage:
     """Return the cached image for the current recipe, building it first if needed."""
     say = log or (lambda _m: None)
-    r = recipe()
+    r = recipe(kernel_deb)
     h = recipe_hash(r)
     dest = cache_root() / h
     meta = dest / "recipe.json"
@@ -201,7 +219,7 @@ def ensure_image(log: "callable[[str], None] | None" = None) -> GuestImage:  # t
     # Build beside the cache entry so the final rename is atomic: a killed build leaves no entry.
     with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
         staging = Path(tmp) / "out"
-        kver = _build(staging, r, Path(tmp))
+        kver = _build(staging, r, Path(tmp), kernel_deb)
         (staging / "recipe.json").write_text(json.dumps({**r, "kernel_version": kver}, indent=2))
         staging.rename(dest)
     took = time.monotonic() - t0
@@ -211,5 +229,7 @@ def ensure_image(log: "callable[[str], None] | None" = None) -> GuestImage:  # t
 
 
 if __name__ == "__main__":
-    img = ensure_image(print)
+    import sys
+
+    img = ensure_image(print, Path(sys.argv[1]) if len(sys.argv) > 1 else None)
     print(img.directory)
