@@ -8,6 +8,7 @@ console) and every connection rejects any other key.
 from __future__ import annotations
 
 import base64
+import logging
 import shlex
 import socket
 import time
@@ -19,6 +20,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from hypervisors.base import SshEndpoint
+
+
+# paramiko logs every connection at INFO; the suite's own progress lines are what a user reads.
+logging.getLogger("paramiko").setLevel(logging.WARNING)
 
 
 class GuestCommandError(RuntimeError):
