@@ -13,7 +13,7 @@ import ssl
 import time
 from typing import Any, TypeVar
 
-from pyVim.connect import Disconnect, SmartConnect
+from pyVim.connect import SmartStubAdapter
 from pyVmomi import vim, vmodl
 
 from hypervisors.base import HypervisorError
@@ -32,18 +32,23 @@ class VCenter:
 
     def __init__(self, config: VSphereConfig) -> None:
         self.config = config
-        self.si = self._connect(config)
-        self.content = self.si.RetrieveContent()
+        self._stub: Any = None
+        self.si, self.content = self._connect(config)
 
-    @staticmethod
-    def _connect(cfg: VSphereConfig) -> Any:
+    def _connect(self, cfg: VSphereConfig) -> tuple[Any, Any]:
+        """Log in; our own stub rather than SmartConnect, so that its sockets are closed on every failure."""
         where = f"vCenter {cfg.host}:{cfg.port}"
         old = socket.getdefaulttimeout()
-        socket.setdefaulttimeout(cfg.connect_timeout_s)  # bounds the TLS handshake and the first reads
+        socket.setdefaulttimeout(cfg.connect_timeout_s)  # bounds the TLS handshake and every read until logged in
+        logged_in = False
         try:
-            return SmartConnect(host=cfg.host, port=cfg.port, user=cfg.user, pwd=cfg.password.reveal(),
-                                disableSslCertValidation=cfg.insecure,
-                                httpConnectionTimeout=int(cfg.connect_timeout_s), connectionPoolTimeout=-1)
+            self._stub = SmartStubAdapter(host=cfg.host, port=cfg.port, disableSslCertValidation=cfg.insecure,
+                                          httpConnectionTimeout=int(cfg.connect_timeout_s), connectionPoolTimeout=-1)
+            si = vim.ServiceInstance("ServiceInstance", self._stub)
+            content = si.RetrieveContent()
+            content.sessionManager.Login(cfg.user, cfg.password.reveal(), None)
+            logged_in = True
+            return si, content
         except vim.fault.InvalidLogin:
             raise HypervisorError(f"{where} rejected the login of {cfg.user!r}: check the user and the password "
                                   f"in {PASSWORD_ENV} or password_file") from None
@@ -57,6 +62,8 @@ class VCenter:
             raise HypervisorError(f"{where}: login failed: {fault_text(e)}") from None
         finally:
             socket.setdefaulttimeout(old)
+            if not logged_in and self._stub is not None:
+                self._stub.DropConnections()
 
     def all(self, kind: type[T]) -> list[T]:
         view = self.content.viewManager.CreateContainerView(self.content.rootFolder, [kind], True)
@@ -118,9 +125,11 @@ class VCenter:
 
     def close(self) -> None:
         try:
-            Disconnect(self.si)
+            self.content.sessionManager.Logout()
         except Exception as e:  # the session may already be gone; closing must not mask the real error
-            log.debug("disconnect: %s", e)
+            log.debug("logout: %s", e)
+        finally:
+            self._stub.DropConnections()
 
 
 def fault_text(fault: BaseException | vmodl.MethodFault) -> str:

@@ -44,7 +44,10 @@ def test_bad_input_fails_fast_without_a_clone(vcsim: Sim, guest_sshd: LoopbackSs
         change = dict(port=closed_port())
     before = vcsim.vms("vioconform-")
     backend = VSphereBackend(cleanup, replace(sim_config(vcsim, guest_sshd), **change), run_id="bad")
-    elapsed, text = start_with(backend, run_dir, run_pubkey)
+    try:
+        elapsed, text = start_with(backend, run_dir, run_pubkey)
+    finally:
+        backend.close()
     assert elapsed < ERROR_WITHIN_S
     assert re.search(message, text), text
     assert vcsim.password not in text

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim
@@ -68,6 +68,7 @@ class Sim:
     perf_path: Path
     vscsi_xml_path: Path
     process: subprocess.Popen[bytes]
+    stderr: IO[bytes]
 
     @contextmanager
     def session(self) -> Iterator[Any]:
@@ -77,6 +78,7 @@ class Sim:
             yield si.RetrieveContent()
         finally:
             Disconnect(si)
+            si._stub.DropConnections()  # Disconnect leaves the pooled TLS sockets open
 
     def vms(self, prefix: str = "") -> list[str]:
         with self.session() as content:
@@ -125,7 +127,7 @@ def start_sim(directory: Path) -> Sim:
         err = (directory / "vcsim.stderr").read_text(errors="replace")[-1500:]
         raise RuntimeError(f"unexpected first line from vioconform-vcsim: {line!r}; stderr: {err} "
                            f"(is the binary older than tools/vcsim? run scripts/setup-vcsim.sh)")
-    sim = Sim(int(m.group(1)), password, perf, xml, proc)
+    sim = Sim(int(m.group(1)), password, perf, xml, proc, stderr)
     _make_template(sim)
     return sim
 
@@ -146,6 +148,10 @@ def stop_sim(sim: Sim) -> None:
         sim.process.wait(10)
     except subprocess.TimeoutExpired:
         sim.process.kill()
+        sim.process.wait()
+    assert sim.process.stdout is not None
+    sim.process.stdout.close()
+    sim.stderr.close()
 
 
 def sim_config(sim: Sim, sshd: LoopbackSshd, **overrides: object) -> VSphereConfig:
