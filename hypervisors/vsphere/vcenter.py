@@ -46,6 +46,8 @@ class VCenter:
                                           httpConnectionTimeout=int(cfg.connect_timeout_s), connectionPoolTimeout=-1)
             si = vim.ServiceInstance("ServiceInstance", self._stub)
             content = si.RetrieveContent()
+            if content.sessionManager is None:
+                raise HypervisorError(f"{where} offers no SessionManager: is it a vCenter or ESXi SDK endpoint?")
             content.sessionManager.Login(cfg.user, cfg.password.reveal(), None)
             logged_in = True
             return si, content
