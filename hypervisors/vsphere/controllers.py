@@ -45,14 +45,15 @@ CONTROLLERS: dict[str, ControllerKind] = {k.name: k for k in (
 
 
 def configured_limits(spec: DiskSpec) -> ConfiguredLimits:
-    """What vSphere configures for a disk: block sizes only.
+    """What vSphere configures for a disk, whatever the spec asked for.
 
     The VM configuration sets no per-disk queue depth or transfer limit: the depth a disk gets
     comes from the guest driver and the ESXi device queue, so it is unknown (None) here and the
-    queue-depth rule expects the offered depth.
+    queue-depth rule expects the offered depth. A VMDK cannot be given a physical block size or an
+    optimal I/O size, so the spec's values are not applied: the disk is 512-byte sectors with no
+    optimal size, and ``queues`` is 1.
     """
-    return ConfiguredLimits(queue_depth=None, physical_block_bytes=spec.physical_block_bytes,
-                            optimal_io_bytes=spec.optimal_io_bytes, queues=spec.queues)
+    return ConfiguredLimits(queue_depth=None, physical_block_bytes=512, optimal_io_bytes=0, queues=1)
 
 
 def _controllers(devices: Sequence[vim.vm.device.VirtualDevice]) -> list[vim.vm.device.VirtualController]:

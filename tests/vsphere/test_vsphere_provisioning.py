@@ -25,7 +25,8 @@ EXPECTED_CLASS = {
 
 
 def request_for(run_dir: Path, pubkey: str, controllers: tuple[str, ...] = ALL_CONTROLLERS) -> GuestRequest:
-    disks = tuple(DiskSpec(c, index=i, size_bytes=(i + 1) * GIB) for i, c in enumerate(controllers))
+    disks = tuple(DiskSpec(c, index=i, size_bytes=(i + 1) * GIB, physical_block_bytes=4096)
+                  for i, c in enumerate(controllers))
     return GuestRequest(name="g1", disks=disks, run_dir=run_dir, authorized_key=pubkey, boot_timeout_s=20)
 
 
@@ -54,6 +55,9 @@ def test_round_trip_one_disk_per_controller(backend: VSphereBackend, vcsim: Sim,
         assert (f"vim.vm.device.{kind}", bus, int(unit), disk.spec.size_bytes // 1024) in devices, devices
     assert len({d.host_ref for d in guest.disks}) == 4
     assert all(guest.extra[f"dut{d.spec.index}.wwid_hex"] for d in guest.disks)
+    # a VMDK has no settable block sizes: the configured side says what vSphere gives, not what was asked
+    assert {(d.configured.physical_block_bytes, d.configured.optimal_io_bytes, d.configured.queue_depth)
+            for d in guest.disks} == {(512, 0, None)}
     # the IP came from the (simulated) Tools, the key through guestinfo, and SSH works with both
     assert guest.ssh.host == "127.0.0.1" and guest.accel == "vsphere"
     assert run_pubkey in vcsim.authorized_keys()
