@@ -7,6 +7,7 @@ from collections.abc import Generator
 import pytest
 
 from fixtures.session import OPTIONS_KEY
+from reports.html import write_html
 from reports.junit import write_junit
 from reports.records import Record
 
@@ -70,9 +71,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     records = list(session.config.stash.get(RECORDS_KEY, {}).values())
     opts = session.config.stash.get(OPTIONS_KEY, None)
     if records and opts is not None:
-        write_junit(records, opts.junit_path, suite_properties={"hypervisor": opts.hypervisor,
-                                                               "controllers": ",".join(opts.controllers),
-                                                               "inject": ",".join(opts.inject) or "none"})
+        props = {"hypervisor": opts.hypervisor, "controllers": ",".join(opts.controllers),
+                 "inject": ",".join(opts.inject) or "none"}
+        write_junit(records, opts.junit_path, suite_properties=props)
+        write_html(records, opts.results_dir / "report.html",
+                   subtitle=", ".join(f"{k}: {v}" for k, v in props.items()))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
@@ -85,4 +88,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     for r in records:
         tr.write_line(f"{r.outcome.upper():8} {r.rule:22} {r.config}  {r.message.splitlines()[0] if r.message else ''}")
     tr.write_line(f"JUnit XML: {opts.junit_path}")
+    tr.write_line(f"report:    {opts.results_dir / 'report.html'}")
     tr.write_line(f"raw data:  {opts.results_dir}")

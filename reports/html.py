@@ -1,0 +1,94 @@
+"""A one-file HTML report: verdict table, and per configuration a picture of the depths.
+
+For the queue-depth rule the picture is the whole story at a glance: for each offered depth,
+three bars: what the workload offered, what the guest block layer held (aqu-sz) and what the
+host saw. A healthy guest has three similar bars; the Solaris TCQ signature is a tall guest
+bar over a host bar of about 1. Plain inline SVG: no JavaScript, no external files.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from reports.records import Record
+
+COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#6a1b9a", "skipped": "#757575"}
+BARS = (("offered", "#9e9e9e"), ("guest aqu-sz", "#1565c0"), ("host depth", "#ef6c00"))
+
+
+def depth_series(props: dict[str, str | float | int]) -> list[tuple[int, float, float]]:
+    """(offered, guest aqu-sz, host depth) per offered depth found in a record's properties."""
+    out = []
+    for key in props:
+        m = re.fullmatch(r"qd(\d+)_host_depth", key)
+        if m:
+            n = int(m.group(1))
+            out.append((n, float(props.get(f"qd{n}_guest_aqu_sz", 0)), float(props[key])))
+    return sorted(out)
+
+
+def depth_chart(series: list[tuple[int, float, float]], width: int = 420, height: int = 220) -> str:
+    """Grouped bars on a log-free linear scale up to the largest offered depth."""
+    if not series:
+        return ""
+    top = max(max(s[1:]) for s in series) or 1.0
+    left, bottom, plot_h = 40, 30, height - 50
+    group_w = (width - left - 10) / len(series)
+    bar_w = group_w / (len(BARS) + 1)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">',
+             f'<line x1="{left}" y1="{height - bottom}" x2="{width - 5}" y2="{height - bottom}" stroke="#333"/>']
+    for frac in (0.0, 0.5, 1.0):
+        y = height - bottom - frac * plot_h
+        parts.append(f'<text x="{left - 4}" y="{y + 4:.0f}" font-size="10" text-anchor="end">{top * frac:.0f}</text>')
+    for gi, (offered, *values) in enumerate(series):
+        x0 = left + gi * group_w + bar_w / 2
+        for bi, ((label, color), v) in enumerate(zip(BARS, (offered, *values))):
+            h = plot_h * v / top
+            x = x0 + bi * bar_w
+            parts.append(f'<rect x="{x:.1f}" y="{height - bottom - h:.1f}" width="{bar_w * 0.9:.1f}" '
+                         f'height="{h:.1f}" fill="{color}"><title>{label}: {v:g}</title></rect>')
+            parts.append(f'<text x="{x + bar_w * 0.45:.1f}" y="{height - bottom - h - 3:.1f}" font-size="9" '
+                         f'text-anchor="middle">{v:.1f}</text>')
+        parts.append(f'<text x="{x0 + 1.5 * bar_w:.1f}" y="{height - bottom + 14}" font-size="11" '
+                     f'text-anchor="middle">offered {offered}</text>')
+    for li, (label, color) in enumerate(BARS):
+        parts.append(f'<rect x="{left + li * 110}" y="4" width="10" height="10" fill="{color}"/>'
+                     f'<text x="{left + li * 110 + 14}" y="13" font-size="11">{label}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def report_document(records: Iterable[Record], title: str = "vioconform report", subtitle: str = "") -> str:
+    recs = list(records)
+    rows, sections = [], []
+    for r in recs:
+        color = COLORS.get(r.outcome, "#000")
+        first = html.escape(r.message.splitlines()[0]) if r.message else ""
+        rows.append(f'<tr><td style="color:{color};font-weight:bold">{r.outcome.upper()}</td>'
+                    f"<td>{html.escape(r.rule)}</td><td>{html.escape(r.config)}</td><td>{first}</td></tr>")
+        chart = depth_chart(depth_series(r.properties))
+        props = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
+                        for k, v in sorted(r.properties.items()))
+        details = f"<pre>{html.escape(r.message)}</pre>" if r.outcome in ("failed", "error") else ""
+        sections.append(f'<section><h2 style="color:{color}">{html.escape(r.rule)} — {html.escape(r.config)}</h2>'
+                        f"{chart}{details}<details><summary>measured numbers</summary>"
+                        f"<table>{props}</table></details></section>")
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:60em}} table{{border-collapse:collapse}}
+td{{border-bottom:1px solid #ddd;padding:2px 8px;font-size:13px}} pre{{background:#f6f6f6;padding:8px;white-space:pre-wrap}}
+section{{margin-top:2em}}</style></head>
+<body><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p>
+<table><tr><th>verdict</th><th>rule</th><th>configuration</th><th>message</th></tr>{''.join(rows)}</table>
+{''.join(sections)}
+</body></html>
+"""
+
+
+def write_html(records: Iterable[Record], path: Path, subtitle: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report_document(records, subtitle=subtitle))
+    return path
