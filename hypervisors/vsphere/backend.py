@@ -28,6 +28,7 @@ from hypervisors.vsphere.config import TARGET_ENV, VSphereConfig, parse_target
 from hypervisors.vsphere.controllers import CONTROLLERS, PlannedDisk, configured_limits, disk_instances, plan_devices
 from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
+from hypervisors.vsphere.tracer import VscsiStatsTracer
 from hypervisors.vsphere.vscsistats import VscsiStatsSource, open_source
 from model.blockstats import HostBlockCounters
 
@@ -187,6 +188,11 @@ class VSphereBackend(HypervisorBackend):
         """Raise now, not after a long fio run, if a needed counter is not collected for a disk."""
         for disk in guest.disks:
             self.perf.check_available(self.vm_of(guest), disk.host_ref)
+
+    def request_tracer(self, guest: Guest, disk: AttachedDisk) -> VscsiStatsTracer:
+        """vscsiStats for the measured window: over SSH when the config gives ESXi SSH keys, else the service."""
+        via = "ssh" if (self.config.esxi_key_path or self.config.esxi_host_key) else "service"
+        return VscsiStatsTracer(self, guest, disk, via)
 
     def vscsistats(self, guest: Guest, via: str = "ssh") -> VscsiStatsSource:
         """A vscsiStats source for the guest's ESXi host: ``via`` is "ssh" or "service" (ServiceManager).

@@ -107,3 +107,17 @@ def test_service_manager_interval(backend: VSphereBackend, vcsim: Sim, one_disk_
 def test_unknown_source_is_refused(backend: VSphereBackend, one_disk_guest: Guest, cleanup: CleanupStack) -> None:
     with pytest.raises(HypervisorError, match="choose ssh or service"):
         backend.vscsistats(one_disk_guest, "telnet")
+
+
+def test_request_tracer_gives_the_suite_vscsistats(backend: VSphereBackend, vcsim: Sim, one_disk_guest: Guest) -> None:
+    """The suite's exact host source on vSphere: the backend's request_tracer, through the service here."""
+    vm = one_disk_guest.extra["vm"]
+    xml = [(DATA / f"fetch-all-histograms-{n}.xml").read_text().replace(SAMPLE_VM, vm) for n in (1, 2)]
+    vcsim.vscsi_xml_path.write_text(xml[0])
+    tracer = backend.request_tracer(one_disk_guest, one_disk_guest.disks[0])
+    tracer.start()
+    vcsim.vscsi_xml_path.write_text(xml[1])
+    trace = tracer.stop()
+    read_added_burst(trace.histograms)
+    assert trace.requests == () and trace.count == 1205
+    assert trace.source == "exact (vscsiStats histograms) via service"
