@@ -29,6 +29,8 @@ HERE = Path(__file__).resolve().parent
 MODULES = (
     "virtio_pci", "virtio_net", "virtio_blk", "virtio_scsi", "sd_mod",
     "mptsas", "sym53c8xx", "megaraid_sas", "nvme", "ahci", "ata_piix",
+    # ext4 (which also mounts ext2): the alignment rule puts a filesystem on the scratch disk.
+    "ext4",
 )
 #: Host binaries copied into the guest with their shared-library closure.
 BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/bin/fio")
