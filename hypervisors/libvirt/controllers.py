@@ -1,21 +1,30 @@
-"""The storage controllers QEMU emulates, and how to attach a disk under test to each.
+"""The storage controllers QEMU emulates, and how to attach the disks under test to each.
 
-Each controller says how its disk appears in the domain XML (file backing, where libvirt
-has XML for it) or on the QEMU command line (the latency disk, null-co, which libvirt has
-no XML for), and what the device offers the guest (``ConfiguredLimits``).
+One guest carries every configured controller at once: one HBA per controller, with the
+disk under test and the scratch disk as two targets (SCSI), ports (AHCI) or channels (IDE)
+on it; virtio-blk and NVMe get one PCI device per disk. So the whole matrix needs one boot,
+and 9 controllers with two disks each fit the PCI slots 0x12-0x1f.
 
-Device ids: the disk's QEMU device is ``ua-vioc-dut<i>`` in both cases (``ua-`` is libvirt's
-user-alias prefix), so host counters are found the same way for either backing.
+Where libvirt 9.0 has XML for a controller or a file-backed disk, libvirt creates it (and
+hands the file to the QEMU user). The null-co latency disk, which libvirt has no XML for,
+and what libvirt cannot describe (QEMU's ``megasas-gen2``, NVMe disks) are JSON QEMU
+arguments; their disk files are given to the QEMU user here.
+
+Device ids: a disk's QEMU device is ``ua-vioc-dutNN`` (``ua-`` is libvirt's user-alias
+prefix) for either backing, so host counters are found the same way. Two digits, because
+query-blockstats entries are matched by substring and ``dut1`` is part of ``dut10``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hypervisors.base import DiskSpec
+from hypervisors.base import DiskSpec, HypervisorError
+from hypervisors.libvirt.trace import qemu_user
 from model.limits import ConfiguredLimits
 
 #: First PCI slot used for the suite's own devices; libvirt fills slots from 0x02 upward,
@@ -23,6 +32,8 @@ from model.limits import ConfiguredLimits
 #: explicit address collided with libvirt's devices).
 NET_PCI_SLOT = 0x11
 FIRST_DISK_PCI_SLOT = 0x12
+#: The i440fx root bus has 32 slots.
+LAST_PCI_SLOT = 0x1F
 
 KIB = 1024
 
@@ -31,9 +42,10 @@ KIB = 1024
 class Controller:
     """One emulated storage controller.
 
-    ``scsi_model``: libvirt's ``<controller type='scsi' model=...>`` for SCSI HBAs, else None.
-    ``queue_depth``: commands the device accepts per disk, from QEMU's device model
-    (measured in the Debian 6.1 guest here, see the README's controller table).
+    ``scsi_model``: libvirt's ``<controller type='scsi' model=...>`` for SCSI HBAs libvirt can
+    create, else None. ``queue_depth``: commands the device accepts per disk, and
+    ``max_transfer_bytes`` the largest request it takes, as measured in the Debian 6.1 guest
+    here (the guest's ``queue_depth`` and ``max_hw_sectors_kb``; see the README's table).
     """
 
     name: str
@@ -45,6 +57,24 @@ class Controller:
     #: which QEMU trace events carry this controller's requests: "virtio-blk", "scsi", "nvme"
     #: (see model/qemutrace.py); None where QEMU has no usable per-request events
     trace_family: str | None = None
+    #: how a disk hangs on it: "virtio" (one virtio-blk-pci per disk), "scsi" (scsi-hd on the
+    #: HBA), "sata" (ide-hd on an AHCI port), "ide" (ide-hd on the built-in PIIX IDE),
+    #: "nvme" (one NVMe controller per disk)
+    disk_bus: str = "scsi"
+    #: QEMU device of an HBA that libvirt has no XML for, created with a JSON ``-device``
+    qemu_hba: str | None = None
+    #: the Linux driver that binds the device in the guest
+    guest_driver: str = ""
+
+    @property
+    def has_hba(self) -> bool:
+        """One PCI HBA carries all of this controller's disks (else a device per disk, or built in)."""
+        return self.disk_bus in ("scsi", "sata")
+
+    @property
+    def libvirt_disks(self) -> bool:
+        """Whether libvirt's ``<disk>`` XML can attach a file-backed disk to it."""
+        return self.qemu_hba is None and self.disk_bus != "nvme"
 
     def configured(self, disk: DiskSpec) -> ConfiguredLimits:
         return ConfiguredLimits(
@@ -62,10 +92,35 @@ class Controller:
 CONTROLLERS: dict[str, Controller] = {c.name: c for c in (
     # virtio-blk: virtqueue of 256 descriptors; the guest's nr_requests is 256.
     Controller("virtio-blk", "virtio-blk-pci, one PCI device per disk", None, 256, None, multiqueue=True,
-               trace_family="virtio-blk"),
+               trace_family="virtio-blk", disk_bus="virtio", guest_driver="virtio_blk"),
     # virtio-scsi: QEMU's cmd_per_lun default is 128 (guest queue_depth 128, can_queue 256).
     Controller("virtio-scsi", "virtio-scsi-pci HBA with a scsi-hd", "virtio-scsi", 128, None, multiqueue=True,
-               trace_family="scsi"),
+               trace_family="scsi", guest_driver="virtio_scsi"),
+    # Measured here (Debian 6.1 guest, TCG): the guest's queue_depth and max_hw_sectors_kb.
+    # LSI SAS1068 (the Solaris mpt_sas case): queue_depth 64 (nr_requests 236), 4096 KiB.
+    Controller("mptsas1068", "LSI SAS1068 (mptsas1068) HBA with a scsi-hd", "lsisas1068", 64, 4096 * KIB,
+               trace_family="scsi", guest_driver="mptsas"),
+    # LSI 53C895A (sym53c8xx): queue_depth 16, which the guest cannot change; 32767 KiB.
+    Controller("lsi53c895a", "LSI 53C895A (lsi53c895a) parallel SCSI HBA with a scsi-hd", "lsilogic", 16,
+               32767 * KIB, trace_family="scsi", guest_driver="sym53c8xx"),
+    # MegaRAID SAS 1078 (libvirt's model lsisas1078): queue_depth 256, can_queue 967, 128 KiB.
+    Controller("megasas", "MegaRAID SAS 1078 (megasas) HBA with a scsi-hd", "lsisas1078", 256, 128 * KIB,
+               trace_family="scsi", guest_driver="megaraid_sas"),
+    # MegaRAID SAS 2108: libvirt 9.0 has no model for it, so the HBA is a QEMU argument.
+    Controller("megasas-gen2", "MegaRAID SAS 2108 (megasas-gen2) HBA with a scsi-hd", None, 256, 128 * KIB,
+               trace_family="scsi", qemu_hba="megasas-gen2", guest_driver="megaraid_sas"),
+    # NVMe: one controller per disk (the serial is the controller's); one I/O queue per vCPU,
+    # 1023 requests each (nr_requests; QEMU's MQES 2048 above Linux's io_queue_depth 1024), 512 KiB.
+    Controller("nvme", "NVMe controller (nvme), one per disk", None, 1023, 512 * KIB,
+               trace_family="nvme", disk_bus="nvme", guest_driver="nvme"),
+    # AHCI (ich9-ahci): NCQ with 32 tags (queue_depth 32, nr_requests 64), 128 KiB. QEMU 7.2 has
+    # per-tag NCQ events (execute_ncq_command_read / ncq_finish), not parsed in model/qemutrace.py yet.
+    Controller("ahci", "ICH9 AHCI (ich9-ahci) SATA controller with an ide-hd", None, 32, 128 * KIB,
+               disk_bus="sata", guest_driver="ahci"),
+    # IDE (PIIX3, built into the pc machine): one command at a time (queue_depth 1, can_queue 1),
+    # no command queuing; LBA48 allows 65535 sectors (32767 KiB).
+    Controller("ide", "PIIX IDE built into the pc machine, with an ide-hd", None, 1, 32767 * KIB,
+               disk_bus="ide", guest_driver="ata_piix"),
 )}
 
 
@@ -74,67 +129,193 @@ def pci_addr(slot: int) -> str:
 
 
 def device_id(disk: DiskSpec) -> str:
-    return f"ua-vioc-dut{disk.index}"
+    return f"ua-vioc-dut{disk.index:02d}"
 
 
-def controller_alias(disk: DiskSpec) -> str:
-    return f"ua-vioc-ctl{disk.index}"
+def hba_alias(controller: str) -> str:
+    """The QEMU id of a controller's HBA; its SCSI bus is ``<alias>.0``, AHCI ports ``<alias>.<n>``."""
+    return f"ua-vioc-{controller}"
 
 
-def latency_disk_args(disk: DiskSpec) -> list[str]:
-    """QEMU arguments for a null-co disk with a fixed service time on the disk's controller."""
-    ctl = CONTROLLERS[disk.controller]
-    node = f"vioc-node{disk.index}"
-    blockdev = {"driver": "null-co", "node-name": node, "size": disk.size_bytes,
-                "latency-ns": int(disk.latency_ms * 1_000_000), "read-zeroes": True}
-    device: dict[str, object] = {"drive": node, "id": device_id(disk), "serial": disk.serial,
-                                 "physical_block_size": disk.physical_block_bytes,
-                                 "opt_io_size": disk.optimal_io_bytes}
-    if ctl.name == "virtio-blk":
-        device.update({"driver": "virtio-blk-pci", "num-queues": disk.queues, "bus": "pci.0",
-                       "addr": f"{FIRST_DISK_PCI_SLOT + disk.index:#x}"})
-    else:
-        # A non-zero WWN: Linux's mptsas skips SAS phys whose address is 0 (DESIGN.md).
-        device.update({"driver": "scsi-hd", "bus": f"{controller_alias(disk)}.0",
-                       "wwn": 0x5000C50015EA7100 + disk.index})
-    # JSON form: QEMU 7.2 creates all key=value -device options before the JSON ones
-    # libvirt emits, so a key=value scsi-hd would not find libvirt's controller bus.
-    return ["-blockdev", json.dumps(blockdev), "-device", json.dumps(device)]
+@dataclass(frozen=True)
+class Placement:
+    """Where one disk sits in the guest.
+
+    ``slot``: the PCI slot of the disk's own device (virtio-blk, NVMe) or of its HBA, None on
+    the built-in IDE. ``hba_index``: libvirt's ``index`` of the HBA among controllers of its
+    type. ``position``: the disk's number on its controller (SCSI target, AHCI port, IDE
+    channel). ``first``: the first disk of its controller, which brings the HBA with it.
+    """
+
+    disk: DiskSpec
+    slot: int | None
+    hba_index: int
+    position: int
+    first: bool
+
+    @property
+    def controller(self) -> Controller:
+        return CONTROLLERS[self.disk.controller]
 
 
-def controller_xml(disk: DiskSpec, index: int) -> str:
-    """The libvirt ``<controller>`` for the disk's HBA (empty for virtio-blk).
+def layout(disks: Sequence[DiskSpec]) -> list[Placement]:
+    """Give each disk its PCI slot and its place on its controller's HBA."""
+    next_slot = FIRST_DISK_PCI_SLOT
+    hbas: dict[str, tuple[int | None, int]] = {}  # controller -> (slot, libvirt index)
+    count: dict[str, int] = {}
+    type_count: dict[str, int] = {}
+    out = []
+    for disk in disks:
+        ctl = CONTROLLERS[disk.controller]
+        position = count.get(ctl.name, 0)
+        count[ctl.name] = position + 1
+        first = position == 0
+        if ctl.has_hba and first:
+            kind = ctl.disk_bus if ctl.qemu_hba is None else "qemu"
+            hbas[ctl.name] = (next_slot, type_count.get(kind, 0))
+            type_count[kind] = type_count.get(kind, 0) + 1
+            next_slot += 1
+        if ctl.has_hba:
+            slot, index = hbas[ctl.name]
+        elif ctl.disk_bus == "ide":
+            slot, index = None, 0
+        else:
+            slot, index = next_slot, 0
+            next_slot += 1
+        if slot is not None and slot > LAST_PCI_SLOT:
+            raise HypervisorError(
+                f"too many PCI devices for one guest: {len(disks)} disks on "
+                f"{', '.join(dict.fromkeys(d.controller for d in disks))} need slots past {LAST_PCI_SLOT:#x}; "
+                "test fewer controllers per run (--controllers)")
+        out.append(Placement(disk, slot, index, position, first))
+    return out
 
-    ``index`` counts the guest's SCSI controllers from 0: libvirt fills any gap in the
-    indexes with default (LSI) controllers."""
-    ctl = CONTROLLERS[disk.controller]
-    if ctl.scsi_model is None:
+
+def _slot_xml(slot: int | None) -> str:
+    return f"<address type='pci' domain='0' bus='0' slot='{slot:#x}' function='0'/>" if slot is not None else ""
+
+
+def hba_xml(p: Placement, queues: int) -> str:
+    """The libvirt ``<controller>`` of a disk's HBA: empty unless ``p`` is the first disk of a
+    controller libvirt creates. libvirt fills gaps in the indexes with default (LSI) controllers."""
+    ctl = p.controller
+    if not (p.first and ctl.has_hba and ctl.qemu_hba is None):
         return ""
-    queues = f"<driver queues='{disk.queues}'/>" if ctl.multiqueue and disk.queues > 1 else ""
-    return (f"<controller type='scsi' index='{index}' model='{ctl.scsi_model}'>{queues}"
-            f"<alias name='{controller_alias(disk)}'/>"
-            f"<address type='pci' domain='0' bus='0' slot='{FIRST_DISK_PCI_SLOT + disk.index:#x}' function='0'/>"
-            f"</controller>")
+    if ctl.disk_bus == "sata":
+        head = f"<controller type='sata' index='{p.hba_index}'>"
+    else:
+        driver = f"<driver queues='{queues}'/>" if ctl.multiqueue and queues > 1 else ""
+        head = f"<controller type='scsi' index='{p.hba_index}' model='{ctl.scsi_model}'>{driver}"
+    return f"{head}<alias name='{hba_alias(ctl.name)}'/>{_slot_xml(p.slot)}</controller>"
 
 
-def file_disk_xml(disk: DiskSpec, path: str, index: int) -> str:
+def hba_args(p: Placement) -> list[str]:
+    """JSON QEMU arguments of an HBA libvirt has no XML for (megasas-gen2)."""
+    ctl = p.controller
+    if not (p.first and ctl.qemu_hba and p.slot is not None):
+        return []
+    return ["-device", json.dumps({"driver": ctl.qemu_hba, "id": hba_alias(ctl.name), "bus": "pci.0",
+                                   "addr": f"{p.slot:#x}"})]
+
+
+def _wwn(disk: DiskSpec) -> int:
+    # A non-zero WWN: Linux's mptsas skips SAS phys whose address is 0 (DESIGN.md).
+    return 0x5000C50015EA7100 + disk.index
+
+
+def device_props(p: Placement, node: str) -> dict[str, object]:
+    """The QEMU ``-device`` properties of a disk whose block node is ``node``."""
+    disk, ctl = p.disk, p.controller
+    props: dict[str, object] = {"drive": node, "id": device_id(disk), "serial": disk.serial,
+                                "physical_block_size": disk.physical_block_bytes,
+                                "opt_io_size": disk.optimal_io_bytes}
+    if ctl.disk_bus == "virtio":
+        props.update({"driver": "virtio-blk-pci", "num-queues": disk.queues, "bus": "pci.0", "addr": f"{p.slot:#x}"})
+    elif ctl.disk_bus == "nvme":
+        props.update({"driver": "nvme", "bus": "pci.0", "addr": f"{p.slot:#x}"})
+    elif ctl.disk_bus == "sata":
+        props.update({"driver": "ide-hd", "bus": f"{hba_alias(ctl.name)}.{p.position}"})
+    elif ctl.disk_bus == "ide":
+        # One disk per channel first: the two disks of a channel cannot be busy at once.
+        props.update({"driver": "ide-hd", "bus": f"ide.{p.position % 2}", "unit": p.position // 2})
+    else:
+        props.update({"driver": "scsi-hd", "bus": f"{hba_alias(ctl.name)}.0", "scsi-id": p.position, "lun": 0,
+                      "wwn": _wwn(disk)})
+    return props
+
+
+def latency_blockdev(disk: DiskSpec, node: str) -> dict[str, object]:
+    """A null-co block node with a fixed service time (libvirt has no XML for null-co)."""
+    return {"driver": "null-co", "node-name": node, "size": disk.size_bytes,
+            "latency-ns": int(disk.latency_ms * 1_000_000), "read-zeroes": True}
+
+
+def file_blockdev(path: Path, node: str) -> dict[str, object]:
+    """A raw file block node set up as libvirt sets up ``cache='none' io='native'``."""
+    cache = {"direct": True, "no-flush": False}
+    return {"driver": "raw", "node-name": node, "cache": cache, "discard": "unmap",
+            "file": {"driver": "file", "filename": str(path), "aio": "native", "cache": cache, "discard": "unmap"}}
+
+
+def disk_args(p: Placement, run_dir: Path) -> list[str]:
+    """JSON QEMU arguments of a disk libvirt does not create.
+
+    JSON form: QEMU 7.2 creates all key=value -device options before the JSON ones libvirt
+    emits, so a key=value scsi-hd would not find libvirt's controller bus."""
+    node = f"vioc-node{p.disk.index}"
+    if p.disk.backing == "latency":
+        blockdev = latency_blockdev(p.disk, node)
+    else:
+        path = disk_file(run_dir, p.disk)
+        give_to_qemu(path)
+        blockdev = file_blockdev(path, node)
+    return ["-blockdev", json.dumps(blockdev), "-device", json.dumps(device_props(p, node))]
+
+
+def give_to_qemu(path: Path) -> None:
+    """Hand a disk file libvirt does not know about to the QEMU user: libvirt relabels only
+    the files in its XML, and QEMU runs as libvirt-qemu under the system daemon."""
+    if path.exists():
+        uid, gid = qemu_user()
+        os.chown(path, uid, gid)
+        path.chmod(0o660)
+
+
+def _dev_name(prefix: str, n: int) -> str:
+    """Linux-style disk names: sdb, ..., sdz, sdaa."""
+    letters = ""
+    n += 1  # "a" is left for a boot disk
+    while True:
+        letters = chr(ord("a") + n % 26) + letters
+        n = n // 26 - 1
+        if n < 0:
+            return prefix + letters
+
+
+def file_disk_xml(p: Placement, path: str) -> str:
     """The libvirt ``<disk>`` for a file-backed disk under test."""
-    ctl = CONTROLLERS[disk.controller]
+    disk, ctl = p.disk, p.controller
     blockio = (f"<blockio logical_block_size='512' physical_block_size='{disk.physical_block_bytes}'/>"
                if disk.physical_block_bytes != 512 else "")
-    if ctl.name == "virtio-blk":
-        target = f"<target dev='vd{chr(ord('b') + disk.index)}' bus='virtio'/>"
-        queues = f" queues='{disk.queues}'" if disk.queues > 1 else ""
-        addr = f"<address type='pci' domain='0' bus='0' slot='{FIRST_DISK_PCI_SLOT + disk.index:#x}' function='0'/>"
-        wwn = ""  # libvirt accepts <wwn> only on SCSI and IDE disks
+    queues = f" queues='{disk.queues}'" if ctl.disk_bus == "virtio" and disk.queues > 1 else ""
+    wwn = ""  # libvirt accepts <wwn> only on SCSI and IDE disks; only mptsas needs one
+    if ctl.disk_bus == "virtio":
+        bus, prefix, addr = "virtio", "vd", _slot_xml(p.slot)
+    elif ctl.disk_bus == "ide":
+        bus, prefix = "ide", "hd"
+        addr = f"<address type='drive' controller='0' bus='{p.position % 2}' target='0' unit='{p.position // 2}'/>"
+    elif ctl.disk_bus == "sata":
+        bus, prefix = "sata", "sd"
+        addr = f"<address type='drive' controller='{p.hba_index}' bus='0' target='0' unit='{p.position}'/>"
     else:
-        target = f"<target dev='sd{chr(ord('b') + disk.index)}' bus='scsi'/>"
-        queues = ""
-        wwn = f"<wwn>{0x5000c50015ea7100 + disk.index:016x}</wwn>"
-        addr = f"<address type='drive' controller='{index}' bus='0' target='0' unit='0'/>"
+        bus, prefix = "scsi", "sd"
+        wwn = f"<wwn>{_wwn(disk):016x}</wwn>"
+        # libvirt 9.0 maps the unit to scsi-id on lsilogic, and target/unit to scsi-id/lun elsewhere.
+        target, unit = (0, p.position) if ctl.scsi_model == "lsilogic" else (p.position, 0)
+        addr = f"<address type='drive' controller='{p.hba_index}' bus='0' target='{target}' unit='{unit}'/>"
     return (f"<disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'{queues}/>"
-            f"<source file='{path}'/>{target}{blockio}<serial>{disk.serial}</serial>"
-            f"{wwn}<alias name='{device_id(disk)}'/>{addr}</disk>")
+            f"<source file='{path}'/><target dev='{_dev_name(prefix, disk.index)}' bus='{bus}'/>{blockio}"
+            f"<serial>{disk.serial}</serial>{wwn}<alias name='{device_id(disk)}'/>{addr}</disk>")
 
 
 def disk_file(run_dir: Path, disk: DiskSpec) -> Path:
@@ -143,15 +324,20 @@ def disk_file(run_dir: Path, disk: DiskSpec) -> Path:
 
 
 def disk_devices(disks: Sequence[DiskSpec], run_dir: Path) -> tuple[list[str], list[str]]:
-    """Domain XML elements and extra QEMU arguments that attach ``disks`` to their controllers."""
+    """Domain XML elements and extra QEMU arguments that attach ``disks`` to their controllers.
+
+    File-backed disks that only QEMU arguments can attach must exist already: they are
+    handed to the QEMU user here."""
     xml: list[str] = []
     args: list[str] = []
-    scsi_index = 0
-    for disk in disks:
-        xml.append(controller_xml(disk, scsi_index))
-        if disk.backing == "latency":
-            args += latency_disk_args(disk)
+    queues: dict[str, int] = {}
+    for d in disks:
+        queues[d.controller] = max(queues.get(d.controller, 1), d.queues)
+    for p in layout(disks):
+        xml.append(hba_xml(p, queues[p.disk.controller]))
+        args += hba_args(p)
+        if p.disk.backing == "file" and p.controller.libvirt_disks:
+            xml.append(file_disk_xml(p, str(disk_file(run_dir, p.disk))))
         else:
-            xml.append(file_disk_xml(disk, str(disk_file(run_dir, disk)), scsi_index))
-        scsi_index += CONTROLLERS[disk.controller].scsi_model is not None
-    return xml, args
+            args += disk_args(p, run_dir)
+    return [x for x in xml if x], args
