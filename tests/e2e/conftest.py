@@ -18,6 +18,12 @@ class SuiteRun:
     returncode: int
     output: str
     results: Path
+    pid: int
+
+    @property
+    def left_behind(self) -> list[str]:
+        """This run's domains still running (the suite names them vioconform-<pid>)."""
+        return [d for d in active_vioconform_domains() if d == f"vioconform-{self.pid}"]
 
     def cases(self) -> dict[str, ET.Element]:
         root = ET.parse(self.results / "junit.xml").getroot()
@@ -40,9 +46,10 @@ def run_suite(tmp_path: Path):  # type: ignore[no-untyped-def]
 
     def run(*args: str, timeout: float = 600) -> SuiteRun:
         results = tmp_path / "results"
-        proc = subprocess.run([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
-                               "--results-dir", str(results), *args],
-                              cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-        return SuiteRun(proc.returncode, proc.stdout + proc.stderr, results)
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
+                                 "--results-dir", str(results), *args],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out, _ = proc.communicate(timeout=timeout)
+        return SuiteRun(proc.returncode, out, results, proc.pid)
 
     return run

@@ -36,17 +36,18 @@ def test_guest_that_never_reaches_ssh_shows_its_console(run_suite) -> None:  # t
     assert run.returncode == 1, run.output
     assert "did not reach VIOCONFORM-READY within 3 s" in run.output
     assert "--- guest console (last lines) ---" in run.output
-    assert active_vioconform_domains() == []
+    assert run.left_behind == []
 
 
 def test_failing_guest_setup_and_missing_fio(run_suite) -> None:  # type: ignore[no-untyped-def]
     run: SuiteRun = run_suite("--controllers", "virtio-blk", "--guest-setup", "echo tunable-oops; exit 3")
     assert run.returncode == 1, run.output
     assert "--guest-setup command failed on vda" in run.output and "tunable-oops" in run.output
+    assert run.left_behind == []
     run = run_suite("--controllers", "virtio-blk", "--guest-setup", "rm -f /usr/bin/fio")
     assert run.returncode == 1, run.output
     assert "fio is missing in guest" in run.output
-    assert active_vioconform_domains() == []
+    assert run.left_behind == []
 
 
 def test_ctrl_c_removes_the_guest_and_its_files(tmp_path: Path) -> None:

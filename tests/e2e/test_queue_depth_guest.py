@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.e2e.conftest import SuiteRun, active_vioconform_domains
+from tests.e2e.conftest import SuiteRun
 
 SCSI = "queue-depth[libvirt:virtio-scsi:latency5ms]"
 BLK = "queue-depth[libvirt:virtio-blk:latency5ms]"
@@ -22,7 +22,7 @@ def test_healthy_guest_passes_on_both_controllers(run_suite) -> None:  # type: i
         assert float(p["qd32_host_depth"]) > 10, p
         assert float(p["qd32_iops"]) > 10 * float(p["qd1_iops"]), p
     assert "JUnit XML:" in run.output
-    assert active_vioconform_domains() == []
+    assert run.left_behind == []
 
 
 def test_tcq_off_fails_with_the_numbers(run_suite) -> None:  # type: ignore[no-untyped-def]
@@ -38,4 +38,4 @@ def test_tcq_off_fails_with_the_numbers(run_suite) -> None:  # type: ignore[no-u
     assert host < 3, host
     skipped = cases[BLK].find("skipped")
     assert skipped is not None and "no SCSI queue_depth" in skipped.get("message", "")
-    assert active_vioconform_domains() == []
+    assert run.left_behind == []

@@ -1,0 +1,124 @@
+"""Every controller of the matrix through real guests: libvirt accepts it, the guest finds its disks
+with the advertised limits, and the queue-depth rule judges it (healthy and with tcq-off).
+
+One guest carries all controllers, so each run boots once (about 20 s under TCG). Budget here:
+about 4 minutes for the module on the 2-core TCG machine.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fixtures.standalone import standalone_guest
+from hypervisors.base import DiskSpec, GuestRequest
+from hypervisors.libvirt.backend import LibvirtBackend
+from hypervisors.libvirt.controllers import CONTROLLERS, disk_file
+from tests.e2e.conftest import SuiteRun, active_vioconform_domains
+from tests.unit.test_controllers import two_disks_each
+
+ALL = ",".join(CONTROLLERS)
+KIB = 1024
+#: The queue-depth rule only, shorter windows: 9 controllers in about 100 s.
+QUICK = ("-k", "test_queue_depth_propagation", "--depths", "1,32", "--window-s", "2")
+#: Where the guest can set queue_depth=1 (tcq-off must fail the rule), and where it cannot
+#: (sym53c8xx makes queue_depth read-only: tcq-off must skip with the reason).
+TCQ_SETTABLE = ("mptsas1068", "megasas", "ahci")
+TCQ_FIXED = ("lsi53c895a",)
+
+
+def case_name(controller: str) -> str:
+    return f"queue-depth[libvirt:{controller}:latency5ms]"
+
+
+#: Lists the Linux drivers bound along a block device's sysfs path (disk, SCSI host, HBA).
+DRIVERS_SCRIPT = ("p=$(readlink -f /sys/block/{disk}); while [ \"$p\" != /sys/devices ]; do "
+                  "[ -e $p/driver ] && basename $(readlink $p/driver); p=${{p%/*}}; done")
+
+
+def test_libvirt_accepts_every_controller_with_either_backing(tmp_path: Path) -> None:
+    """Both backings of the disk under test, without booting: libvirt turns the XML into QEMU arguments."""
+    for backing in ("latency", "file"):
+        specs = two_disks_each(backing=backing)
+        for s in specs:
+            if s.backing == "file":
+                disk_file(tmp_path, s).write_bytes(b"")
+        request = GuestRequest("vioconform-xmlcheck", tuple(specs), tmp_path, "AAAA")
+        xml = LibvirtBackend.domain_xml(LibvirtBackend.__new__(LibvirtBackend), request.name, "qemu", tmp_path,
+                                        tmp_path / "vmlinuz", tmp_path / "initrd", "console=ttyS0", request, 2222)
+        (tmp_path / "domain.xml").write_text(xml)
+        proc = subprocess.run(["virsh", "-c", "qemu:///system", "domxml-to-native", "qemu-argv",
+                               str(tmp_path / "domain.xml")], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        for name in ("megasas", "mptsas1068", "lsi", "ahci", "virtio-scsi-pci"):
+            assert f'"driver":"{name}"' in proc.stdout, (name, backing)
+
+
+def test_every_controller_boots_and_advertises_its_limits() -> None:
+    with standalone_guest(two_disks_each(), f"vioconform-ctl-{os.getpid()}") as (_, disks):
+        print(f"one guest, {len(disks)} disks on {len(CONTROLLERS)} controllers: boot to SSH "
+              f"{disks[0].guest.boot_seconds:.1f} s")
+        assert len(disks) == 2 * len(CONTROLLERS)
+        for d in disks:
+            ctl = CONTROLLERS[d.attached.spec.controller]
+            lim, what = d.limits, f"{d.config_id} {d.attached.spec.role} ({d.kernel_name}): {d.limits}"
+            drivers = d.ssh.run(DRIVERS_SCRIPT.format(disk=d.kernel_name)).stdout.split()
+            assert ctl.guest_driver in drivers, (drivers, what)
+            if ctl.disk_bus in ("virtio", "nvme"):
+                assert lim.scsi_queue_depth is None and lim.nr_requests == ctl.queue_depth, what
+            else:
+                assert lim.scsi_queue_depth == ctl.queue_depth, what
+            if ctl.max_transfer_bytes is not None:
+                assert lim.max_hw_sectors_kb * KIB == ctl.max_transfer_bytes, what
+            if ctl.name == "ide":
+                assert lim.can_queue == 1, what
+
+
+def test_suite_ids_carry_every_controller(run_suite) -> None:  # type: ignore[no-untyped-def]
+    run: SuiteRun = run_suite("--controllers", ALL, "--collect-only", "-q")
+    assert run.returncode == 0, run.output
+    for name in CONTROLLERS:
+        assert f"test_queue_depth_propagation[libvirt:{name}:latency5ms]" in run.output, (name, run.output)
+
+
+def test_queue_depth_passes_on_every_controller(run_suite) -> None:  # type: ignore[no-untyped-def]
+    run: SuiteRun = run_suite("--controllers", ALL, *QUICK)
+    assert run.returncode == 0, run.output
+    cases = run.cases()
+    assert set(cases) == {case_name(c) for c in CONTROLLERS}, run.output
+    for name, ctl in CONTROLLERS.items():
+        case = cases[case_name(name)]
+        assert case.find("failure") is None and case.find("skipped") is None, (name, run.output)
+        props = SuiteRun.props(case)
+        assert int(props["device_queue_depth"]) == ctl.queue_depth, props
+        if name == "ide":
+            # no command queuing: conforming to its limit of 1, and the record says so
+            assert "no command queuing" in props["notes"], props
+            assert float(props["qd32_host_depth"]) < 1.5, props
+        else:
+            assert float(props["qd32_host_depth"]) > 5, props
+            assert float(props["qd32_iops"]) > 5 * float(props["qd1_iops"]), props
+
+
+def test_tcq_off_fails_where_the_guest_can_set_it_and_skips_where_it_cannot(run_suite) -> None:  # type: ignore[no-untyped-def]
+    run: SuiteRun = run_suite("--controllers", ",".join(TCQ_SETTABLE + TCQ_FIXED), "--inject", "tcq-off", *QUICK)
+    cases = run.cases()
+    for name in TCQ_SETTABLE:
+        failure = cases[case_name(name)].find("failure")
+        assert failure is not None, (name, run.output)
+        assert float(SuiteRun.props(cases[case_name(name)])["qd32_host_depth"]) < 3, run.output
+    for name in TCQ_FIXED:
+        skipped = cases[case_name(name)].find("skipped")
+        assert skipped is not None, (name, run.output)
+        reason = skipped.get("message", "")
+        assert "tcq-off" in reason and "\n" not in reason.strip(), reason
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_domains():  # type: ignore[no-untyped-def]
+    """Every test leaves no vioconform domain running, also when it fails."""
+    yield
+    assert active_vioconform_domains() == []
