@@ -31,6 +31,7 @@ from hypervisors.libvirt import trace
 from hypervisors.libvirt.backend import LibvirtBackend
 from model.histogram import HistogramKind, HistogramSet
 from model.limits import ConfiguredLimits
+from reports.cli import emit
 
 #: libvirt disk bus -> QEMU trace family
 BUS_FAMILY = {"virtio": "virtio-blk", "scsi": "scsi", "nvme": "nvme"}
@@ -131,12 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     except (HypervisorError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.out:
-        args.out.write_text(csv)
-        print(f"saved {args.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(csv)
-    return 0
+    return emit(csv, args.out, "record")
 
 
 if __name__ == "__main__":

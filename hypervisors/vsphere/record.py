@@ -38,6 +38,7 @@ from hypervisors.vsphere.perfdata import PerfWindowSummary
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsInterval, open_source
 from model.histogram import HistogramSet
+from reports.cli import emit
 
 
 def counters_block(vm: str, disk: str, summary: PerfWindowSummary) -> str:
@@ -104,12 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     except HypervisorError as e:
         print(f"record: error: {e}", file=sys.stderr)
         return 2
-    if args.out:
-        args.out.write_text(text)
-        print(f"record: wrote {args.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 0
+    return emit(text, args.out, "record")
 
 
 if __name__ == "__main__":
