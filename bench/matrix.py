@@ -1,0 +1,74 @@
+"""Time of the whole controller matrix with the queue-depth rule, on one guest.
+
+One guest carries every controller (a 5 ms latency disk under test and a file-backed scratch
+disk on each, as in the suite); the queue-depth rule runs on each controller in turn.
+Prints the boot time, each controller's verdict and the time it took, and the total.
+Goal on this 2-core TCG machine: the whole matrix in 5 minutes or less.
+
+    python -m bench.matrix [--controllers nvme,ahci] [--window-s 3] [--depths 1,32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from fixtures.fio import FioJob
+from fixtures.measure import depth_point, measure
+from fixtures.standalone import standalone_guest
+from guest.build import ensure_image
+from hypervisors.base import DiskSpec
+from hypervisors.libvirt.controllers import CONTROLLERS
+from model.queue_depth import judge_queue_depth
+
+GOAL_S = 300.0
+
+
+def matrix_disks(controllers: list[str]) -> list[DiskSpec]:
+    """The suite's disks: per controller a latency disk under test and a 4K file-backed scratch disk."""
+    specs = []
+    for i, name in enumerate(controllers):
+        specs += [DiskSpec(name, 2 * i),
+                  DiskSpec(name, 2 * i + 1, backing="file", role="scratch", physical_block_bytes=4096,
+                           optimal_io_bytes=65536)]
+    return specs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--controllers", default=",".join(CONTROLLERS))
+    ap.add_argument("--uri", default="qemu:///system")
+    ap.add_argument("--window-s", type=float, default=3.0)
+    ap.add_argument("--depths", default="1,32")
+    args = ap.parse_args()
+    names = [c for c in args.controllers.split(",") if c]
+    depths = sorted(int(d) for d in args.depths.split(","))
+    t0 = time.monotonic()
+    ensure_image(print)
+    rows = []
+    with standalone_guest(matrix_disks(names), f"vioconform-matrix-{os.getpid()}", uri=args.uri) as (_, disks):
+        t_ssh = time.monotonic()
+        guest = disks[0].guest
+        for disk in (d for d in disks if d.attached.spec.role == "dut"):
+            t = time.monotonic()
+            points = [depth_point(measure(disk, FioJob(f"qd{n}", iodepth=n), args.window_s)) for n in depths]
+            verdict = judge_queue_depth(points, disk.attached.configured.queue_depth)
+            rows.append((disk.attached.spec.controller, verdict, time.monotonic() - t))
+    t_end = time.monotonic()
+    print(f"accelerator: {guest.accel}; {len(names)} controllers, {len(disks)} disks in one guest")
+    print(f"boot to SSH:           {guest.boot_seconds:6.1f} s (start to all disks found {t_ssh - t0:.1f} s)")
+    for name, verdict, seconds in rows:
+        top = verdict.points[-1]
+        print(f"  {name:<13} {'pass' if verdict.passed else 'FAIL'} in {seconds:5.1f} s: device depth "
+              f"{verdict.device_queue_depth}, qd{top.offered_depth} host depth {top.host_depth:.1f}, "
+              f"IOPS {verdict.points[0].iops:,.0f} -> {top.iops:,.0f}"
+              + "".join(f"; {n}" for n in verdict.notes))
+    total = t_end - t0
+    print(f"whole matrix:          {total:6.1f} s (goal {GOAL_S:.0f} s: {'met' if total <= GOAL_S else 'MISSED'}), "
+          f"teardown included")
+    return 0 if all(v.passed for _, v, _ in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
