@@ -171,7 +171,10 @@ def pair_requests(events: Iterable[IoEvent]) -> list[TracedRequest]:
     trace, a flush on virtio-blk, an NVMe admin command) is skipped.
     """
     pending: dict[tuple[object, ...], IoEvent] = {}
-    last_nvme: dict[object, tuple[object, ...]] = {}  # NVMe cid -> key of its latest pci_nvme_io_cmd
+    # The NVMe command a pci_nvme_read/write detail belongs to: QEMU emits the detail right
+    # after its pci_nvme_io_cmd. A cid alone is not enough: each queue has its own cids, and
+    # with several queues the same cid is in flight on two of them at once.
+    last_io_cmd: tuple[object, ...] | None = None
     depth_at_start: dict[tuple[object, ...], int] = {}
     in_flight = 0
     done: list[TracedRequest] = []
@@ -179,32 +182,27 @@ def pair_requests(events: Iterable[IoEvent]) -> list[TracedRequest]:
         key = ev.key
         if ev.phase == "detail":
             if key[0] == "nvme":
-                key = last_nvme.get(key[2], key)
+                if last_io_cmd is None or last_io_cmd[2] != key[2]:
+                    continue  # its pci_nvme_io_cmd came before the trace started (or was not traced)
+                key = last_io_cmd
             start = pending.get(key)
-            if start is None:  # pci_nvme_read without pci_nvme_io_cmd traced: the detail starts the request
-                if key[0] == "nvme" and ev.op is not None:
-                    ev = replace(ev, phase="start")
-                else:
-                    continue
-            else:
-                # the start decided the operation (NVMe write zeroes, opc 0x8, stays left out)
-                pending[key] = replace(start, offset_lbn=ev.offset_lbn,
-                                       length_bytes=ev.length_bytes or start.length_bytes)
+            if start is None:
                 continue
+            # the start decided the operation (NVMe write zeroes, opc 0x8, stays left out)
+            pending[key] = replace(start, offset_lbn=ev.offset_lbn,
+                                   length_bytes=ev.length_bytes or start.length_bytes)
+            continue
         if ev.phase == "start":
             if key in pending and pending[key].op is not None:
                 in_flight -= 1  # its completion was lost: forget it rather than count it forever
             pending[key] = ev
-            if key[0] == "nvme":
-                last_nvme[key[2]] = key
+            if key[0] == "nvme" and key[1] is not None:
+                last_io_cmd = key
             if ev.op is not None:
                 in_flight += 1
                 depth_at_start[key] = in_flight
             continue
         start = pending.pop(key, None)
-        if start is None and key[0] == "nvme" and key[1] != 0:
-            start = pending.pop(("nvme", None, key[2]), None)
-            key = ("nvme", None, key[2])
         if start is None or start.op is None:
             continue
         in_flight -= 1
