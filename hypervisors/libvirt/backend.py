@@ -18,6 +18,7 @@ import shutil
 import socket
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 from xml.sax.saxutils import quoteattr
 
 import libvirt
@@ -76,7 +77,9 @@ class LibvirtBackend(HypervisorBackend):
         self._accel_mode = accel_mode
         self._image = image
         self._accel: str | None = None
-        sweep_leftovers(self.conn)
+        # Owner pids are this host's: only sweep a local daemon's domains.
+        if urlparse(uri).hostname in (None, "", "localhost", "127.0.0.1"):
+            sweep_leftovers(self.conn)
 
     @property
     def image(self) -> GuestImage:
