@@ -49,22 +49,46 @@ fi
 # libvirt: use a daemon that is already there; otherwise start the system one.
 # These machines have no systemd, so start the daemons directly. The system
 # daemon also needs virtlogd for the guests' console and QEMU logs.
-if [ -z "${VIOCONFORM_SKIP_LIBVIRTD:-}" ]; then
-  if [ ! -S /run/libvirt/virtlogd-sock ]; then
-    need_root virtlogd
-    log "starting virtlogd"
-    virtlogd -d
+# A socket file alone proves nothing: a machine restored from a snapshot keeps
+# /run/libvirt/*-sock and /run/*.pid of daemons that are no longer running
+# (seen: "Connection refused" on every test). So ask the live process.
+daemon_alive() {  # $1 = daemon name. A killed, unreaped daemon is a zombie: not alive.
+  pgrep -x -r R,S,D,I "$1" >/dev/null 2>&1
+}
+start_daemon() {  # $1 = daemon name, $2 = its socket
+  if daemon_alive "$1" && [ -S "$2" ]; then
+    return
   fi
-  if [ ! -S /run/libvirt/libvirt-sock ]; then
-    need_root libvirtd
-    log "starting libvirtd"
-    libvirtd -d
+  need_root "$1"
+  if [ -e "$2" ]; then
+    log "$1 is not running; removing its stale socket $2"
+    rm -f "$2" "${2%-sock}-admin-sock"
   fi
+  [ "$1" = libvirtd ] && rm -f /run/libvirt/libvirt-sock-ro
+  log "starting $1"
+  "$1" -d
   for _ in $(seq 1 50); do
-    [ -S /run/libvirt/libvirt-sock ] && break
+    [ -S "$2" ] && return
     sleep 0.2
   done
-  [ -S /run/libvirt/libvirt-sock ] || { log "libvirtd did not create /run/libvirt/libvirt-sock"; exit 1; }
+  log "$1 did not create $2"
+  exit 1
+}
+if [ -n "${VIOCONFORM_SKIP_LIBVIRTD:-}" ]; then
+  :
+elif [ -d /run/systemd/system ]; then
+  # A systemd host: its units (and socket activation) own the daemons.
+  virsh -q -c qemu:///system uri >/dev/null 2>&1 || { need_root libvirtd; systemctl start virtlogd.socket libvirtd; }
+else
+  start_daemon virtlogd /run/libvirt/virtlogd-sock
+  virsh -q -c qemu:///system uri >/dev/null 2>&1 || start_daemon libvirtd /run/libvirt/libvirt-sock
+  # The socket appears before the daemon answers on it; wait until it does.
+  for _ in $(seq 1 50); do
+    virsh -q -c qemu:///system uri >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  virsh -q -c qemu:///system uri >/dev/null 2>&1 \
+    || { log "libvirtd is running but qemu:///system does not answer: $(virsh -c qemu:///system uri 2>&1 | tail -1)"; exit 1; }
 fi
 
 if [ "${1:-}" = "--vcsim" ]; then
