@@ -174,6 +174,8 @@ class HypervisorBackend(ABC):
     name: ClassVar[str]
     #: controller name -> one-line description; ``--controllers`` is validated against it.
     controllers: ClassVar[dict[str, str]]
+    #: whether ``host_counters`` counts flushes (FUA included); the durability rule needs it
+    counts_flushes: ClassVar[bool] = True
 
     def __init__(self, cleanup: CleanupStack) -> None:
         self.cleanup = cleanup

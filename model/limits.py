@@ -26,7 +26,7 @@ class ConfiguredLimits:
     optimal_io_bytes: int = 0
     write_cache: bool | None = None
     discard: bool | None = None
-    queues: int = 1
+    queues: int | None = 1  # None: the guest chooses (NVMe: one per vCPU)
 
     @property
     def command_queuing(self) -> bool:
@@ -57,6 +57,8 @@ class GuestLimits:
     can_queue: int | None = None
     cmd_per_lun: int | None = None
     driver: str = ""
+    read_ahead_kb: int | None = None
+    fua: int | None = None  # /sys/block/X/queue/fua: 1 if the guest sends FUA writes
 
     @property
     def effective_queue_depth(self) -> int:
@@ -81,6 +83,8 @@ r $d/queue/optimal_io_size optimal_io_size
 r $d/queue/write_cache write_cache
 r $d/queue/discard_max_bytes discard_max_bytes
 r $d/queue/rotational rotational
+r $d/queue/read_ahead_kb read_ahead_kb
+r $d/queue/fua fua
 echo nr_hw_queues=$(ls -d $d/mq/* 2>/dev/null | wc -l)
 r $d/device/queue_depth scsi_queue_depth
 h=$(ls -d $d/device/../../../host*/scsi_host/host* 2>/dev/null | head -1)

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from model.rules.verdict import RuleVerdict
+    from reports.records import Record
 
 
 def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir: Path) -> None:
@@ -12,3 +17,15 @@ def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir:
     __tracebackhide__ = True
     if not passed:
         pytest.fail(f"{rule} failed on {config}\n{explanation}\nraw data: {raw_dir}", pytrace=False)
+
+
+def raw_dir_for(results_dir: Path, config_id: str) -> Path:
+    """Where a configuration's raw measurements go: ``results/raw/libvirt_virtio-scsi_latency5ms``."""
+    return results_dir / "raw" / config_id.replace(":", "_")
+
+
+def conclude(verdict: "RuleVerdict", record: "Record", config: str, raw_dir: Path) -> None:
+    """Put the verdict's numbers in the record, then fail with its explanation unless it passed."""
+    __tracebackhide__ = True
+    record.add(**verdict.record_properties())
+    fail_unless(verdict.passed, verdict.rule, config, verdict.explain(), raw_dir)

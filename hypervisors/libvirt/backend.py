@@ -29,7 +29,8 @@ from hypervisors.base import (AttachedDisk, Guest, GuestRequest, HypervisorBacke
                               SshEndpoint)
 from hypervisors.cleanup import CleanupStack, signals_deferred
 from hypervisors.libvirt import accel, trace
-from hypervisors.libvirt.controllers import CONTROLLERS, NET_PCI_SLOT, device_id, disk_devices, disk_file, pci_addr
+from hypervisors.libvirt.controllers import (CONTROLLERS, NET_PCI_SLOT, device_id, disk_devices, disk_file,
+                                             disk_overrides, pci_addr)
 from model.blockstats import HostBlockCounters, parse_qmp_blockstats
 
 log = logging.getLogger("vioconform.libvirt")
@@ -102,12 +103,14 @@ class LibvirtBackend(HypervisorBackend):
             "<memballoon model='none'/>",
         ]
         qemu_args: list[str] = []
+        overrides = ""
         if ssh_port is not None:
             qemu_args += ["-netdev", f"user,id=vioc-net,hostfwd=tcp:127.0.0.1:{ssh_port}-:22",
                           "-device", f"virtio-net-pci,netdev=vioc-net,{pci_addr(NET_PCI_SLOT)}"]
         if request is not None:
             disk_xml, disk_args = disk_devices(request.disks, run_dir)
             devices += disk_xml
+            overrides = disk_overrides(request.disks)
             qemu_args += disk_args + trace.domain_trace_args(run_dir / TRACE_LOG)
         vcpus = request.vcpus if request else 1
         memory = request.memory_mib if request else 256
@@ -123,7 +126,7 @@ class LibvirtBackend(HypervisorBackend):
   <features><acpi/></features>{cpu}
   <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
   <devices>{''.join(devices)}</devices>
-  <qemu:commandline>{qemu_xml}</qemu:commandline>
+  <qemu:commandline>{qemu_xml}</qemu:commandline>{overrides}
 </domain>"""
 
     def boot(self, xml: str, name: str) -> libvirt.virDomain:

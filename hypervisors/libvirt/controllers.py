@@ -77,15 +77,23 @@ class Controller:
         return self.qemu_hba is None and self.disk_bus != "nvme"
 
     def configured(self, disk: DiskSpec) -> ConfiguredLimits:
+        """What this device, as the suite configures it, offers the guest (the limits rule's reference).
+
+        Measured here with a Debian 6.1 guest (README, limits rule): every one of these QEMU devices
+        advertises discard by default (scsi-hd UNMAP, virtio-blk, NVMe DSM, ATA TRIM) and a volatile
+        write cache (cache=none/writeback). ATA has no field for an optimal I/O size, so ide-hd
+        cannot carry one. NVMe: the guest makes one I/O queue pair per vCPU (QEMU offers 64),
+        so its queue count is the guest's choice, not a configured value.
+        """
         return ConfiguredLimits(
             queue_depth=self.queue_depth,
             max_transfer_bytes=self.max_transfer_bytes,
             logical_block_bytes=512,
             physical_block_bytes=disk.physical_block_bytes,
-            optimal_io_bytes=disk.optimal_io_bytes,
+            optimal_io_bytes=0 if self.disk_bus in ("sata", "ide") else disk.optimal_io_bytes,
             write_cache=True,
-            discard=False,
-            queues=disk.queues if self.multiqueue else 1,
+            discard=True,
+            queues=None if self.disk_bus == "nvme" else disk.queues if self.multiqueue else 1,
         )
 
 
@@ -204,7 +212,8 @@ def hba_xml(p: Placement, queues: int) -> str:
     if ctl.disk_bus == "sata":
         head = f"<controller type='sata' index='{p.hba_index}'>"
     else:
-        driver = f"<driver queues='{queues}'/>" if ctl.multiqueue and queues > 1 else ""
+        # Always explicit: QEMU's default for virtio-scsi is one queue per vCPU, not the one configured.
+        driver = f"<driver queues='{queues}'/>" if ctl.multiqueue else ""
         head = f"<controller type='scsi' index='{p.hba_index}' model='{ctl.scsi_model}'>{driver}"
     return f"{head}<alias name='{hba_alias(ctl.name)}'/>{_slot_xml(p.slot)}</controller>"
 
@@ -297,7 +306,8 @@ def file_disk_xml(p: Placement, path: str) -> str:
     disk, ctl = p.disk, p.controller
     blockio = (f"<blockio logical_block_size='512' physical_block_size='{disk.physical_block_bytes}'/>"
                if disk.physical_block_bytes != 512 else "")
-    queues = f" queues='{disk.queues}'" if ctl.disk_bus == "virtio" and disk.queues > 1 else ""
+    # Always explicit: QEMU's default for virtio-blk is one queue per vCPU, not the one configured.
+    queues = f" queues='{disk.queues}'" if ctl.disk_bus == "virtio" else ""
     wwn = ""  # libvirt accepts <wwn> only on SCSI and IDE disks; only mptsas needs one
     if ctl.disk_bus == "virtio":
         bus, prefix, addr = "virtio", "vd", _slot_xml(p.slot)
@@ -316,6 +326,18 @@ def file_disk_xml(p: Placement, path: str) -> str:
     return (f"<disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'{queues}/>"
             f"<source file='{path}'/><target dev='{_dev_name(prefix, disk.index)}' bus='{bus}'/>{blockio}"
             f"<serial>{disk.serial}</serial>{wwn}<alias name='{device_id(disk)}'/>{addr}</disk>")
+
+
+def disk_overrides(disks: Sequence[DiskSpec]) -> str:
+    """``<qemu:override>`` properties libvirt's ``<disk>`` has no XML for: the optimal I/O size
+    (libvirt 9.0's ``<blockio>`` carries only the block sizes). Empty when none is needed."""
+    props = []
+    for p in layout(disks):
+        if p.disk.backing == "file" and p.controller.libvirt_disks and p.disk.optimal_io_bytes:
+            props.append(f"<qemu:device alias='{device_id(p.disk)}'><qemu:frontend>"
+                         f"<qemu:property name='opt_io_size' type='unsigned' value='{p.disk.optimal_io_bytes}'/>"
+                         "</qemu:frontend></qemu:device>")
+    return f"<qemu:override>{''.join(props)}</qemu:override>" if props else ""
 
 
 def disk_file(run_dir: Path, disk: DiskSpec) -> Path:

@@ -1,0 +1,123 @@
+"""Rule 3, direct-I/O fidelity and durability (the Oracle LGWR ``dd oflag=direct`` case).
+
+Fidelity: small O_DIRECT writes (1 KiB, 4 KiB) reach the host one for one, at their size.
+Durability: every O_DSYNC write and every fsync must reach the host as a flush (or a FUA
+write, which QEMU's SCSI disk carries out and counts as a flush) whenever the device
+advertises a volatile write cache. A missing flush is lost data: no tolerance.
+
+Example::
+
+    v = judge_direct_io([OneForOne(4096, 200, 200, 819200)], [Durability("O_DSYNC", 100, 0)],
+                        volatile_cache=True, cache_source="configured write-back")
+    v.passed  # False: 100 O_DSYNC writes, 0 host flushes
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model.rules.verdict import Number, RuleVerdict, kib
+
+RULE = "direct-io"
+
+#: Host writes per guest O_DIRECT write may differ from 1 by this fraction. Measured here
+#: (QEMU 7.2 TCG, file-backed disk, 200 random writes at depth 1): exactly 200 host writes of
+#: exactly the guest's size on virtio-scsi and virtio-blk, every run. 1 % (2 of 200) leaves room
+#: for nothing but a stray write of somebody else and catches any merging or splitting.
+ONE_FOR_ONE_TOLERANCE = 0.01
+
+#: Host flushes per guest sync (O_DSYNC write or fsync) that make the writes durable. No
+#: tolerance: a sync the host never saw as a flush (or FUA) is data a power loss takes.
+MIN_FLUSHES_PER_SYNC = 1.0
+
+
+@dataclass(frozen=True)
+class OneForOne:
+    """One O_DIRECT write run of ``request_bytes`` writes, counted whole on both sides."""
+
+    request_bytes: int
+    guest_writes: int  # fio's completed writes
+    host_writes: int  # the host's write counter over the run
+    host_write_bytes: int
+
+    @property
+    def ratio(self) -> float:
+        return self.host_writes / self.guest_writes if self.guest_writes else 0.0
+
+    @property
+    def host_mean_bytes(self) -> float:
+        return self.host_write_bytes / self.host_writes if self.host_writes else 0.0
+
+
+@dataclass(frozen=True)
+class Durability:
+    """One run of writes each of which must be durable when it returns."""
+
+    kind: str  # "O_DSYNC writes", "fsync after each buffered write"
+    guest_syncs: int  # O_DSYNC writes completed, or fsyncs fio issued
+    host_flushes: int  # host flush requests over the run (QEMU: flush_operations, FUA included on SCSI)
+
+
+@dataclass(frozen=True)
+class LatencyFloor:
+    """Depth-1 write latency on both sides: what the guest adds to the host's service time."""
+
+    guest_p50_us: float
+    host_p50_us: float
+    guest_min_us: float
+    host_min_us: float
+
+    @property
+    def added_p50_us(self) -> float:
+        return self.guest_p50_us - self.host_p50_us
+
+
+def judge_direct_io(fidelity: list[OneForOne], durability: list[Durability], volatile_cache: bool,
+                    cache_source: str, latency: LatencyFloor | None = None,
+                    durability_skipped: str | None = None) -> RuleVerdict:
+    """Fidelity within ONE_FOR_ONE_TOLERANCE, durability exact where the cache is volatile.
+
+    ``durability_skipped`` says why durability was not measured (a backend without a flush counter)."""
+    lines: list[str] = []
+    problems: list[str] = []
+    notes: list[str] = []
+    props: dict[str, Number] = {"volatile_write_cache": int(volatile_cache), "write_cache_source": cache_source}
+    for f in fidelity:
+        k = f"w{f.request_bytes // 1024}k"
+        lines.append(f"{kib(f.request_bytes)} O_DIRECT writes: guest {f.guest_writes}, host {f.host_writes} "
+                     f"(ratio {f.ratio:.3f}), host mean size {kib(f.host_mean_bytes)}")
+        props.update({f"{k}_guest_writes": f.guest_writes, f"{k}_host_writes": f.host_writes,
+                      f"{k}_ratio": round(f.ratio, 4), f"{k}_host_mean_bytes": round(f.host_mean_bytes)})
+        if f.guest_writes == 0:
+            problems.append(f"fio completed no {kib(f.request_bytes)} writes: nothing to compare")
+        elif abs(f.ratio - 1.0) > ONE_FOR_ONE_TOLERANCE or abs(f.host_mean_bytes - f.request_bytes) > 0.5:
+            problems.append(
+                f"{f.guest_writes} O_DIRECT writes of {kib(f.request_bytes)} reached the host as {f.host_writes} "
+                f"writes of {kib(f.host_mean_bytes)} on average; expected one for one (within "
+                f"{ONE_FOR_ONE_TOLERANCE:.0%}) at {kib(f.request_bytes)}")
+    lines.append(f"device write cache: {'volatile (write back)' if volatile_cache else 'write through'} "
+                 f"({cache_source})")
+    if durability_skipped:
+        notes.append(f"durability not checked: {durability_skipped}")
+    for d in durability:
+        k = "dsync" if "DSYNC" in d.kind else "fsync"
+        lines.append(f"{d.kind}: guest {d.guest_syncs} syncs, host {d.host_flushes} flushes (FUA included)")
+        props.update({f"{k}_guest_syncs": d.guest_syncs, f"{k}_host_flushes": d.host_flushes})
+        if d.guest_syncs == 0:
+            problems.append(f"{d.kind}: fio completed no syncs: nothing to compare")
+        elif volatile_cache and d.host_flushes < MIN_FLUSHES_PER_SYNC * d.guest_syncs:
+            lost = d.guest_syncs - d.host_flushes
+            problems.append(
+                f"{d.kind}: {d.guest_syncs} syncs returned to the application but the host saw only "
+                f"{d.host_flushes} flushes: {lost} writes were acknowledged while still in a volatile write "
+                f"cache ({cache_source}). A power loss loses them. Expected at least one flush or FUA write per sync.")
+    if latency is not None:
+        lines.append(f"latency floor (4 KiB O_DIRECT write, depth 1): guest p50 {latency.guest_p50_us:.0f} us, "
+                     f"host p50 {latency.host_p50_us:.0f} us: the guest adds {latency.added_p50_us:.0f} us "
+                     f"(min {latency.guest_min_us:.0f} vs {latency.host_min_us:.0f} us)")
+        props.update({"latency_guest_p50_us": round(latency.guest_p50_us, 1),
+                      "latency_host_p50_us": round(latency.host_p50_us, 1),
+                      "latency_added_p50_us": round(latency.added_p50_us, 1),
+                      "latency_guest_min_us": round(latency.guest_min_us, 1),
+                      "latency_host_min_us": round(latency.host_min_us, 1)})
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props)

@@ -1,0 +1,75 @@
+"""Rule 3, direct-I/O fidelity and durability (the Oracle LGWR ``dd oflag=direct`` case).
+
+On the scratch disk (file-backed, so writes are real): small O_DIRECT writes must reach the
+host one for one; O_DSYNC writes and fsyncs must reach it as flushes (or FUA) while the device
+advertises a volatile write cache. Every run is counted whole on both sides, not sampled.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from fixtures.fio import FioJob
+from fixtures.measure import CountedRun, GuestDisk, run_counted
+from fixtures.options import SuiteOptions
+from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io
+from reports.records import Record
+from suites.assertions import conclude, raw_dir_for
+
+#: Writes per run: enough that one lost or merged write is a visible 0.5 %, few enough to take
+#: under a second each on a file-backed disk under TCG.
+WRITES = 200
+#: The region written: random offsets in the first 64 MiB of the scratch disk.
+REGION_BYTES = 64 << 20
+
+
+def _writes(name: str, bs: int, n: int, **kw: object) -> FioJob:
+    return FioJob(name, rw="randwrite", bs_bytes=bs, iodepth=1, io_bytes=bs * n, size_bytes=REGION_BYTES,
+                  randseed=1, runtime_s=120, **kw)  # type: ignore[arg-type]
+
+
+def _latency_floor(run: CountedRun) -> LatencyFloor | None:
+    if run.host_trace is None or not run.host_trace.requests:
+        return None
+    host = [r.latency_us for r in run.host_trace.requests if r.is_write]
+    w = run.fio.jobs[0].write
+    if not host or not w.clat_percentiles_us:
+        return None
+    return LatencyFloor(guest_p50_us=w.clat_percentiles_us.get(50.0, w.clat_mean_us), host_p50_us=statistics.median(host),
+                        guest_min_us=min(w.clat_percentiles_us.values()), host_min_us=min(host))
+
+
+@pytest.mark.rule("direct-io")
+def test_direct_io_fidelity_and_durability(scratch_disk: GuestDisk, suite_options: SuiteOptions,
+                                           record: Record) -> None:
+    disk = scratch_disk
+    raw = raw_dir_for(suite_options.results_dir, disk.config_id) / "direct-io"
+    fidelity = []
+    latency = None
+    for bs in (1024, 4096):
+        run = run_counted(disk, _writes(f"direct{bs // 1024}k", bs, WRITES), trace=bs == 4096, raw_dir=raw)
+        fidelity.append(OneForOne(bs, run.fio.jobs[0].write.io_count, run.host.writes, run.host.wr_bytes))
+        if bs == 4096:
+            latency = _latency_floor(run)
+    probed = disk.advertised_limits.write_cache
+    configured = disk.attached.configured.write_cache
+    volatile = bool(configured) if configured is not None else probed == "write back"
+    cache_source = (f"hypervisor configured {'write back' if configured else 'write through'}"
+                    if configured is not None else "unknown to the hypervisor") + f"; guest probed {probed!r}"
+    if disk.limits.write_cache != probed:
+        cache_source += f", now {disk.limits.write_cache!r}"
+    durability = []
+    skipped = None
+    if not disk.backend.counts_flushes:
+        skipped = f"the {disk.backend.name} backend's host counters do not count flushes"
+    else:
+        run = run_counted(disk, _writes("dsync4k", 4096, WRITES // 2, sync=True), raw_dir=raw)
+        durability.append(Durability("O_DSYNC writes", run.fio.jobs[0].write.io_count, run.host.flushes))
+        run = run_counted(disk, _writes("fsync4k", 4096, WRITES // 2, direct=False, ioengine="psync", fsync_every=1),
+                          raw_dir=raw)
+        durability.append(Durability("fsync after each buffered write", run.fio.jobs[0].sync.io_count,
+                                     run.host.flushes))
+    verdict = judge_direct_io(fidelity, durability, volatile, cache_source, latency, skipped)
+    conclude(verdict, record, disk.config_id, raw)

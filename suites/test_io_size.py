@@ -1,0 +1,53 @@
+"""Rule 2, I/O-size fidelity (the VxFS-on-Solaris-9 breakup case).
+
+1 MiB O_DIRECT reads must reach the host as requests as large as the device allows: the
+maximum transfer it advertised when the guest probed it (the hypervisor's configured value
+where it sets one). The split factor is host requests per guest I/O.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from fixtures.fio import FioJob
+from fixtures.measure import GuestDisk, measure, save_measurement
+from fixtures.options import SuiteOptions
+from model.rules.io_size import REQUEST_BYTES, IoSizeMeasurement, judge_io_size
+from reports.records import Record
+from suites.assertions import conclude, raw_dir_for
+
+#: Requests in flight: enough to keep a latency disk busy, few enough that a 1 MiB request
+#: never waits for a tag on any controller.
+DEPTH = 4
+
+
+@pytest.mark.rule("io-size")
+def test_io_size_fidelity(disk: GuestDisk, suite_options: SuiteOptions, record: Record) -> None:
+    raw = raw_dir_for(suite_options.results_dir, disk.config_id)
+    m = measure(disk, FioJob("io1m", rw="randread", bs_bytes=REQUEST_BYTES, iodepth=DEPTH), suite_options.window_s,
+                raw_dir=raw)
+    save_measurement(m, raw / "io-size.json")
+    probed = disk.advertised_limits
+    configured = disk.attached.configured.max_transfer_bytes
+    # What the device advertised: the guest's max_sectors_kb as its driver set it at probe time
+    # (min(max_hw_sectors_kb, the kernel's 1280 KiB default)), and the hypervisor's own limit if it sets one.
+    max_transfer = probed.max_sectors_kb * 1024
+    source = f"max_sectors_kb {probed.max_sectors_kb} as probed"
+    if configured and configured < max_transfer:
+        max_transfer, source = configured, "the hypervisor's configured maximum transfer"
+    if m.host_trace is not None and m.host_trace.requests:
+        sizes = [r.length_bytes for r in m.host_trace.requests if not r.is_flush]
+        host_mean, host_p50, host_n, host_source = (statistics.fmean(sizes), statistics.median(sizes), len(sizes),
+                                                    m.host_trace.source)
+    else:
+        host_mean, host_p50, host_n = m.host.avg_request_size_bytes, None, m.host.requests
+        host_source = "host counters (bytes / requests)"
+    verdict = judge_io_size(IoSizeMeasurement(
+        request_bytes=REQUEST_BYTES, max_transfer_bytes=max_transfer, max_transfer_source=source,
+        host_request_bytes=host_mean, host_requests=host_n, guest_max_sectors_kb=disk.limits.max_sectors_kb,
+        guest_max_hw_sectors_kb=disk.limits.max_hw_sectors_kb, host_source=host_source,
+        fio_iops=m.fio.jobs[0].total_iops, host_request_bytes_p50=host_p50))
+    record.add(guest_avg_request_bytes=round(m.guest.avg_request_size_bytes))
+    conclude(verdict, record, disk.config_id, raw)

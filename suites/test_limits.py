@@ -1,0 +1,21 @@
+"""Rule 6, limits advertisement: what the guest was told about each disk of a controller,
+against what the hypervisor configured (queue depth, maximum transfer, block sizes, optimal
+I/O size, write cache, discard, queues). Read from sysfs as the driver set it at probe time."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures.measure import GuestDisk
+from fixtures.options import SuiteOptions
+from model.rules.limits import judge_limits
+from reports.records import Record
+from suites.assertions import conclude, raw_dir_for
+
+
+@pytest.mark.rule("limits")
+def test_limits_advertisement(disk: GuestDisk, scratch_disk: GuestDisk, suite_options: SuiteOptions,
+                              record: Record) -> None:
+    verdict = judge_limits([(d.attached.spec.role, d.attached.configured, d.advertised_limits)
+                            for d in (disk, scratch_disk)])
+    conclude(verdict, record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id))

@@ -1,0 +1,75 @@
+"""Rule 4, buffered/direct regime against a baseline (the VxFS ``discovered_direct_iosz`` case).
+
+A sequential copy's read side, once through the page cache and once with O_DIRECT, each
+measured ``--repeats`` times on the host by mean request size and depth, and compared with the
+baseline an earlier run saved (``--save-baseline``). Without ``--baseline`` the rule measures,
+records and skips: it has nothing to compare with.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+
+import pytest
+
+from fixtures.fio import FioJob
+from fixtures.measure import GuestDisk, measure
+from fixtures.options import SuiteOptions
+from model.errors import ParseError
+from model.rules.regime import RegimeSample, RegimeSeries, judge_regime, merge_baseline, parse_baseline
+from reports.records import Record
+from suites.assertions import conclude, raw_dir_for
+
+#: The copy's read requests: 1 MiB, a typical cp/dd buffer; the page cache turns them into
+#: readahead-sized requests, O_DIRECT sends them as they are.
+COPY_BLOCK_BYTES = 1 << 20
+#: Seconds of each measured copy: a regime shows in its request sizes within a second; two
+#: seconds give the depth figure enough one-second samples under TCG.
+COPY_WINDOW_S = 2.0
+
+
+def _copy_job(mode: str) -> FioJob:
+    return FioJob(f"copy-{mode}", rw="read", bs_bytes=COPY_BLOCK_BYTES, iodepth=1, ioengine="psync",
+                  direct=mode == "direct")
+
+
+@pytest.mark.rule("buffered-direct")
+def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, record: Record) -> None:
+    raw = raw_dir_for(suite_options.results_dir, disk.config_id) / "buffered-direct"
+    baseline = None
+    source = ""
+    if suite_options.baseline is not None:
+        source = str(suite_options.baseline)
+        try:
+            all_configs = parse_baseline(suite_options.baseline.read_text(), source)
+        except ParseError as e:
+            raise pytest.UsageError(str(e)) from None
+        baseline = all_configs.get(disk.config_id)
+        if baseline is None:
+            pytest.skip(f"the baseline {source} has no measurements of {disk.config_id} "
+                        f"(it has {', '.join(sorted(all_configs)) or 'none'})")
+    now: dict[str, RegimeSeries] = {}
+    for mode in ("buffered", "direct"):
+        samples = []
+        for i in range(suite_options.repeats):
+            # Every copy starts cold: what an earlier run left in the page cache never reaches the host.
+            disk.ssh.run("sync; echo 3 > /proc/sys/vm/drop_caches")
+            m = measure(disk, _copy_job(mode), COPY_WINDOW_S, raw_dir=raw / f"{mode}{i}", exact=False)
+            samples.append(RegimeSample(m.host.avg_request_size_bytes, m.host_depth_median))
+        now[mode] = RegimeSeries(mode, tuple(samples))
+    if suite_options.save_baseline is not None:
+        path = suite_options.save_baseline
+        meta = {"saved": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
+                "guest_kernel": disk.ssh.run("uname -r").stdout.strip(), "accel": disk.guest.accel,
+                "guest_read_ahead_kb": str(disk.limits.read_ahead_kb)}
+        path.write_text(merge_baseline(path.read_text() if path.exists() else None, disk.config_id, now, meta))
+        record.add(baseline_saved_to=str(path))
+    verdict = judge_regime(now, baseline, source)
+    (raw / "regime.json").write_text(json.dumps(verdict.properties, indent=1))
+    if baseline is None:
+        record.add(**verdict.record_properties())
+        pytest.skip("buffered-direct measured only: no --baseline to compare with (make one with --save-baseline "
+                    "PATH on the previous image or hypervisor version). " + " | ".join(verdict.lines))
+    conclude(verdict, record, disk.config_id, raw)
