@@ -40,16 +40,25 @@ def active_vioconform_domains() -> list[str]:
     return [n for n in out.split() if n.startswith("vioconform-")]
 
 
+def run_suite_at(results: Path, *args: str, timeout: float = 900) -> SuiteRun:
+    """Run the conformance suite in a subprocess with extra arguments; results go to ``results``."""
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
+                             "--results-dir", str(results), *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()  # SIGTERM: the suite removes its guest as on Ctrl-C
+        out, _ = proc.communicate(timeout=60)
+        raise AssertionError(f"the suite did not finish in {timeout} s:\n{out[-3000:]}") from None
+    return SuiteRun(proc.returncode, out, results, proc.pid)
+
+
 @pytest.fixture
 def run_suite(tmp_path: Path):  # type: ignore[no-untyped-def]
     """Run the conformance suite in a subprocess with extra arguments; results go to tmp_path."""
 
-    def run(*args: str, timeout: float = 600) -> SuiteRun:
-        results = tmp_path / "results"
-        proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
-                                 "--results-dir", str(results), *args],
-                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        out, _ = proc.communicate(timeout=timeout)
-        return SuiteRun(proc.returncode, out, results, proc.pid)
+    def run(*args: str, timeout: float = 900) -> SuiteRun:
+        return run_suite_at(tmp_path / "results", *args, timeout=timeout)
 
     return run

@@ -22,7 +22,7 @@ def kernel_deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_suite_runs_on_a_kernel_package_file(run_suite, kernel_deb: Path) -> None:  # type: ignore[no-untyped-def]
-    run: SuiteRun = run_suite("--guest-kernel-deb", str(kernel_deb), "--controllers", "virtio-blk")
+    run: SuiteRun = run_suite("--guest-kernel-deb", str(kernel_deb), "--controllers", "virtio-blk", "-k", "queue_depth")
     assert run.returncode == 0, run.output
     assert list(run.cases()) == ["queue-depth[libvirt:virtio-blk:latency5ms]"]
 

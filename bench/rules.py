@@ -1,0 +1,90 @@
+"""Time of the whole default suite (every rule on virtio-scsi and virtio-blk, one guest), the
+healthy guest's repeat record, and which rules each fault moves.
+
+    python -m bench.rules                     # one run of the default suite: its time (goal 10 min)
+    python -m bench.rules --repeats 10        # 10 runs: every rule must pass 10 of 10
+    python -m bench.rules --faults            # also each fault with every rule: what it fails
+
+The first run saves a baseline (--save-baseline) and every later run compares with it, so
+buffered-direct is judged from the second run on. Prints a line per run and a table at the
+end; exits 1 if a healthy run failed a rule or a fault failed to fail its own rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+from fixtures.faults import FAULTS
+
+ROOT = Path(__file__).resolve().parents[1]
+GOAL_S = 600.0
+CONTROLLERS = "virtio-scsi,virtio-blk"
+
+
+def run_suite(results: Path, *args: str) -> tuple[float, dict[str, str]]:
+    """Run the suite; (seconds, {test case name: passed|failed|skipped|error})."""
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q",
+                           "--controllers", CONTROLLERS, "--results-dir", str(results), *args],
+                          cwd=ROOT, capture_output=True, text=True)
+    took = time.monotonic() - t0
+    junit = results / "junit.xml"
+    if not junit.exists():
+        print(proc.stdout[-3000:], proc.stderr[-2000:], file=sys.stderr)
+        raise SystemExit(f"the suite wrote no JUnit file (exit {proc.returncode})")
+    outcomes = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        kind = next((k for k in ("failure", "error", "skipped") if case.find(k) is not None), "passed")
+        outcomes[case.get("name", "")] = {"failure": "failed"}.get(kind, kind)
+    return took, outcomes
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=1, help="healthy runs of the default suite (default 1)")
+    ap.add_argument("--faults", action="store_true", help="then run every fault with every rule")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="vioconform-bench-rules-"))
+    base = work / "baseline.json"
+    tally: dict[str, list[str]] = defaultdict(list)
+    times = []
+    bad = 0
+    for i in range(args.repeats):
+        extra = ["--save-baseline", str(base)] if i == 0 else ["--baseline", str(base)]
+        took, outcomes = run_suite(work / f"healthy{i}", *extra)
+        times.append(took)
+        for name, o in outcomes.items():
+            tally[name].append(o)
+        failed = [n for n, o in outcomes.items() if o in ("failed", "error")]
+        bad += bool(failed)
+        print(f"healthy run {i + 1}/{args.repeats}: {took:.0f} s, {sum(o == 'passed' for o in outcomes.values())} "
+              f"passed, {len(failed)} failed {failed or ''}", flush=True)
+    print(f"\ndefault suite: {min(times):.0f}-{max(times):.0f} s a run (goal {GOAL_S:.0f} s)")
+    print(f"{'rule[configuration]':55} passed of {args.repeats}")
+    for name in sorted(tally):
+        print(f"{name:55} {tally[name].count('passed'):>2}  ({', '.join(sorted(set(tally[name])))})")
+    if args.faults:
+        if not base.exists():
+            raise SystemExit("no baseline was saved by the healthy run")
+        print(f"\n{'fault':15} {'own rule':16} what failed (rule[configuration])")
+        for name, fault in FAULTS.items():
+            took, outcomes = run_suite(work / f"fault-{name}", "--inject", name, "--baseline", str(base))
+            failed = sorted(n for n, o in outcomes.items() if o in ("failed", "error"))
+            skipped = sorted(n for n, o in outcomes.items() if o == "skipped")
+            own_failed = [n for n in failed if n.startswith(fault.rule + "[")]
+            bad += not own_failed
+            print(f"{name:15} {fault.rule:16} {', '.join(failed) or 'nothing'}"
+                  + (f"; skipped: {', '.join(skipped)}" if skipped else "") + f"  ({took:.0f} s)", flush=True)
+    print(f"\nraw results: {work}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
