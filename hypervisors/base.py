@@ -176,6 +176,9 @@ class HypervisorBackend(ABC):
     controllers: ClassVar[dict[str, str]]
     #: whether ``host_counters`` counts flushes (FUA included); the durability rule needs it
     counts_flushes: ClassVar[bool] = True
+    #: whether ``host_counters`` counts every request exactly (QMP does), so a whole fio run can
+    #: be compared one for one with the guest's count
+    exact_counts: ClassVar[bool] = True
 
     def __init__(self, cleanup: CleanupStack) -> None:
         self.cleanup = cleanup

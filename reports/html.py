@@ -61,6 +61,55 @@ def depth_chart(series: list[tuple[int, float, float]], width: int = 420, height
     return "".join(parts)
 
 
+#: Per rule: the pairs a reader compares, as (group label, property of the expected or guest
+#: side, property of the host side, unit divisor). The picture shows them side by side.
+PAIRS: dict[str, tuple[tuple[str, str, str, float], ...]] = {
+    "io-size": (("request KiB: expected / host", "max_transfer_bytes", "host_request_bytes_mean", 1024.0),),
+    "direct-io": (("1 KiB writes: guest / host", "w1k_guest_writes", "w1k_host_writes", 1.0),
+                  ("4 KiB writes: guest / host", "w4k_guest_writes", "w4k_host_writes", 1.0),
+                  ("O_DSYNC: syncs / host flushes", "dsync_guest_syncs", "dsync_host_flushes", 1.0),
+                  ("fsync: syncs / host flushes", "fsync_guest_syncs", "fsync_host_flushes", 1.0)),
+    "buffered-direct": (("buffered KiB: baseline / now", "buffered_request_bytes_baseline_median",
+                         "buffered_request_bytes_median", 1024.0),
+                        ("direct KiB: baseline / now", "direct_request_bytes_baseline_median",
+                         "direct_request_bytes_median", 1024.0)),
+    "alignment": (("host requests / crossing a boundary", "host_requests", "misaligned_requests", 1.0),),
+    "multi-queue": (("interrupts: queue 0 / queue 1", "queue0_count", "queue1_count", 1.0),),
+}
+PAIR_COLORS = ("#1565c0", "#ef6c00")
+
+
+def pair_chart(rule: str, props: dict[str, str | float | int], width: int = 420) -> str:
+    """Horizontal bar pairs (expected or guest side in blue, host side in orange) for one record."""
+    rows = []
+    for label, a_key, b_key, div in PAIRS.get(rule, ()):
+        if a_key in props and b_key in props:
+            try:
+                a, b = float(props[a_key]) / div, float(props[b_key]) / div
+            except ValueError:
+                continue
+            if rule == "io-size":  # expected is min(request, max transfer)
+                a = min(a, float(props.get("request_bytes", a * div)) / div)
+            rows.append((label, a, b))
+    if not rows:
+        return ""
+    top = max(max(a, b) for _, a, b in rows) or 1.0
+    left, bar_h, row_h = 190, 12, 34
+    height = row_h * len(rows) + 6
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
+    for i, (label, a, b) in enumerate(rows):
+        y = 4 + i * row_h
+        parts.append(f'<text x="{left - 6}" y="{y + bar_h + 4}" font-size="11" text-anchor="end">'
+                     f'{html.escape(label)}</text>')
+        for j, v in enumerate((a, b)):
+            w = (width - left - 60) * v / top
+            yy = y + j * (bar_h + 2)
+            parts.append(f'<rect x="{left}" y="{yy}" width="{w:.1f}" height="{bar_h}" fill="{PAIR_COLORS[j]}"/>'
+                         f'<text x="{left + w + 4:.1f}" y="{yy + bar_h - 2}" font-size="10">{v:g}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 def report_document(records: Iterable[Record], title: str = "vioconform report", subtitle: str = "") -> str:
     recs = list(records)
     rows, sections = [], []
@@ -69,7 +118,7 @@ def report_document(records: Iterable[Record], title: str = "vioconform report",
         first = html.escape(r.message.splitlines()[0]) if r.message else ""
         rows.append(f'<tr><td style="color:{color};font-weight:bold">{r.outcome.upper()}</td>'
                     f"<td>{html.escape(r.rule)}</td><td>{html.escape(r.config)}</td><td>{first}</td></tr>")
-        chart = depth_chart(depth_series(r.properties))
+        chart = depth_chart(depth_series(r.properties)) or pair_chart(r.rule, r.properties)
         props = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
                         for k, v in sorted(r.properties.items()))
         details = f"<pre>{html.escape(r.message)}</pre>" if r.outcome in ("failed", "error") else ""

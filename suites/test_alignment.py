@@ -35,6 +35,7 @@ def make_filesystem(disk: GuestDisk, start_sector: int) -> int:
     disk.ssh.run(f"umount {MOUNT} 2>/dev/null; dd if=/dev/zero of={dev} bs=1M count=1 oflag=direct 2>/dev/null; "
                  f"printf 'o\\nn\\np\\n1\\n{start_sector}\\n\\nw\\n' | fdisk {dev} >/dev/null 2>&1; "
                  f"blockdev --rereadpt {dev}")
+    disk.reapply_settings()  # the re-read revalidated the disk: faults and --guest-setup again
     start = int(disk.ssh.run(f"cat /sys/block/{disk.kernel_name}/{part}/start").stdout.strip())
     if start != start_sector:
         raise RuntimeError(f"fdisk made the partition of {dev} start at sector {start}, not {start_sector}")
@@ -46,6 +47,7 @@ def make_filesystem(disk: GuestDisk, start_sector: int) -> int:
 def remove_filesystem(disk: GuestDisk) -> None:
     disk.ssh.run(f"umount {MOUNT} 2>/dev/null; dd if=/dev/zero of={disk.device_path} bs=1M count=1 oflag=direct "
                  f"2>/dev/null; blockdev --rereadpt {disk.device_path}", check=False)
+    disk.reapply_settings()
 
 
 @pytest.mark.rule("alignment")

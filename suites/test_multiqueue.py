@@ -20,10 +20,10 @@ def queue_interrupts(ssh: SshTransport, virtio_dev: str) -> dict[int, int]:
     return parse_queue_interrupts(ssh.run("cat /proc/interrupts").stdout, virtio_dev)
 
 
-def online_cpus(ssh: SshTransport) -> list[int]:
-    """``/sys/devices/system/cpu/online`` ("0-1", "0,2-3") as a list."""
+def cpu_list(ssh: SshTransport, which: str) -> list[int]:
+    """``/sys/devices/system/cpu/<which>`` (online, present: "0-1", "0,2-3") as a list."""
     cpus: list[int] = []
-    for part in ssh.run("cat /sys/devices/system/cpu/online").stdout.strip().split(","):
+    for part in ssh.run(f"cat /sys/devices/system/cpu/{which}").stdout.strip().split(","):
         lo, _, hi = part.partition("-")
         cpus.extend(range(int(lo), int(hi or lo) + 1))
     return cpus
@@ -40,7 +40,7 @@ def test_multiqueue(disk: GuestDisk, suite_options: SuiteOptions, record: Record
     if not found:
         pytest.skip(f"{disk.kernel_name} is not on a virtio device ({path.strip()}): per-queue interrupts unknown")
     virtio_dev = found[-1]
-    cpus = online_cpus(disk.ssh)
+    cpus, present = cpu_list(disk.ssh, "online"), cpu_list(disk.ssh, "present")
     raw = raw_dir_for(suite_options.results_dir, disk.config_id) / "multi-queue"
     before = queue_interrupts(disk.ssh, virtio_dev)
     job = FioJob("mq", rw="randread", bs_bytes=4096, iodepth=4, numjobs=len(cpus),
@@ -48,7 +48,6 @@ def test_multiqueue(disk: GuestDisk, suite_options: SuiteOptions, record: Record
     measure(disk, job, 2.0, raw_dir=raw, exact=False)
     after = queue_interrupts(disk.ssh, virtio_dev)
     per_queue = {q: after.get(q, 0) - before.get(q, 0) for q in sorted(set(before) | set(after))}
-    verdict = judge_multiqueue(configured, disk.limits.nr_hw_queues, len(cpus), per_queue,
-                               f"completion interrupts per request queue of {virtio_dev}")
-    record.add(online_cpus=",".join(map(str, cpus)))
+    verdict = judge_multiqueue(configured, disk.limits.nr_hw_queues, len(present), per_queue,
+                               f"completion interrupts per request queue of {virtio_dev}", online_cpus=len(cpus))
     conclude(verdict, record, disk.config_id, raw)

@@ -51,6 +51,8 @@ class VSphereBackend(HypervisorBackend):
     controllers: ClassVar[dict[str, str]] = {k.name: k.description for k in CONTROLLERS.values()}
     #: vSphere counts no flushes per disk: rules on flushes must skip on this backend.
     counts_flushes: ClassVar[bool] = False
+    #: PerformanceManager gives 20 s averages, not request counts: one-for-one rules must skip.
+    exact_counts: ClassVar[bool] = False
 
     def __init__(self, cleanup: CleanupStack, config: VSphereConfig | str, run_id: str | None = None) -> None:
         super().__init__(cleanup)

@@ -42,13 +42,19 @@ def parse_queue_interrupts(text: str, virtio_dev: str) -> dict[int, int]:
 
 
 def judge_multiqueue(configured_queues: int, guest_hw_queues: int, vcpus: int,
-                     per_queue: Mapping[int, int], evidence: str = "completion interrupts per queue") -> RuleVerdict:
+                     per_queue: Mapping[int, int], evidence: str = "completion interrupts per queue",
+                     online_cpus: int | None = None) -> RuleVerdict:
+    """``vcpus``: the vCPUs the hypervisor gave the guest; ``online_cpus``: how many the guest runs
+    on (one fio job each). The guest must use min(configured queues, vCPUs) queues, at least 2."""
+    online = vcpus if online_cpus is None else online_cpus
     total = sum(per_queue.values())
     used = sorted(q for q, n in per_queue.items() if total and n / total >= MIN_QUEUE_SHARE)
     shares = ", ".join(f"queue {q}: {n} ({(n / total if total else 0):.0%})" for q, n in sorted(per_queue.items()))
-    lines = [f"configured queues {configured_queues}, guest hardware queues {guest_hw_queues}, vCPUs {vcpus}",
+    lines = [f"configured queues {configured_queues}, guest hardware queues {guest_hw_queues}, vCPUs {vcpus} "
+             f"({online} online)",
              f"{evidence}: {shares or 'none'}; queues used {len(used)}"]
     problems: list[str] = []
+    notes: list[str] = []
     expected = min(configured_queues, vcpus)
     if guest_hw_queues < expected:
         problems.append(f"the guest set up {guest_hw_queues} hardware queue(s) for {configured_queues} configured "
@@ -56,10 +62,13 @@ def judge_multiqueue(configured_queues: int, guest_hw_queues: int, vcpus: int,
     if total == 0:
         problems.append(f"no {evidence} during the workload: cannot tell which queues carried it")
     elif len(used) < 2:
-        problems.append(f"one fio job ran on each of {vcpus} vCPUs, but only {len(used)} queue(s) carried at least "
-                        f"{MIN_QUEUE_SHARE:.0%} of the I/O ({shares}); expected {expected}")
+        problems.append(f"one fio job ran on each of {online} online vCPU(s), but only {len(used)} queue(s) carried "
+                        f"at least {MIN_QUEUE_SHARE:.0%} of the I/O ({shares}); expected {expected}")
+    if online < vcpus:
+        notes.append(f"the guest runs on {online} of its {vcpus} vCPUs: blk-mq maps the offline CPUs' queues "
+                     "to the online ones")
     props: dict[str, Number] = {"configured_queues": configured_queues, "guest_hw_queues": guest_hw_queues,
-                                "vcpus": vcpus, "queues_used": len(used), "evidence": evidence}
+                                "vcpus": vcpus, "online_cpus": online, "queues_used": len(used), "evidence": evidence}
     for q, n in per_queue.items():
         props[f"queue{q}_count"] = n
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props)
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props)

@@ -25,6 +25,20 @@ def test_unknown_fault_and_bad_depths_are_usage_errors(run_suite) -> None:  # ty
     assert run.returncode == 4 and "--depths needs depths of 1 or more" in run.output, run.output
 
 
+def test_bad_baseline_files_are_usage_errors_and_nothing_is_overwritten(run_suite, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    run: SuiteRun = run_suite("--baseline", str(bad))
+    assert run.returncode == 4 and f"--baseline: baseline {bad}: not JSON" in run.output, run.output
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my precious notes")
+    run = run_suite("--save-baseline", str(notes))
+    assert run.returncode == 4 and "exists and is not a baseline; refusing to overwrite it" in run.output, run.output
+    assert notes.read_text() == "my precious notes"
+    run = run_suite("--save-baseline", str(tmp_path / "no" / "such" / "dir.json"))
+    assert run.returncode == 4 and "does not exist" in run.output, run.output
+
+
 def test_unreachable_libvirt_uri(run_suite) -> None:  # type: ignore[no-untyped-def]
     run: SuiteRun = run_suite("--libvirt-uri", "qemu:///nowhere", "--controllers", "virtio-blk")
     assert run.returncode == 1, run.output
