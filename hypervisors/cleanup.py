@@ -9,9 +9,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
+import shutil
 import signal
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("vioconform.cleanup")
@@ -90,3 +94,33 @@ def signals_deferred() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+# --- run directories --------------------------------------------------------------------------
+RUN_DIR_PREFIX = "vioconform-run-"
+OWNER_FILE = "owner.pid"
+
+
+def make_run_dir(cleanup: CleanupStack) -> Path:
+    """A fresh run directory (console log, disk files, keys), removed by ``cleanup``. It records
+    its owner's pid, so a run killed with SIGKILL leaves a directory the next run can sweep."""
+    path = Path(tempfile.mkdtemp(prefix=RUN_DIR_PREFIX))
+    cleanup.push(f"run directory {path}", lambda: shutil.rmtree(path, ignore_errors=True))
+    (path / OWNER_FILE).write_text(f"{os.getpid()}\n")
+    return path
+
+
+def sweep_run_dirs(base: Path | None = None) -> list[Path]:
+    """Remove run directories whose owner process is gone; returns them. A directory without
+    an owner file, or whose owner is alive, is left alone: only what a run made is removed."""
+    swept = []
+    for path in (base or Path(tempfile.gettempdir())).glob(f"{RUN_DIR_PREFIX}*"):
+        try:
+            pid = int((path / OWNER_FILE).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if pid > 0 and not Path(f"/proc/{pid}").exists():
+            log.warning("removing run directory %s of dead process %d", path, pid)
+            shutil.rmtree(path, ignore_errors=True)
+            swept.append(path)
+    return swept

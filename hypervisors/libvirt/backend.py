@@ -27,7 +27,7 @@ import libvirt_qemu
 from guest.build import GuestImage, ensure_image
 from hypervisors.base import (AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError,
                               SshEndpoint)
-from hypervisors.cleanup import CleanupStack, signals_deferred
+from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
 from hypervisors.libvirt import accel, trace
 from hypervisors.libvirt.controllers import (CONTROLLERS, NET_PCI_SLOT, device_id, disk_devices, disk_file,
                                              disk_overrides, pci_addr)
@@ -276,3 +276,4 @@ def sweep_leftovers(conn: libvirt.virConnect) -> None:
         if m and not Path(f"/proc/{m.group(1)}").exists():
             log.warning("destroying leftover domain %s of dead process %s", dom.name(), m.group(1))
             _destroy(dom)
+    sweep_run_dirs()  # after the domains: their QEMU may still hold the disk files
