@@ -64,7 +64,7 @@ def depth_chart(series: list[tuple[int, float, float]], width: int = 420, height
 #: Per rule: the pairs a reader compares, as (group label, property of the expected or guest
 #: side, property of the host side, unit divisor). The picture shows them side by side.
 PAIRS: dict[str, tuple[tuple[str, str, str, float], ...]] = {
-    "io-size": (("request KiB: expected / host", "max_transfer_bytes", "host_request_bytes_mean", 1024.0),),
+    "io-size": (("request KiB: expected / host", "expected_request_bytes", "host_request_bytes_mean", 1024.0),),
     "direct-io": (("1 KiB writes: guest / host", "w1k_guest_writes", "w1k_host_writes", 1.0),
                   ("4 KiB writes: guest / host", "w4k_guest_writes", "w4k_host_writes", 1.0),
                   ("O_DSYNC: syncs / host flushes", "dsync_guest_syncs", "dsync_host_flushes", 1.0),
@@ -88,8 +88,6 @@ def pair_chart(rule: str, props: dict[str, str | float | int], width: int = 420)
                 a, b = float(props[a_key]) / div, float(props[b_key]) / div
             except ValueError:
                 continue
-            if rule == "io-size":  # expected is min(request, max transfer)
-                a = min(a, float(props.get("request_bytes", a * div)) / div)
             rows.append((label, a, b))
     if not rows:
         return ""

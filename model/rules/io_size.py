@@ -96,7 +96,8 @@ def judge_io_size(m: IoSizeMeasurement) -> RuleVerdict:
     props = {"request_bytes": m.request_bytes, "max_transfer_bytes": m.max_transfer_bytes,
              "max_transfer_source": m.max_transfer_source, "host_request_bytes_mean": round(m.host_request_bytes),
              "host_requests": m.host_requests, "split_factor": round(m.split_factor, 3),
-             "expected_split": m.expected_split, "guest_max_sectors_kb": m.guest_max_sectors_kb,
+             "expected_split": m.expected_split, "expected_request_bytes": m.expected_request_bytes,
+             "guest_max_sectors_kb": m.guest_max_sectors_kb,
              "guest_max_hw_sectors_kb": m.guest_max_hw_sectors_kb, "host_source": m.host_source,
              "fio_iops": round(m.fio_iops, 1)}
     if m.host_request_bytes_p50 is not None:

@@ -37,7 +37,7 @@ def test_pair_chart_shows_expected_and_host_side() -> None:
     from reports.html import pair_chart
     # recorded: io-breakup on virtio-blk, 64 KiB host requests against 1 MiB expected
     svg = pair_chart("io-size", {"max_transfer_bytes": 1310720, "request_bytes": 1048576,
-                                 "host_request_bytes_mean": 65536})
+                                 "expected_request_bytes": 1048576, "host_request_bytes_mean": 65536})
     assert svg.startswith("<svg") and ">1024<" in svg and ">64<" in svg
     assert pair_chart("limits", {"x": 1}) == ""
     assert pair_chart("direct-io", {"dsync_guest_syncs": 100}) == ""  # half a pair is not drawn
