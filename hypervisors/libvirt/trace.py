@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from hypervisors.base import AttachedDisk, Guest, HostTrace, HypervisorError
 from model.blockstats import HostCountersDelta
-from model.qemutrace import histograms_from_requests, parse_qemu_trace
+from model.qemutrace import END_EVENTS, histograms_from_requests, parse_qemu_trace
 
 if TYPE_CHECKING:
     from hypervisors.libvirt.backend import LibvirtBackend
@@ -40,6 +40,10 @@ FAMILY_EVENTS: dict[str, tuple[str, ...]] = {
     "scsi": ("scsi_req_parsed", "scsi_req_parsed_lba", "scsi_req_dequeue"),
     "nvme": ("pci_nvme_io_cmd", "pci_nvme_read", "pci_nvme_write", "pci_nvme_enqueue_req_completion"),
 }
+
+#: Each family's completion events (those the tracer must never miss while starts are on).
+END_EVENTS_BY_FAMILY: dict[str, tuple[str, ...]] = {
+    family: tuple(e for e in events if e in END_EVENTS) for family, events in FAMILY_EVENTS.items()}
 
 EXACT_SOURCE = "exact (QEMU trace events)"
 
@@ -94,7 +98,14 @@ class QemuTracer:
                     "QEMU built with the 'log' trace backend (Debian's is)")
 
     def _set(self, enable: bool) -> None:
-        for event in FAMILY_EVENTS[self.family]:
+        """Completion events are switched on before start events and off after them. Otherwise
+        a request that starts and completes between the two QMP commands (a few ms on a busy
+        host, one 5 ms request at depth 1) leaves a start without its completion, counted in
+        flight for the rest of the window: seen as a host depth of 2 at offered depth 1."""
+        events = FAMILY_EVENTS[self.family]
+        ends = END_EVENTS_BY_FAMILY[self.family]
+        others = tuple(e for e in events if e not in ends)
+        for event in (ends + others if enable else others + ends):
             self.backend.qmp(self.domain, {"execute": "trace-event-set-state",
                                            "arguments": {"name": event, "enable": enable}})
 
