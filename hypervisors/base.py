@@ -36,6 +36,15 @@ class HypervisorError(RuntimeError):
         super().__init__(message)
         self.console_log = console_log
 
+
+class TraceIncomplete(HypervisorError):
+    """The host trace holds fewer requests than the disk's own counters: the device carried
+    commands its events do not show. Callers fall back to the counters and record ``gap``."""
+
+    def __init__(self, message: str, gap: str) -> None:
+        super().__init__(message)
+        self.gap = gap  # short, for a record: "traced 0 of 282 requests (why)"
+
     def __str__(self) -> str:
         base = super().__str__()
         if self.console_log is not None:

@@ -19,6 +19,12 @@ Event formats are those of QEMU 7.2 (/usr/share/qemu/trace-events-all):
   ``pci_nvme_write cid %u opname '%s' nsid ...`` / ``pci_nvme_enqueue_req_completion cid %u cqid %u
   ...``, paired by (queue, cid); Linux pairs submission and completion queues one to one.
   Completions on queue 0 (admin commands) are left out.
+- AHCI (ich9-ahci), NCQ commands: ``process_ncq_command ahci(%p)[%d][tag:%d]: NCQ op 0x%02x on
+  sectors [%PRId64,%PRId64]`` (the first and last sector, inclusive) / ``ncq_finish ahci(%p)[%d][tag:%d]:
+  NCQ transfer finished``, paired by (HBA, port, tag). READ/WRITE FPDMA QUEUED (0x60/0x61) only.
+  ATA's non-queued commands (FLUSH CACHE among them: Linux's libata sends no FUA by default)
+  have no completion event, so flushes are not seen on AHCI; nor is anything on PIIX IDE,
+  whose only per-request event (``ide_dma_cb``) marks the start of each DMA chunk.
 
 Offsets are in 512-byte LBNs whatever the device's block size. Requests still in flight when
 the trace ends are dropped.
@@ -41,15 +47,21 @@ LBN_BYTES = 512
 SCSI_READ_OPCODES = frozenset({0x08, 0x28, 0x88, 0xA8})
 SCSI_WRITE_OPCODES = frozenset({0x0A, 0x2A, 0x8A, 0xAA})
 SCSI_FLUSH_OPCODES = frozenset({0x35, 0x91})
-_NVME_OPC = {0x00: "flush", 0x01: "write", 0x02: "read"}
+Op = Literal["read", "write", "flush"]
+_NVME_OPC: dict[int, Op] = {0x00: "flush", 0x01: "write", 0x02: "read"}
+_NCQ_OPC: dict[int, Op] = {0x60: "read", 0x61: "write"}  # READ / WRITE FPDMA QUEUED
 
 START_EVENTS = frozenset({"virtio_blk_handle_read", "virtio_blk_handle_write", "scsi_req_parsed",
-                          "scsi_req_parsed_lba", "pci_nvme_io_cmd", "pci_nvme_read", "pci_nvme_write"})
-END_EVENTS = frozenset({"virtio_blk_req_complete", "scsi_req_dequeue", "pci_nvme_enqueue_req_completion"})
+                          "scsi_req_parsed_lba", "pci_nvme_io_cmd", "pci_nvme_read", "pci_nvme_write",
+                          "process_ncq_command"})
+END_EVENTS = frozenset({"virtio_blk_req_complete", "scsi_req_dequeue", "pci_nvme_enqueue_req_completion",
+                        "ncq_finish"})
 
 _LINE = re.compile(r"^(?:(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)\s+)?"
                    r"(?:(?P<pid>\d+)@(?P<sec>\d+)\.(?P<usec>\d{6}):)?(?P<event>[a-z][a-z0-9_]*)(?:\s+(?P<args>.*))?$")
 _ARG = re.compile(r"(\w+)\s+('[^']*'|\S+)")
+_AHCI = re.compile(r"^ahci\((?P<hba>[^)]*)\)\[(?P<port>\d+)\]\[tag:(?P<tag>\d+)\]:\s*"
+                   r"(?:NCQ op 0x(?P<cmd>[0-9a-fA-F]+) on sectors \[(?P<first>\d+),(?P<last>\d+)\])?")
 
 
 @dataclass(frozen=True)
@@ -105,11 +117,26 @@ def _int(args: dict[str, str], key: str, where: str) -> int:
         raise ParseError(f"{where}: {key}={args[key]!r} is not a number") from None
 
 
+def _ahci_event(name: str, text: str, time_us: int, lineno: int, where: str) -> IoEvent:
+    m = _AHCI.match(text)
+    if m is None or (name == "process_ncq_command" and m.group("cmd") is None):
+        raise ParseError(f"{where}: {name} arguments {text!r} are not in QEMU 7.2's format "
+                         "'ahci(%p)[port][tag:N]: ...'")
+    key = ("ahci", m.group("hba"), int(m.group("port")), int(m.group("tag")))
+    if name == "ncq_finish":
+        return IoEvent(time_us, "complete", key, lineno=lineno)
+    first, last = int(m.group("first")), int(m.group("last"))
+    return IoEvent(time_us, "start", key, _NCQ_OPC.get(int(m.group("cmd"), 16)), first,
+                   (last - first + 1) * LBN_BYTES, lineno)
+
+
 def _event(name: str, args: dict[str, str], time_us: int, lineno: int, where: str,
-           scsi_block_bytes: int) -> IoEvent | None:
+           scsi_block_bytes: int, text: str = "") -> IoEvent | None:
     def a(key: str) -> int:
         return _int(args, key, where)
 
+    if name in ("process_ncq_command", "ncq_finish"):
+        return _ahci_event(name, text, time_us, lineno, where)
     if name in ("virtio_blk_handle_read", "virtio_blk_handle_write"):
         return IoEvent(time_us, "start", ("vblk", args.get("vdev"), args.get("req")),
                        "write" if name.endswith("write") else "read", a("sector"), a("nsectors") * LBN_BYTES, lineno)
@@ -158,8 +185,9 @@ def parse_trace_events(text: str, source: str = "QEMU trace", scsi_block_bytes: 
         if m is None or (m.group("event") not in START_EVENTS and m.group("event") not in END_EVENTS):
             continue
         where = f"{source} line {lineno}"
-        args = dict(_ARG.findall(m.group("args") or ""))
-        event = _event(m.group("event"), args, _time_us(m, where), lineno, where, scsi_block_bytes)
+        text = m.group("args") or ""
+        args = dict(_ARG.findall(text))
+        event = _event(m.group("event"), args, _time_us(m, where), lineno, where, scsi_block_bytes, text)
         if event is not None:
             yield event
 

@@ -68,7 +68,8 @@ def test_alignment(scratch_disk: GuestDisk, suite_options: SuiteOptions, record:
         run = run_counted(disk, job, trace=True, raw_dir=raw, target=f"{MOUNT}/data")
     finally:
         remove_filesystem(disk)
-    assert run.host_trace is not None
+    if run.host_trace is None:
+        pytest.skip(f"alignment needs each request's offset, and the host trace is incomplete: {run.host_trace_gap}")
     requests = [(r.offset_lbn * 512, r.length_bytes) for r in run.host_trace.requests if not r.is_flush]
     # The grid is the device's own (as the hypervisor configured it), whatever the guest was told.
     cfg, lim = disk.attached.configured, disk.advertised_limits

@@ -54,7 +54,7 @@ class Controller:
     queue_depth: int
     max_transfer_bytes: int | None
     multiqueue: bool = False
-    #: which QEMU trace events carry this controller's requests: "virtio-blk", "scsi", "nvme"
+    #: which QEMU trace events carry this controller's requests: "virtio-blk", "scsi", "nvme", "ahci"
     #: (see model/qemutrace.py); None where QEMU has no usable per-request events
     trace_family: str | None = None
     #: how a disk hangs on it: "virtio" (one virtio-blk-pci per disk), "scsi" (scsi-hd on the
@@ -121,10 +121,10 @@ CONTROLLERS: dict[str, Controller] = {c.name: c for c in (
     # 1023 requests each (nr_requests; QEMU's MQES 2048 above Linux's io_queue_depth 1024), 512 KiB.
     Controller("nvme", "NVMe controller (nvme), one per disk", None, 1023, 512 * KIB,
                trace_family="nvme", disk_bus="nvme", guest_driver="nvme"),
-    # AHCI (ich9-ahci): NCQ with 32 tags (queue_depth 32, nr_requests 64), 128 KiB. QEMU 7.2 has
-    # per-tag NCQ events (execute_ncq_command_read / ncq_finish), not parsed in model/qemutrace.py yet.
+    # AHCI (ich9-ahci): NCQ with 32 tags (queue_depth 32, nr_requests 64), 128 KiB. Traced by
+    # QEMU 7.2's per-tag NCQ events (process_ncq_command / ncq_finish).
     Controller("ahci", "ICH9 AHCI (ich9-ahci) SATA controller with an ide-hd", None, 32, 128 * KIB,
-               disk_bus="sata", guest_driver="ahci"),
+               trace_family="ahci", disk_bus="sata", guest_driver="ahci"),
     # IDE (PIIX3, built into the pc machine): one command at a time (queue_depth 1, can_queue 1),
     # no command queuing; LBA48 allows 65535 sectors (32767 KiB).
     Controller("ide", "PIIX IDE built into the pc machine, with an ide-hd", None, 1, 32767 * KIB,

@@ -34,7 +34,7 @@ from model.limits import ConfiguredLimits
 from reports.cli import emit
 
 #: libvirt disk bus -> QEMU trace family
-BUS_FAMILY = {"virtio": "virtio-blk", "scsi": "scsi", "nvme": "nvme"}
+BUS_FAMILY = {"virtio": "virtio-blk", "scsi": "scsi", "nvme": "nvme", "sata": "ahci"}
 
 
 def check_local(uri: str) -> None:
@@ -71,8 +71,10 @@ def find_disk(dom: libvirt.virDomain, disk: str) -> tuple[str, str, int]:
         if f'"serial": "{disk}"' in value or f'"id": "{disk}"' in value:
             qdev = re.search(r'"id": "([^"]+)"', value)
             driver = re.search(r'"driver": "([^"]+)"', value)
+            on_ide = re.search(r'"bus": "ide\.', value)  # the machine's PIIX IDE, not an AHCI port
             if qdev and driver:
-                family = {"virtio-blk-pci": "virtio-blk", "scsi-hd": "scsi", "nvme": "nvme"}.get(driver.group(1))
+                family = {"virtio-blk-pci": "virtio-blk", "scsi-hd": "scsi", "nvme": "nvme",
+                          "ide-hd": None if on_ide else "ahci"}.get(driver.group(1))
                 if family:
                     return qdev.group(1), family, 512
     raise HypervisorError(f"domain {dom.name()} has no disk {disk!r}; its disks are {', '.join(n for n in names if n)}"

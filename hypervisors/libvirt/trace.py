@@ -1,7 +1,7 @@
 """Exact host-side I/O on KVM/QEMU: QEMU's per-request trace events, switched on for a window.
 
 QEMU's ``log`` trace backend writes one line per event to its log file. The events for one
-controller family (virtio-blk, SCSI, NVMe; see model/qemutrace.py) are enabled at run time
+controller family (virtio-blk, SCSI, NVMe, AHCI; see model/qemutrace.py) are enabled at run time
 through the monitor (QMP ``trace-event-set-state``, via libvirt's monitor passthrough), only
 for the measured window, and paired into requests, from which vscsiStats-style histograms
 are built. Nothing is traced outside a window, so the guest runs at full speed otherwise.
@@ -27,7 +27,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hypervisors.base import AttachedDisk, Guest, HostTrace, HypervisorError
+from hypervisors.base import (
+    AttachedDisk,
+    Guest,
+    HostTrace,
+    HypervisorError,
+    TraceIncomplete,
+)
 from model.blockstats import HostCountersDelta
 from model.qemutrace import END_EVENTS, histograms_from_requests, parse_qemu_trace
 
@@ -39,6 +45,7 @@ FAMILY_EVENTS: dict[str, tuple[str, ...]] = {
     "virtio-blk": ("virtio_blk_handle_read", "virtio_blk_handle_write", "virtio_blk_req_complete"),
     "scsi": ("scsi_req_parsed", "scsi_req_parsed_lba", "scsi_req_dequeue"),
     "nvme": ("pci_nvme_io_cmd", "pci_nvme_read", "pci_nvme_write", "pci_nvme_enqueue_req_completion"),
+    "ahci": ("process_ncq_command", "ncq_finish"),
 }
 
 #: Each family's completion events (those the tracer must never miss while starts are on).
@@ -136,7 +143,9 @@ class QemuTracer:
         requests = tuple(parse_qemu_trace(text, source=f"{self.log_path}",
                                           scsi_block_bytes=self.disk.configured.logical_block_bytes))
         # Data requests only: QEMU 7.2's NVMe does not count its flushes in query-blockstats.
-        check_isolated(sum(not r.is_flush for r in requests), own.requests, f"trace of {self.disk.host_ref} in {self.domain}")
+        what = f"trace of {self.disk.host_ref} in {self.domain}"
+        check_isolated(sum(not r.is_flush for r in requests), own.requests, what)
+        check_complete(sum(not r.is_flush for r in requests), own.requests, what, self.family)
         return HostTrace(histograms_from_requests(requests), requests, EXACT_SOURCE, own.requests,
                          own.elapsed_ns / 1e9)
 
@@ -166,6 +175,21 @@ def check_isolated(traced: int, own_requests: int, what: str) -> None:
             f"{what}: the trace holds {traced} requests but the disk's own counters only {own_requests}; "
             "another disk of the same controller family was busy during the window, and QEMU's trace "
             "events cannot tell them apart. Keep the other disks idle while recording.")
+
+
+#: Why a family's trace can hold fewer requests than the disk's counters.
+UNTRACED_COMMANDS = {
+    "ahci": "QEMU 7.2 traces only AHCI's NCQ commands: the guest sent non-queued ATA commands "
+            "(NCQ off, as with queue_depth 1)",
+}
+
+
+def check_complete(traced: int, own_requests: int, what: str, family: str) -> None:
+    """Refuse a trace that misses requests the disk's own counters saw (beyond the window's edges)."""
+    if traced < own_requests * (1 - ISOLATION_TOLERANCE) - 10:
+        why = UNTRACED_COMMANDS.get(family, f"the device carried commands its {family} trace events do not show")
+        raise TraceIncomplete(f"{what}: the trace holds {traced} of the disk's {own_requests} requests; {why}",
+                              f"traced {traced} of {own_requests} requests; {why}")
 
 
 def domain_trace_args(log_path: Path) -> list[str]:

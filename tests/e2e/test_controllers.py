@@ -96,6 +96,8 @@ def test_queue_depth_passes_on_every_controller(run_suite) -> None:  # type: ign
         assert case.find("failure") is None and case.find("skipped") is None, (name, run.output)
         props = SuiteRun.props(case)
         assert int(props["device_queue_depth"]) == ctl.queue_depth, props
+        # exact (QEMU's trace events) wherever the controller has them; Little's law on IDE
+        assert ("exact" in props["qd32_host_source"]) == (ctl.trace_family is not None), props
         if name == "ide":
             # no command queuing: conforming to its limit of 1, and the record says so
             assert "no command queuing" in props["notes"], props
@@ -111,7 +113,10 @@ def test_tcq_off_fails_where_the_guest_can_set_it_and_skips_where_it_cannot(run_
     for name in TCQ_SETTABLE:
         failure = cases[case_name(name)].find("failure")
         assert failure is not None, (name, run.output)
-        assert float(SuiteRun.props(cases[case_name(name)])["qd32_host_depth"]) < 3, run.output
+        props = SuiteRun.props(cases[case_name(name)])
+        assert float(props["qd32_host_depth"]) < 3, run.output
+        if name == "ahci":  # NCQ off: QEMU 7.2 traces no non-queued ATA command, so Little's law
+            assert "not exact" in props["qd32_host_source"] and "NCQ" in props["qd32_host_source"], props
     for name in TCQ_FIXED:
         skipped = cases[case_name(name)].find("skipped")
         assert skipped is not None, (name, run.output)
@@ -141,3 +146,19 @@ def _no_leftover_domains():  # type: ignore[no-untyped-def]
     """Every test leaves no guest of its own running, also when it fails."""
     yield
     assert orphaned_domains() == []
+
+
+def test_alignment_runs_on_ahci_from_its_ncq_trace_and_skips_on_ide(run_suite) -> None:  # type: ignore[no-untyped-def]
+    """AHCI's NCQ trace events give each request's offset: a healthy partition passes, sector 63 fails.
+    PIIX IDE has no per-request completion event in QEMU 7.2: a skip with that reason."""
+    for fault, ahci_fails in (((), False), (("--inject", "misaligned"), True)):
+        run: SuiteRun = run_suite("--controllers", "ahci,ide", "-k", "alignment", *fault)
+        cases = run.cases()
+        ahci, ide = cases["alignment[libvirt:ahci:latency5ms]"], cases["alignment[libvirt:ide:latency5ms]"]
+        props = SuiteRun.props(ahci)
+        assert "exact" in props["host_source"] and int(props["host_requests"]) >= 400, (props, run.output[-3000:])
+        assert (ahci.find("failure") is not None) == ahci_fails, run.output[-3000:]
+        assert int(props["misaligned_requests"]) == (int(props["host_requests"]) if ahci_fails else 0), props
+        skipped = ide.find("skipped")
+        assert skipped is not None and "per-request host trace" in skipped.get("message", ""), run.output[-3000:]
+        assert run.left_behind == []

@@ -29,11 +29,12 @@ GUEST_TOLERANCE = 0.06
 
 @pytest.fixture(scope="module")
 def traced_guest() -> Iterator[tuple[LibvirtBackend, list[GuestDisk]]]:
-    with standalone_guest((DiskSpec("virtio-scsi", 0), DiskSpec("virtio-blk", 1)), "vioconform-trace-test") as g:
+    specs = (DiskSpec("virtio-scsi", 0), DiskSpec("virtio-blk", 1), DiskSpec("ahci", 2))
+    with standalone_guest(specs, "vioconform-trace-test") as g:
         yield g
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["virtio-scsi", "virtio-blk"])
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["virtio-scsi", "virtio-blk", "ahci"])
 def test_trace_agrees_with_counters_and_guest(traced_guest, which: int) -> None:  # type: ignore[no-untyped-def]
     _, disks = traced_guest
     disk = disks[which]
@@ -53,6 +54,8 @@ def test_trace_agrees_with_counters_and_guest(traced_guest, which: int) -> None:
         assert sum(h.counts) == h.count, h
     length = m.host_trace.histograms.get(HistogramKind.IO_LENGTH)
     assert (length.min, length.max) == (16384, 16384)  # O_DIRECT 16 KiB reaches the host as 16 KiB
+    # fio's offsets are multiples of its block size: the positions are read in the right unit
+    assert all(r.offset_lbn % (16384 // 512) == 0 for r in m.host_trace.requests)
     reads = m.host_trace.histograms.get(HistogramKind.IO_LENGTH, "read").count
     writes = m.host_trace.histograms.get(HistogramKind.IO_LENGTH, "write").count
     assert reads > 0 and writes > 0 and reads + writes == length.count

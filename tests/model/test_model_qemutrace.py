@@ -53,6 +53,24 @@ def test_nvme_pairs_by_queue_and_cid() -> None:
                                (900, False, True, 0, 0, 3)]
 
 
+def test_ahci_ncq_pairs_by_hba_port_and_tag() -> None:
+    # QEMU 7.2's format: "ahci(%p)[port][tag:N]: NCQ op 0x%02x on sectors [first,last]" (inclusive)
+    ahci = "ahci(0x55e1019)"
+    text = "\n".join([
+        f"1@100.000100:process_ncq_command {ahci}[0][tag:3]: NCQ op 0x60 on sectors [2048,2055]",
+        f"1@100.000200:process_ncq_command {ahci}[1][tag:3]: NCQ op 0x61 on sectors [63,70]",  # same tag, port 1
+        f"1@100.000300:process_ncq_command {ahci}[0][tag:4]: NCQ op 0x64 on sectors [0,0]",  # SEND FPDMA (TRIM)
+        f"1@100.005100:ncq_finish {ahci}[0][tag:3]: NCQ transfer finished",
+        f"1@100.005300:ncq_finish {ahci}[1][tag:3]: NCQ transfer finished",
+        f"1@100.005400:ncq_finish {ahci}[0][tag:9]: NCQ transfer finished",  # begun before the trace
+    ]) + "\n"
+    reqs = parse_qemu_trace(text)
+    assert [(r.latency_us, r.is_write, r.offset_lbn, r.length_bytes, r.outstanding_at_issue) for r in reqs] == [
+        (5000, False, 2048, 4096, 1), (5100, True, 63, 4096, 2)]
+    with pytest.raises(ParseError, match=r"line 1: process_ncq_command arguments .* not in QEMU 7\.2's format"):
+        parse_qemu_trace("1@1.000001:process_ncq_command ahci(0x1)[0][tag:1]: NCQ op on sectors\n")
+
+
 def test_timestamp_forms() -> None:
     line = "virtio_blk_handle_read vdev 0x1 req 0x2 sector 8 nsectors 1"
     done = "virtio_blk_req_complete vdev 0x1 req 0x2 status 0"

@@ -53,7 +53,7 @@ def test_every_controller_of_the_issue_with_its_measured_limits() -> None:
     families = {n: c.trace_family for n, c in CONTROLLERS.items()}
     assert families == {"virtio-blk": "virtio-blk", "virtio-scsi": "scsi", "mptsas1068": "scsi",
                         "lsi53c895a": "scsi", "megasas": "scsi", "megasas-gen2": "scsi", "nvme": "nvme",
-                        "ahci": None, "ide": None}
+                        "ahci": "ahci", "ide": None}
     # IDE is the controller without command queuing; the queue-depth rule reads this.
     assert not CONTROLLERS["ide"].configured(DiskSpec("ide")).command_queuing
     assert all(c.configured(DiskSpec(n)).command_queuing for n, c in CONTROLLERS.items() if n != "ide")

@@ -16,7 +16,7 @@ from model.qemutrace import histograms_from_requests, parse_qemu_trace
 DATA = Path(__file__).resolve().parent.parent / "data"
 
 
-@pytest.mark.parametrize("family", ["scsi", "virtio-blk"])
+@pytest.mark.parametrize("family", ["scsi", "virtio-blk", "ahci"])
 def test_real_trace_pairs_into_depth_4_requests(family: str) -> None:
     text = (DATA / f"qemu-trace-real-{family}.log").read_text()
     reqs = parse_qemu_trace(text, source=family)
