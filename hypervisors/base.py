@@ -36,6 +36,13 @@ class HypervisorError(RuntimeError):
         super().__init__(message)
         self.console_log = console_log
 
+    def __str__(self) -> str:
+        base = super().__str__()
+        if self.console_log is not None:
+            shown = self.console_log or "(empty: the guest printed nothing on its console yet)"
+            return f"{base}\n--- guest console (last lines) ---\n{shown}"
+        return base
+
 
 class TraceIncomplete(HypervisorError):
     """The host trace holds fewer requests than the disk's own counters: the device carried
@@ -44,13 +51,6 @@ class TraceIncomplete(HypervisorError):
     def __init__(self, message: str, gap: str) -> None:
         super().__init__(message)
         self.gap = gap  # short, for a record: "traced 0 of 282 requests (why)"
-
-    def __str__(self) -> str:
-        base = super().__str__()
-        if self.console_log is not None:
-            shown = self.console_log or "(empty: the guest printed nothing on its console yet)"
-            return f"{base}\n--- guest console (last lines) ---\n{shown}"
-        return base
 
 
 @dataclass(frozen=True)
