@@ -154,13 +154,18 @@ class HostTrace:
     histograms: HistogramSet
     requests: tuple[TracedRequest, ...]
     source: str
-    #: the disk's own counter delta over exactly the traced window, where the source has counters
+    #: the disk's own counter delta over ``window_s``, where the source has counters. The events
+    #: are on a little longer than that window (switching them takes QMP round trips), so
+    #: compare it with ``counted_window_requests``, not with ``count``.
     counter_requests: int | None = None
     window_s: float | None = None
+    #: traced data requests that completed inside the counters' window (by the trace's clock)
+    counted_window_requests: int | None = None
 
     @property
     def iops(self) -> float | None:
-        return self.count / self.window_s if self.window_s else None
+        n = self.count if self.counted_window_requests is None else self.counted_window_requests
+        return n / self.window_s if self.window_s else None
 
     @property
     def count(self) -> int:

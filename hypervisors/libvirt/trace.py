@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import pwd
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,8 +35,8 @@ from hypervisors.base import (
     HypervisorError,
     TraceIncomplete,
 )
-from model.blockstats import HostCountersDelta
-from model.qemutrace import END_EVENTS, histograms_from_requests, parse_qemu_trace
+from model.blockstats import HostBlockCounters, HostCountersDelta
+from model.qemutrace import END_EVENTS, TracedRequest, histograms_from_requests, parse_qemu_trace
 
 if TYPE_CHECKING:
     from hypervisors.libvirt.backend import LibvirtBackend
@@ -127,11 +128,19 @@ class QemuTracer:
         self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._set(True)
         self._on = True
-        self._counters = self.backend.host_counters(self.guest, self.disk)
+        self._counters, self._t0_us = self._read_counters()
+
+    def _read_counters(self) -> tuple[HostBlockCounters, int]:
+        """The disk's counters and when they were read (wall clock, the trace log's clock: QEMU's
+        log backend stamps events with gettimeofday), the middle of the QMP round trip."""
+        before = time.time()
+        counters = self.backend.host_counters(self.guest, self.disk)
+        return counters, int((before + time.time()) / 2 * 1e6)
 
     def stop(self) -> HostTrace:
         """Switch the events off and return the window's requests."""
-        own = HostCountersDelta.between(self._counters, self.backend.host_counters(self.guest, self.disk))
+        counters, t1_us = self._read_counters()
+        own = HostCountersDelta.between(self._counters, counters)
         self._set(False)
         self._on = False
         if self.redirect_log:
@@ -142,12 +151,16 @@ class QemuTracer:
             text = f.read().decode(errors="replace")
         requests = tuple(parse_qemu_trace(text, source=f"{self.log_path}",
                                           scsi_block_bytes=self.disk.configured.logical_block_bytes))
-        # Data requests only: QEMU 7.2's NVMe does not count its flushes in query-blockstats.
+        # Compared with the counters: data requests (QEMU 7.2's NVMe does not count its flushes in
+        # query-blockstats) that completed between the two counter reads (the counters count
+        # completions). The events were on a few QMP round trips longer than that: on a busy
+        # 2-core TCG host 2.8 % more requests than the counters' window at depth 16.
+        in_window = completed_between(requests, self._t0_us, t1_us)
         what = f"trace of {self.disk.host_ref} in {self.domain}"
-        check_isolated(sum(not r.is_flush for r in requests), own.requests, what)
-        check_complete(sum(not r.is_flush for r in requests), own.requests, what, self.family)
+        check_isolated(in_window, own.requests, what)
+        check_complete(in_window, own.requests, what, self.family)
         return HostTrace(histograms_from_requests(requests), requests, EXACT_SOURCE, own.requests,
-                         own.elapsed_ns / 1e9)
+                         own.elapsed_ns / 1e9, in_window)
 
     def abort(self) -> None:
         """Switch events off after an error; used by the cleanup stack."""
@@ -175,6 +188,11 @@ def check_isolated(traced: int, own_requests: int, what: str) -> None:
             f"{what}: the trace holds {traced} requests but the disk's own counters only {own_requests}; "
             "another disk of the same controller family was busy during the window, and QEMU's trace "
             "events cannot tell them apart. Keep the other disks idle while recording.")
+
+
+def completed_between(requests: Iterable[TracedRequest], t0_us: int, t1_us: int) -> int:
+    """How many data requests (not flushes) completed in [t0_us, t1_us]."""
+    return sum(1 for r in requests if not r.is_flush and t0_us <= r.end_us <= t1_us)
 
 
 #: Why a family's trace can hold fewer requests than the disk's counters.

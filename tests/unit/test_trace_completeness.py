@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from hypervisors.base import HypervisorError, TraceIncomplete
-from hypervisors.libvirt.trace import check_complete, check_isolated
+from hypervisors.libvirt.trace import check_complete, check_isolated, completed_between
+from model.qemutrace import TracedRequest
 
 
 def test_a_trace_missing_the_counted_requests_is_incomplete() -> None:
@@ -31,3 +32,12 @@ def test_more_requests_than_counted_is_another_disk() -> None:
     with pytest.raises(HypervisorError, match="another disk of the same controller family was busy") as e:
         check_isolated(16000, 8000, "trace")
     assert not isinstance(e.value, TraceIncomplete)
+
+
+def test_only_requests_completed_between_the_counter_reads_are_compared() -> None:
+    # the events are on a little before the first counter read and after the last one
+    def req(start: int, end: int, flush: bool = False) -> TracedRequest:
+        return TracedRequest(start, end, False, flush, 0, 0 if flush else 4096, 1)
+
+    requests = [req(90, 99), req(95, 100), req(100, 150), req(150, 200), req(160, 170, flush=True), req(195, 201)]
+    assert completed_between(requests, 100, 200) == 3  # ends at 100, 150, 200; not the flush, not 99 or 201
