@@ -164,8 +164,10 @@ class HostTrace:
 
     @property
     def iops(self) -> float | None:
-        n = self.count if self.counted_window_requests is None else self.counted_window_requests
-        return n / self.window_s if self.window_s else None
+        """Traced requests per second over the counters' window, where the source has one."""
+        if self.counted_window_requests is None or not self.window_s:
+            return None
+        return self.counted_window_requests / self.window_s
 
     @property
     def count(self) -> int:
