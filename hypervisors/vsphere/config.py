@@ -16,7 +16,11 @@ or the path of a TOML file with a ``[vsphere]`` table holding the same keys::
     guest_host_key = "ssh-ed25519 AAAA..."
 
 The password comes from ``VIOCONFORM_VCENTER_PASSWORD`` or from ``password_file``; it is held in a
-``Secret`` whose ``repr``/``str`` print ``***``, so it cannot reach logs, reports or JUnit by accident.
+``Secret`` (model/secret.py) whose ``repr``/``str`` print ``***``, so it cannot reach logs, reports or
+JUnit by accident; its value is registered, and reports/redact.py masks it in every report as well.
+Neither the environment nor the raw value is ever held in a frame that can fail: a traceback's
+locals (``pytest -l``) cannot show them. The password is looked up last, once the rest of the
+target is valid, so a malformed target is reported as malformed.
 """
 
 from __future__ import annotations
@@ -29,37 +33,18 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from hypervisors.base import HypervisorError
+from model.secret import Secret as Secret  # re-exported: the vSphere code and its tests take it from here
+from model.secret import register
 
 PASSWORD_ENV = "VIOCONFORM_VCENTER_PASSWORD"
 #: The target (URL or config file) when no --vcenter / --target is given.
 TARGET_ENV = "VIOCONFORM_VSPHERE_TARGET"
+#: The URL form as the README shows it; every error about a target quotes this one.
+TARGET_EXAMPLE = "vsphere://USER@VCENTER/TEMPLATE?datastore=ds1&cluster=c1"
 
 
 class ConfigError(HypervisorError):
     """The vSphere target or config file is wrong; the message says which key and how to fix it."""
-
-
-class Secret:
-    """A string that never prints itself; ``reveal()`` gives the value to the one call that needs it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
 
 
 @dataclass(frozen=True)
@@ -128,48 +113,87 @@ def _convert(key: str, raw: Any) -> Any:
     return str(raw)
 
 
-def _read_password(values: dict[str, Any], env: dict[str, str]) -> Secret:
-    if env.get(PASSWORD_ENV):
-        return Secret(env[PASSWORD_ENV])
-    pw_file = values.pop("password_file", None)
-    if pw_file:
-        path = Path(str(pw_file)).expanduser()
-        try:
-            return Secret(path.read_text().strip())
-        except OSError as e:
-            raise ConfigError(f"vsphere config: cannot read password_file {path}: {e.strerror}") from None
+def _password_from_env() -> Secret | None:
+    """$PASSWORD_ENV, already wrapped: no frame that can fail ever holds the environment or the raw value."""
+    return Secret(os.environ[PASSWORD_ENV]) if os.environ.get(PASSWORD_ENV) else None
+
+
+def _password_from_file(path: Path) -> Secret:
+    """The password file's content (stripped), already wrapped; an error names the file, never its content.
+
+    The error is raised outside the ``except`` blocks: no chained exception keeps the bytes read.
+    """
+    try:
+        return Secret(path.read_bytes().decode().strip())
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+    except UnicodeDecodeError:
+        reason = "not UTF-8 text"
+    raise ConfigError(f"vsphere config: cannot read password_file {path}: {reason}")
+
+
+def _read_password(password_file: object) -> Secret:
+    from_env = _password_from_env()
+    if from_env is not None:
+        return from_env
+    if password_file:
+        return _password_from_file(Path(str(password_file)).expanduser())
     raise ConfigError(f"no vCenter password: set {PASSWORD_ENV} or give password_file=PATH "
                       f"in the target or config file")
 
 
-def _build(values: dict[str, Any], env: dict[str, str]) -> VSphereConfig:
+def _problems(values: dict[str, Any]) -> list[str]:
+    """What is missing or empty in a target, all at once (``vsphere://user@/?datastore``: no host, no template, an empty datastore)."""
+    missing = [k for k in ("host", "template") if not str(values.get(k, "")).strip()]
+    empty = [k for k, v in values.items()
+             if k not in missing and isinstance(v, str) and not v.strip() and _kind(k) != "bool"]
+    out = [f"{' and '.join(missing)} missing"] if missing else []
+    return out + [f"{k}= has no value" for k in empty]
+
+
+def _kind(key: str) -> object:
+    return _FIELDS[key].type if key in _FIELDS else "str"
+
+
+def _build(values: dict[str, Any]) -> VSphereConfig:
+    """Check the target's keys first, the password last: a malformed target is reported as such."""
     unknown = sorted(set(values) - set(_FIELDS) - _EXTRA_KEYS - {"password"})
     if unknown:
         raise ConfigError(f"vsphere config: unknown key(s) {', '.join(unknown)}; "
                           f"known: {', '.join(sorted(set(_FIELDS) - {'password'} | _EXTRA_KEYS))}")
     if "password" in values:
+        register(str(values["password"]))  # it was typed into a file or URL: mask it wherever it could show
         raise ConfigError(f"vsphere config: do not write the password into the target or config file; "
                           f"set {PASSWORD_ENV} or use password_file=PATH")
-    password = _read_password(values, env)
-    values.pop("password_file", None)
-    missing = [k for k in ("host", "template") if not values.get(k)]
-    if missing:
-        raise ConfigError(f"vsphere config: {' and '.join(missing)} missing "
-                          f"(example: vsphere://user@vcenter/?template=NAME)")
+    problems = _problems(values)
+    if problems:
+        raise ConfigError(f"vsphere config: {'; '.join(problems)} (example: {TARGET_EXAMPLE})")
+    password_file = values.pop("password_file", None)
     typed = {k: _convert(k, v) for k, v in values.items()}
-    return VSphereConfig(password=password, **typed)
+    return VSphereConfig(password=_read_password(password_file), **typed)
 
 
-def parse_target(target: str, env: dict[str, str] | None = None) -> VSphereConfig:
-    """Parse ``vsphere://user@host[:port][/template]?key=value&...`` or a TOML config file path."""
-    env = dict(os.environ) if env is None else env
+def parse_target(target: str) -> VSphereConfig:
+    """Parse ``vsphere://user@host[:port][/template]?key=value&...`` or a TOML config file path.
+
+    The password comes from $PASSWORD_ENV or the ``password_file`` key, looked up after the rest is valid.
+    """
     if not target.startswith("vsphere://"):
         path = Path(target).expanduser()
         if not path.is_file():
-            raise ConfigError(f"vsphere target {target!r} is neither vsphere://... nor an existing config file")
-        return parse_config_file(path, env)
-    parts = urlsplit(target)
-    if parts.password is not None:
+            # a mistyped URL may carry user:password@: name only what cannot
+            shown = f"{target!r} " if "@" not in target else ""
+            raise ConfigError(f"vsphere target {shown}is neither vsphere://... nor an existing config file "
+                              f"(example: {TARGET_EXAMPLE})")
+        return parse_config_file(path)
+    try:
+        parts = urlsplit(target)
+        in_url = parts.password
+    except ValueError as e:
+        raise ConfigError(f"vsphere target is not a valid URL ({e}); example: {TARGET_EXAMPLE}") from None
+    if in_url is not None:
+        register(unquote(in_url))
+        register(in_url)
         raise ConfigError(f"vsphere target: remove the password from the URL; set {PASSWORD_ENV} or password_file=PATH")
     values: dict[str, Any] = dict(parse_qsl(parts.query, keep_blank_values=True))
     netloc = parts.netloc
@@ -182,12 +206,11 @@ def parse_target(target: str, env: dict[str, str] | None = None) -> VSphereConfi
         values["port"] = port
     if parts.path.strip("/"):
         values.setdefault("template", unquote(parts.path.strip("/")))
-    return _build(values, env)
+    return _build(values)
 
 
-def parse_config_file(path: Path, env: dict[str, str] | None = None) -> VSphereConfig:
+def parse_config_file(path: Path) -> VSphereConfig:
     """Read the ``[vsphere]`` table of a TOML file."""
-    env = dict(os.environ) if env is None else env
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
@@ -199,4 +222,4 @@ def parse_config_file(path: Path, env: dict[str, str] | None = None) -> VSphereC
     if "password_file" in values:
         pw = Path(str(values["password_file"])).expanduser()
         values["password_file"] = str(pw if pw.is_absolute() else path.parent / pw)
-    return _build(values, env)
+    return _build(values)

@@ -31,7 +31,7 @@ from pathlib import Path
 from pyVmomi import vim
 
 from hypervisors.base import HypervisorError
-from hypervisors.vsphere.config import TARGET_ENV, parse_target
+from hypervisors.vsphere.config import TARGET_ENV, TARGET_EXAMPLE, parse_target
 from hypervisors.vsphere.controllers import disk_instances
 from hypervisors.vsphere.perf import REALTIME_INTERVAL_ID, DiskPerf
 from hypervisors.vsphere.perfdata import PerfWindowSummary
@@ -82,7 +82,7 @@ def record(args: argparse.Namespace) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m hypervisors.vsphere.record", description=__doc__.splitlines()[0])
     p.add_argument("--target", default=os.environ.get(TARGET_ENV),
-                   help=f"vsphere://user@vcenter/?... or a TOML config file (default: ${TARGET_ENV})")
+                   help=f"{TARGET_EXAMPLE} or a TOML config file (default: ${TARGET_ENV})")
     p.add_argument("--vm", required=True, help="name of the VM to record")
     p.add_argument("--seconds", type=float, required=True, help="how long to record")
     p.add_argument("--disk", action="append", help="disk instance, e.g. scsi0:1 (repeatable; default: every disk)")

@@ -48,12 +48,9 @@ class VCenter:
             content = si.RetrieveContent()
             if content.sessionManager is None:
                 raise HypervisorError(f"{where} offers no SessionManager: is it a vCenter or ESXi SDK endpoint?")
-            content.sessionManager.Login(cfg.user, cfg.password.reveal(), None)
+            _login(content.sessionManager, cfg, where)
             logged_in = True
             return si, content
-        except vim.fault.InvalidLogin:
-            raise HypervisorError(f"{where} rejected the login of {cfg.user!r}: check the user and the password "
-                                  f"in {PASSWORD_ENV} or password_file") from None
         except ssl.SSLCertVerificationError as e:
             raise HypervisorError(f"{where}: TLS certificate not trusted ({e.verify_message}); install the "
                                   f"vCenter CA certificate, or set insecure=true for a lab vCenter") from None
@@ -132,6 +129,26 @@ class VCenter:
             log.debug("logout: %s", e)
         finally:
             self._stub.DropConnections()
+
+
+def _login(session_manager: Any, cfg: VSphereConfig, where: str) -> None:
+    """The one call that reveals the password. Whatever fails below it (pyVmomi's frames hold the
+    password and the SOAP body carrying it) is turned into a HypervisorError raised outside the
+    ``except`` block: no chained exception, no frame below this one, reaches a traceback."""
+    try:
+        session_manager.Login(cfg.user, cfg.password.reveal(), None)
+        return
+    except vim.fault.InvalidLogin:
+        reason = (f" rejected the login of {cfg.user!r}: check the user and the password "
+                  f"in {PASSWORD_ENV} or password_file")
+    except vmodl.MethodFault as e:
+        reason = f": login failed: {fault_text(e)}"
+    except (OSError, socket.timeout) as e:
+        reason = (f" is unreachable during login: {type(e).__name__}; check host, port and network "
+                  f"(waited at most {cfg.connect_timeout_s:.0f} s)")
+    except Exception as e:  # an answer pyVmomi cannot parse (not a vCenter): its frames hold the password
+        reason = f": login failed: {type(e).__name__} (is it a vCenter or ESXi SDK endpoint?)"
+    raise HypervisorError(f"{where}{reason}")
 
 
 def fault_text(fault: BaseException | vmodl.MethodFault) -> str:

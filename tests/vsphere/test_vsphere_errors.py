@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+import secrets
 import socket
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from frames import shown_locals
 from vsphere_sim import Sim, closed_port, sim_config
 from vsphere_sshd import LoopbackSshd
 
@@ -16,6 +18,7 @@ from hypervisors.base import DiskSpec, GuestRequest, HypervisorError
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.config import Secret
+from hypervisors.vsphere.vcenter import VCenter
 
 #: The issue's bound for every bad-input error.
 ERROR_WITHIN_S = 30.0
@@ -30,7 +33,8 @@ def start_with(backend: VSphereBackend, run_dir: Path, run_pubkey: str) -> tuple
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (dict(password=Secret("wrong")), r"rejected the login of 'vioconform@vsphere.local'.*VIOCONFORM_VCENTER_PASSWORD"),
+    (dict(password=Secret("wrong-password-5e1f")),
+     r"rejected the login of 'vioconform@vsphere.local'.*VIOCONFORM_VCENTER_PASSWORD"),
     (dict(port=0), r"vCenter 127.0.0.1:\d+ is unreachable"),
     (dict(template="no-such-template"), r"template 'no-such-template' not found.*existing: .*DC0_C0_RP0_VM0"),
     (dict(datastore="no-such-ds"), r"datastore 'no-such-ds' not found.*LocalDS_0"),
@@ -69,3 +73,13 @@ def test_unresponsive_vcenter_times_out_within_the_bound(vcsim: Sim, guest_sshd:
         silent.close()
     assert elapsed < ERROR_WITHIN_S
     assert "unreachable" in text and "waited at most 3 s" in text, text
+
+
+def test_failed_login_keeps_no_frame_that_held_the_password(vcsim: Sim, guest_sshd: LoopbackSshd) -> None:
+    """pyVmomi's frames below the login hold the password (its arguments, the SOAP body): the error
+    chains to none of them, so no traceback option can show them."""
+    wrong = f"wrong-{secrets.token_hex(8)}"
+    with pytest.raises(HypervisorError, match="rejected the login") as info:
+        VCenter(replace(sim_config(vcsim, guest_sshd), password=Secret(wrong)))
+    assert info.value.__context__ is None and info.value.__cause__ is None
+    assert wrong not in shown_locals(info.value)

@@ -18,7 +18,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -64,7 +64,7 @@ class Sim:
     """A running simulator: where it listens, how to log in, and the files that drive it."""
 
     port: int
-    password: str
+    password: str = field(repr=False)
     perf_path: Path
     vscsi_xml_path: Path
     process: subprocess.Popen[bytes]
