@@ -199,6 +199,11 @@ class HypervisorBackend(ABC):
     def __init__(self, cleanup: CleanupStack) -> None:
         self.cleanup = cleanup
 
+    @classmethod
+    def validate_options(cls, options: object) -> None:
+        """Called once at pytest_configure with the suite's options: raise ``pytest.UsageError`` (exit 4,
+        one line) for options this backend cannot use, before any test runs. Default: nothing to check."""
+
     def check_controllers(self, names: Sequence[str]) -> None:
         unknown = [n for n in names if n not in self.controllers]
         if unknown:

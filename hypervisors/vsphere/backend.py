@@ -20,11 +20,13 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+import pytest
 from pyVmomi import vim
 
 from hypervisors.base import AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError, SshEndpoint
 from hypervisors.cleanup import CleanupStack
-from hypervisors.vsphere.config import TARGET_ENV, VSphereConfig, parse_target
+from hypervisors.vsphere.config import (PASSWORD_ENV, TARGET_ENV, TARGET_EXAMPLE, ConfigError, VSphereConfig,
+                                       parse_target)
 from hypervisors.vsphere.controllers import CONTROLLERS, PlannedDisk, configured_limits, disk_instances, plan_devices
 from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
@@ -64,13 +66,18 @@ class VSphereBackend(HypervisorBackend):
         self._trackers: dict[tuple[str, str], DiskCounterTracker] = {}
 
     @classmethod
+    def validate_options(cls, options: object) -> None:
+        """At configure time: a bad target (or no password) is a usage error, exit 4, with its one-line cause,
+        before any test runs, instead of the same traceback for every test."""
+        try:
+            parse_target(_target_of(options))
+        except ConfigError as e:
+            raise pytest.UsageError(str(e)) from None
+
+    @classmethod
     def from_options(cls, cleanup: CleanupStack, options: object) -> VSphereBackend:
         """The suite's way in: ``options.vcenter`` (``--vcenter``: vsphere:// URL or TOML file), else $TARGET_ENV."""
-        target = getattr(options, "vcenter", None) or os.environ.get(TARGET_ENV)
-        if not target:
-            raise HypervisorError(f"--hypervisor vsphere needs --vcenter vsphere://USER@VCENTER/TEMPLATE?datastore=..."
-                                  f" or a config file (or ${TARGET_ENV}); the password comes from the environment")
-        return cls(cleanup, str(target))
+        return cls(cleanup, parse_target(_target_of(options)))
 
     @property
     def vc(self) -> VCenter:
@@ -209,6 +216,14 @@ class VSphereBackend(HypervisorBackend):
             self._vc.close()
             self._vc = None
             self._perf = None
+
+
+def _target_of(options: object) -> str:
+    target = getattr(options, "vcenter", None) or os.environ.get(TARGET_ENV)
+    if not target:
+        raise ConfigError(f"--hypervisor vsphere needs --vcenter {TARGET_EXAMPLE} or a config file "
+                          f"(or ${TARGET_ENV}); the password comes from ${PASSWORD_ENV} or password_file")
+    return str(target)
 
 
 def _nic_changes(vm: vim.VirtualMachine, network: vim.Network) -> list[vim.vm.device.VirtualDeviceSpec]:
