@@ -3,4 +3,4 @@
 The conformance checks are in suites/, the project's own tests in tests/.
 """
 
-pytest_plugins = ["fixtures.options", "fixtures.session", "reports.plugin"]
+pytest_plugins = ["fixtures.options", "fixtures.session", "reports.plugin", "reports.redact"]
