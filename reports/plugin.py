@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import _pytest
@@ -199,13 +200,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config.stash[FINAL_KEY] = final
     props = {"hypervisor": opts.hypervisor, "controllers": ",".join(opts.controllers),
              "inject": ",".join(opts.inject) or "none"}
-    subtitle = ", ".join(f"{k}: {v}" for k, v in props.items())
-    for what, path in (("JUnit XML", results.junit_path), ("report", results.path / "report.html")):
+    html_path = results.path / "report.html"
+    outputs: list[tuple[str, Path, Callable[[], Path]]] = [
+        ("JUnit XML", results.junit_path, partial(write_junit, records, results.junit_path, suite_properties=props,
+                                                  status=status, mode=results.file_mode)),
+        ("report", html_path, partial(write_html, records, html_path, status=status, mode=results.file_mode,
+                                      subtitle=", ".join(f"{k}: {v}" for k, v in props.items())))]
+    for what, path, write in outputs:
         try:  # each output on its own: a full disk must not lose the other
-            if path == results.junit_path:
-                write_junit(records, path, suite_properties=props, status=status, mode=results.file_mode)
-            else:
-                write_html(records, path, subtitle=subtitle, status=status, mode=results.file_mode)
+            write()
             final.written.append((what, path))
         except OSError as e:
             final.not_written.append((what, path, e.strerror or str(e)))
