@@ -13,9 +13,10 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from reports.records import Record
+from reports.records import Record, RunStatus
+from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
 
-COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#6a1b9a", "skipped": "#757575"}
+COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#6a1b9a", "skipped": "#757575", "not run": "#e65100"}
 BARS = (("offered", "#9e9e9e"), ("guest aqu-sz", "#1565c0"), ("host depth", "#ef6c00"))
 
 
@@ -108,18 +109,28 @@ def pair_chart(rule: str, props: dict[str, str | float | int], width: int = 420)
     return "".join(parts)
 
 
-def report_document(records: Iterable[Record], title: str = "vioconform report", subtitle: str = "") -> str:
+def incomplete_banner(status: RunStatus | None) -> str:
+    """A red banner over the verdicts of a run that did not reach every verdict."""
+    if status is None or status.complete:
+        return ""
+    return (f'<p id="incomplete" style="background:#c62828;color:#fff;padding:8px;font-weight:bold">'
+            f"{html.escape(status.banner())}</p>")
+
+
+def report_document(records: Iterable[Record], title: str = "vioconform report", subtitle: str = "",
+                    status: RunStatus | None = None) -> str:
     recs = list(records)
     rows, sections = [], []
     for r in recs:
-        color = COLORS.get(r.outcome, "#000")
+        outcome = r.outcome or "error"  # an undecided record is never a pass
+        color = COLORS.get(outcome, "#000")
         first = html.escape(r.message.splitlines()[0]) if r.message else ""
-        rows.append(f'<tr><td style="color:{color};font-weight:bold">{r.outcome.upper()}</td>'
+        rows.append(f'<tr><td style="color:{color};font-weight:bold">{outcome.upper()}</td>'
                     f"<td>{html.escape(r.rule)}</td><td>{html.escape(r.config)}</td><td>{first}</td></tr>")
         chart = depth_chart(depth_series(r.properties)) or pair_chart(r.rule, r.properties)
         props = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
                         for k, v in sorted(r.properties.items()))
-        details = f"<pre>{html.escape(r.message)}</pre>" if r.outcome in ("failed", "error") else ""
+        details = f"<pre>{html.escape(r.message)}</pre>" if outcome in ("failed", "error") else ""
         sections.append(f'<section><h2 style="color:{color}">{html.escape(r.rule)} — {html.escape(r.config)}</h2>'
                         f"{chart}{details}<details><summary>measured numbers</summary>"
                         f"<table>{props}</table></details></section>")
@@ -128,14 +139,14 @@ def report_document(records: Iterable[Record], title: str = "vioconform report",
 <style>body{{font-family:sans-serif;margin:2em;max-width:60em}} table{{border-collapse:collapse}}
 td{{border-bottom:1px solid #ddd;padding:2px 8px;font-size:13px}} pre{{background:#f6f6f6;padding:8px;white-space:pre-wrap}}
 section{{margin-top:2em}}</style></head>
-<body><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p>
+<body><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>
 <table><tr><th>verdict</th><th>rule</th><th>configuration</th><th>message</th></tr>{''.join(rows)}</table>
 {''.join(sections)}
 </body></html>
 """
 
 
-def write_html(records: Iterable[Record], path: Path, subtitle: str = "") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report_document(records, subtitle=subtitle))
-    return path
+def write_html(records: Iterable[Record], path: Path, subtitle: str = "", status: RunStatus | None = None,
+               mode: int = file_mode(DEFAULT_DIR_MODE)) -> Path:
+    """Write the report atomically (see :func:`reports.results.write_atomic`)."""
+    return write_atomic(path, report_document(records, subtitle=subtitle, status=status), mode)

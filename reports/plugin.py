@@ -1,23 +1,69 @@
-"""pytest hooks that turn rule tests into Records, the JUnit file and the end-of-run summary."""
+"""pytest hooks that turn rule tests into Records, the JUnit file and the end-of-run summary.
+
+The outputs never claim more than happened:
+
+- a rule's verdict failure (``suites.assertions``' RuleFailure, or ``pytest.fail`` or
+  ``AssertionError`` raised by the rule's own code) is FAILED; any other exception
+  (fio, SSH, the guest, the hypervisor, a bug) is an ERROR: the rule reached no verdict;
+- a rule test whose call phase never reported (Ctrl-C, SIGTERM) is an ERROR, one never
+  started is NOT RUN, and the run is marked incomplete everywhere, with a non-zero exit code;
+- an output that cannot be written (disk full) is named with the reason, and the exit code
+  is non-zero.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import re
+import signal
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 
+import _pytest
+import pluggy
 import pytest
 
 from fixtures.session import OPTIONS_KEY
 from reports.html import write_html
 from reports.junit import write_junit
-from reports.records import Record
+from reports.records import Record, RunStatus, settle
+from reports.results import RESULTS_KEY
+from suites.assertions import RuleFailure
 
 RECORDS_KEY = pytest.StashKey[dict[str, Record]]()
 ITEM_RECORD_KEY = pytest.StashKey[Record]()
+INTERRUPT_KEY = pytest.StashKey[str]()
+FINAL_KEY = pytest.StashKey["FinalReport"]()
+
+#: Frames of pytest and pluggy themselves: pytest.fail raises inside them, not in the caller.
+_FRAMEWORK_DIRS = tuple(str(Path(m.__file__).parent) for m in (_pytest, pluggy) if m.__file__)
+
+
+@dataclass
+class FinalReport:
+    """What the session settled: the records, the run's status, and outputs not written."""
+
+    records: list[Record]
+    status: RunStatus
+    written: list[tuple[str, Path]] = field(default_factory=list)
+    not_written: list[tuple[str, Path, str]] = field(default_factory=list)
+
+
+class _InterruptWatcher:
+    """Keeps what interrupted the session (pytest_keyboard_interrupt is given no config)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.config.stash[INTERRUPT_KEY] = interrupt_name(excinfo.value)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rule(name): the conformance rule a suite test checks")
     config.stash[RECORDS_KEY] = {}
+    config.pluginmanager.register(_InterruptWatcher(config), "vioconform-interrupt-watcher")
 
 
 def _record_for(item: pytest.Item) -> Record | None:
@@ -33,6 +79,22 @@ def _record_for(item: pytest.Item) -> Record | None:
     return item.stash[ITEM_RECORD_KEY]
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A record for every selected rule test up front, so one never reached shows as not run."""
+    if session.config.option.collectonly:
+        return
+    for item in session.items:
+        _record_for(item)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    rec = _record_for(item)
+    if rec is not None:
+        rec.started = True
+
+
 @pytest.fixture
 def record(request: pytest.FixtureRequest) -> Record:
     """The current rule test's record: ``record.add(qd32_host_depth=21.7)`` puts numbers in the report."""
@@ -42,23 +104,60 @@ def record(request: pytest.FixtureRequest) -> Record:
     return rec
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, None, None]:
-    outcome = yield
-    report: pytest.TestReport = outcome.get_result()
+def is_verdict_failure(excinfo: pytest.ExceptionInfo[BaseException], rule_dir: Path) -> bool:
+    """True if ``excinfo`` is the rule failing its check: suites.assertions' RuleFailure, or
+    ``pytest.fail`` or an ``AssertionError`` raised by the rule's own code (in ``rule_dir``).
+    The same exceptions raised by the harness (an ``assert`` in fixtures/, pytest.fail in a
+    helper) and every other exception mean the rule reached no verdict."""
+    if isinstance(excinfo.value, RuleFailure):
+        return True
+    if not isinstance(excinfo.value, (pytest.fail.Exception, AssertionError)):
+        return False
+    for entry in reversed(excinfo.traceback):
+        path = str(entry.path)
+        if path.startswith(_FRAMEWORK_DIRS):
+            continue
+        return Path(path).resolve().is_relative_to(rule_dir.resolve())
+    return False
+
+
+def _first_line(text: str) -> str:
+    return next((line for line in text.splitlines() if line.strip()), "")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     rec = _record_for(item)
-    if rec is None:
-        return
+    if rec is not None:
+        _update(rec, item, call, report)
+    return report
+
+
+def _update(rec: Record, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
+    """Let one phase's report decide (or add to) the record's outcome."""
     rec.duration_s += report.duration
     if report.when == "call" or report.outcome != "passed":
         if report.skipped:
             rec.outcome = "skipped"
             rec.message = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
             rec.message = rec.message.removeprefix("Skipped: ")
+        elif report.failed and rec.outcome == "failed":
+            # A verdict already reached stays; a later phase's error (teardown) joins its details.
+            rec.details += f"\n\n{report.when}: {report.longreprtext}"
         elif report.failed:
-            rec.outcome = "failed" if report.when == "call" else "error"
-            exc = call.excinfo.value if call.excinfo else None
-            rec.message = str(exc).strip() if exc else report.longreprtext.splitlines()[-1]
+            excinfo = call.excinfo
+            verdict = (report.when == "call" and excinfo is not None
+                       and is_verdict_failure(excinfo, item.path.parent))
+            rec.outcome = "failed" if verdict else "error"
+            exc = excinfo.value if excinfo else None
+            if exc is None:
+                rec.message = _first_line(report.longreprtext)
+            elif verdict or isinstance(exc, pytest.fail.Exception):
+                rec.message = str(exc).strip()
+            else:
+                rec.message = f"{type(exc).__name__}: {str(exc).strip()}"
             rec.details = report.longreprtext
         elif report.when == "call":
             rec.outcome = "passed"
@@ -67,26 +166,82 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.user_properties.append((k, v))
 
 
+def interrupt_name(exc: BaseException) -> str:
+    """What stopped the run, for people: ``SIGTERM`` (cleanup turns it into KeyboardInterrupt
+    "signal 15"), ``SIGINT`` for Ctrl-C, or pytest.exit's message."""
+    if isinstance(exc, pytest.exit.Exception):
+        return f"pytest.exit ({exc.msg})"
+    m = re.fullmatch(r"signal (\d+)", str(exc))
+    if m:
+        try:
+            return signal.Signals(int(m.group(1))).name
+        except ValueError:
+            return f"signal {m.group(1)}"
+    return "SIGINT" if not str(exc) else f"KeyboardInterrupt ({exc})"
+
+
+def _stopped_by(session: pytest.Session, undecided: bool) -> str:
+    """What stopped the run: an interrupt, or --maxfail/-x if rules were left undecided."""
+    if INTERRUPT_KEY in session.config.stash:
+        return session.config.stash[INTERRUPT_KEY]
+    stop = session.shouldfail or session.shouldstop
+    return str(stop) if stop and undecided else ""
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    records = list(session.config.stash.get(RECORDS_KEY, {}).values())
-    opts = session.config.stash.get(OPTIONS_KEY, None)
-    if records and opts is not None:
-        props = {"hypervisor": opts.hypervisor, "controllers": ",".join(opts.controllers),
-                 "inject": ",".join(opts.inject) or "none"}
-        write_junit(records, opts.junit_path, suite_properties=props)
-        write_html(records, opts.results_dir / "report.html",
-                   subtitle=", ".join(f"{k}: {v}" for k, v in props.items()))
+    config = session.config
+    pending = list(config.stash.get(RECORDS_KEY, {}).values())
+    opts = config.stash.get(OPTIONS_KEY, None)
+    results = config.stash.get(RESULTS_KEY, None)
+    if not pending or opts is None or results is None:
+        return
+    records, status = settle(pending, _stopped_by(session, any(r.outcome is None for r in pending)))
+    final = FinalReport(records, status)
+    config.stash[FINAL_KEY] = final
+    props = {"hypervisor": opts.hypervisor, "controllers": ",".join(opts.controllers),
+             "inject": ",".join(opts.inject) or "none"}
+    html_path = results.path / "report.html"
+    outputs: list[tuple[str, Path, Callable[[], Path]]] = [
+        ("JUnit XML", results.junit_path, partial(write_junit, records, results.junit_path, suite_properties=props,
+                                                  status=status, mode=results.file_mode)),
+        ("report", html_path, partial(write_html, records, html_path, status=status, mode=results.file_mode,
+                                      subtitle=", ".join(f"{k}: {v}" for k, v in props.items())))]
+    for what, path, write in outputs:
+        try:  # each output on its own: a full disk must not lose the other
+            write()
+            final.written.append((what, path))
+        except OSError as e:
+            final.not_written.append((what, path, e.strerror or str(e)))
+    results.make_private()
+    if session.exitstatus == pytest.ExitCode.OK:
+        if final.not_written:
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        elif not status.complete:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    results = config.stash.get(RESULTS_KEY, None)
+    if results is not None:
+        results.remove_if_unused()  # e.g. a run of the project's own tests: no rule, no results
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    records = list(config.stash.get(RECORDS_KEY, {}).values())
-    opts = config.stash.get(OPTIONS_KEY, None)
-    if not records or opts is None:
+    final = config.stash.get(FINAL_KEY, None)
+    results = config.stash.get(RESULTS_KEY, None)
+    if final is None or results is None:
         return
     tr = terminalreporter
     tr.section("vioconform verdicts")
-    for r in records:
-        tr.write_line(f"{r.outcome.upper():8} {r.rule:22} {r.config}  {r.message.splitlines()[0] if r.message else ''}")
-    tr.write_line(f"JUnit XML: {opts.junit_path}")
-    tr.write_line(f"report:    {opts.results_dir / 'report.html'}")
-    tr.write_line(f"raw data:  {opts.results_dir}")
+    banner = final.status.banner()
+    if banner:
+        tr.write_line(banner, red=True, bold=True)
+    for r in final.records:
+        assert r.outcome is not None  # settled
+        tr.write_line(f"{r.outcome.upper():8} {r.rule:22} {r.config}  {_first_line(r.message)}")
+    for what, path in final.written:
+        tr.write_line(f"{what + ':':10} {path}")
+    for what, path, why in final.not_written:
+        tr.write_line(f"NOT WRITTEN: {what} {path}: {why}; the verdicts above are the only record of them",
+                      red=True, bold=True)
+    tr.write_line(f"raw data:  {results.path}")

@@ -1,22 +1,98 @@
-"""What each rule measured, kept per test so JUnit and the report can show the numbers."""
+"""What each rule measured, kept per test so JUnit and the report can show the numbers.
+
+A record has no outcome until one of its test's phases decides it: a run interrupted in the
+middle of a rule must never show that rule as passed. At the end of the session,
+:func:`settle` turns what is still undecided into an honest outcome (``error`` for a rule
+that started and did not finish, ``not run`` for one that never started) and sums the run
+up in a :class:`RunStatus`, which every output (terminal, JUnit, HTML) shows.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
+
+Outcome = Literal["passed", "failed", "error", "skipped", "not run"]
+
+#: The message of a rule whose test started and never finished (its call phase never reported).
+UNFINISHED = "did not finish"
+NOT_RUN = "not run"
 
 
 @dataclass
 class Record:
-    """One test's outcome: rule, configuration, measured properties, verdict text."""
+    """One test's outcome: rule, configuration, measured properties, verdict text.
+
+    ``outcome`` stays None until a phase of the test decides it; ``started`` says the test's
+    set-up began (so an undecided record was cut short rather than never reached).
+    """
 
     nodeid: str
     rule: str
     config: str
     properties: dict[str, str | float | int] = field(default_factory=dict)
-    outcome: str = "passed"  # passed / failed / skipped / error
+    outcome: Outcome | None = None
     message: str = ""
     details: str = ""
     duration_s: float = 0.0
+    started: bool = False
 
     def add(self, **values: str | float | int) -> None:
         self.properties.update(values)
+
+    def settled(self, interrupted_by: str = "") -> "Record":
+        """This record with an outcome that never claims more than happened."""
+        if self.outcome is not None:
+            return self
+        if not self.started:
+            why = f"{NOT_RUN}: the run was interrupted by {interrupted_by} first" if interrupted_by else NOT_RUN
+            return dataclasses.replace(self, outcome="not run", message=why)
+        why = f"interrupted by {interrupted_by}: {UNFINISHED}" if interrupted_by else UNFINISHED
+        return dataclasses.replace(self, outcome="error", message=why,
+                                   details=f"{why}; the measured numbers above are partial")
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """Whether every selected rule reached a verdict, and what stopped the run if not."""
+
+    interrupted_by: str = ""  # e.g. "SIGINT", "SIGTERM", "--maxfail"; empty if the run was not stopped
+    unfinished: int = 0  # rules that started and did not finish
+    not_run: int = 0  # rules that never started
+
+    @property
+    def complete(self) -> bool:
+        return not (self.interrupted_by or self.unfinished or self.not_run)
+
+    def properties(self) -> dict[str, str]:
+        """Suite-level properties for JUnit: ``complete`` always, ``interrupted_by`` when stopped."""
+        props = {"complete": "true" if self.complete else "false"}
+        if self.interrupted_by:
+            props["interrupted_by"] = self.interrupted_by
+        return props
+
+    def banner(self) -> str:
+        """One sentence for an incomplete run (empty for a complete one)."""
+        if self.complete:
+            return ""
+        parts = [f"interrupted by {self.interrupted_by}"] if self.interrupted_by else []
+        if self.unfinished:
+            parts.append(f"{_tests(self.unfinished)} did not finish")
+        if self.not_run:
+            parts.append(f"{_tests(self.not_run)} not run")
+        return "RUN INCOMPLETE: " + "; ".join(parts) + ". Only the verdicts reached are shown: this run is not a pass."
+
+
+def _tests(n: int) -> str:
+    return f"{n} rule test" + ("" if n == 1 else "s")
+
+
+def settle(records: Iterable[Record], interrupted_by: str = "") -> tuple[list[Record], RunStatus]:
+    """Every record with a decided outcome, and the run's status."""
+    recs = list(records)
+    settled = [r.settled(interrupted_by) for r in recs]
+    unfinished = sum(1 for r in recs if r.outcome is None and r.started)
+    not_run = sum(1 for r in recs if r.outcome is None and not r.started)
+    return settled, RunStatus(interrupted_by, unfinished, not_run)

@@ -1,22 +1,31 @@
-"""Assertion helpers for rules: the failure names the configuration, the numbers and where the raw data is."""
+"""Assertion helpers for rules: the failure names the configuration, the numbers and where the raw data is.
+
+A rule fails through these helpers (or a plain ``assert`` in its own test): the report then
+shows FAILED, a verdict. Any other exception in a rule test (fio, SSH, the guest, the
+hypervisor) is an ERROR: no verdict was reached (see reports/plugin.py).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
+from _pytest.outcomes import Failed  # pytest.fail.Exception, importable as a base class for typing
 
 if TYPE_CHECKING:
     from model.rules.verdict import RuleVerdict
     from reports.records import Record
 
 
+class RuleFailure(Failed):
+    """A rule's verdict that the configuration fails: pytest's failure, known as a verdict."""
+
+
 def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir: Path) -> None:
     """Fail the rule test with its full explanation unless ``passed``."""
     __tracebackhide__ = True
     if not passed:
-        pytest.fail(f"{rule} failed on {config}\n{explanation}\nraw data: {raw_dir}", pytrace=False)
+        raise RuleFailure(f"{rule} failed on {config}\n{explanation}\nraw data: {raw_dir}", pytrace=False)
 
 
 def raw_dir_for(results_dir: Path, config_id: str) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -56,9 +57,12 @@ def run_suite_at(results: Path, *args: str, timeout: float = 900) -> SuiteRun:
 
 @pytest.fixture
 def run_suite(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """Run the conformance suite in a subprocess with extra arguments; results go to tmp_path."""
+    """Run the conformance suite in a subprocess with extra arguments; results go to a new
+    directory in tmp_path for each run (the suite refuses a --results-dir holding earlier results)."""
+    runs = itertools.count(1)
 
     def run(*args: str, timeout: float = 900) -> SuiteRun:
-        return run_suite_at(tmp_path / "results", *args, timeout=timeout)
+        n = next(runs)
+        return run_suite_at(tmp_path / ("results" if n == 1 else f"results-{n}"), *args, timeout=timeout)
 
     return run

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from reports.html import depth_chart, depth_series, write_html
-from reports.records import Record
+from reports.records import Record, settle
 
 # Recorded: virtio-scsi with --inject tcq-off (guest holds 30, host sees 1).
 TCQ_OFF = {"qd1_host_depth": 1.0, "qd1_guest_aqu_sz": 0.9, "qd32_host_depth": 1.0, "qd32_guest_aqu_sz": 30.1,
@@ -41,3 +41,20 @@ def test_pair_chart_shows_expected_and_host_side() -> None:
     assert svg.startswith("<svg") and ">1024<" in svg and ">64<" in svg
     assert pair_chart("limits", {"x": 1}) == ""
     assert pair_chart("direct-io", {"dsync_guest_syncs": 100}) == ""  # half a pair is not drawn
+
+
+def test_incomplete_run_has_a_banner_and_no_pass_it_did_not_reach(tmp_path: Path) -> None:
+    live = [Record("n1", "queue-depth", "libvirt:virtio-blk:latency5ms", dict(TCQ_OFF), started=True),
+            Record("n2", "io-size", "libvirt:virtio-blk:latency5ms")]
+    records, status = settle(live, "SIGTERM")
+    text = write_html(records, tmp_path / "r.html", status=status).read_text()
+    body = text.split("<body>")[1]
+    assert 'id="incomplete"' in body and "RUN INCOMPLETE: interrupted by SIGTERM" in body
+    assert "PASSED" not in body and ">ERROR<" in body and ">NOT RUN<" in body
+    assert "interrupted by SIGTERM: did not finish" in body
+
+
+def test_complete_run_has_no_banner(tmp_path: Path) -> None:
+    records, status = settle([Record("n1", "limits", "c", {}, "passed", started=True)])
+    text = write_html(records, tmp_path / "r.html", status=status).read_text()
+    assert "RUN INCOMPLETE" not in text and ">PASSED<" in text

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from reports.junit import write_junit
-from reports.records import Record
+from reports.records import Record, RunStatus, settle
 
 
 def test_cases_outcomes_and_properties(tmp_path: Path) -> None:
@@ -29,3 +34,79 @@ def test_cases_outcomes_and_properties(tmp_path: Path) -> None:
     assert cases[2].find("skipped") is not None
     suite = root.find("testsuite")
     assert suite.get("failures") == "1" and suite.get("skipped") == "1"
+
+
+def _interrupted_run() -> tuple[list[Record], RunStatus]:
+    """multi-queue passed, queue-depth cut short by Ctrl-C after its depth-1 window, io-size never started."""
+    live = [Record("n1", "multi-queue", "libvirt:virtio-blk:latency5ms", {}, "passed", started=True),
+            Record("n2", "queue-depth", "libvirt:virtio-blk:latency5ms", {"qd1_iops": 150.0}, started=True),
+            Record("n3", "io-size", "libvirt:virtio-blk:latency5ms")]
+    return settle(live, "SIGINT")
+
+
+def test_interrupted_run_is_an_error_and_incomplete_never_a_pass(tmp_path: Path) -> None:
+    records, status = _interrupted_run()
+    root = ET.parse(write_junit(records, tmp_path / "j.xml", status=status)).getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    qd = cases["queue-depth[libvirt:virtio-blk:latency5ms]"]
+    assert qd.find("error").get("message") == "interrupted by SIGINT: did not finish" and qd.find("failure") is None
+    assert cases["io-size[libvirt:virtio-blk:latency5ms]"].find("skipped").get("message").startswith("not run")
+    run = cases["run[incomplete]"].find("error")
+    assert run is not None and run.get("message").startswith("RUN INCOMPLETE: interrupted by SIGINT")
+    suite = root.find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["complete"] == "false" and props["interrupted_by"] == "SIGINT"
+    assert suite.get("errors") == "2" and suite.get("failures") == "0"
+
+
+def test_complete_run_is_marked_complete(tmp_path: Path) -> None:
+    records, status = settle([Record("n1", "limits", "c", {}, "passed", started=True)])
+    root = ET.parse(write_junit(records, tmp_path / "j.xml", status=status)).getroot()
+    props = {p.get("name"): p.get("value") for p in root.find("testsuite").find("properties")}
+    assert props == {"complete": "true"} and len(list(root.iter("testcase"))) == 1
+
+
+def test_harness_error_is_an_error_element_and_an_undecided_record_is_never_passed(tmp_path: Path) -> None:
+    recs = [Record("n1", "queue-depth", "a", {}, "error", "RuntimeError: fio exited 1"),
+            Record("n2", "io-size", "a")]  # not settled: a writer must still not show it as passed
+    root = ET.parse(write_junit(recs, tmp_path / "j.xml")).getroot()
+    cases = list(root.iter("testcase"))
+    assert cases[0].find("error").get("message") == "RuntimeError: fio exited 1" and cases[0].find("failure") is None
+    assert cases[1].find("error") is not None
+
+
+def test_disk_full_keeps_the_previous_file_whole_and_leaves_no_temporary(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "junit.xml"
+    records, status = _interrupted_run()
+    write_junit(records, path, status=status)
+    before = path.read_bytes()
+    real_write = os.write
+    budget = [100]  # the disk takes 100 bytes, then is full
+
+    def full_disk(fd: int, data: bytes | memoryview) -> int:
+        if budget[0] <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        n = real_write(fd, bytes(data[:budget[0]]))
+        budget[0] -= n
+        return n
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "write", full_disk)
+        with pytest.raises(OSError) as e:
+            write_junit(records[:1], path)
+    assert e.value.errno == errno.ENOSPC
+    assert path.read_bytes() == before  # the earlier, whole file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["junit.xml"]
+    with monkeypatch.context() as m:
+        budget[0] = 100
+        m.setattr(os, "write", full_disk)
+        with pytest.raises(OSError):
+            write_junit(records, tmp_path / "new.xml")
+    assert not (tmp_path / "new.xml").exists()  # no file rather than a 0-byte or truncated one
+
+
+def test_file_is_private_by_default(tmp_path: Path) -> None:
+    path = write_junit([], tmp_path / "j.xml")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(write_junit([], tmp_path / "k.xml", mode=0o644).stat().st_mode) == 0o644

@@ -1,0 +1,227 @@
+"""The run's results directory: its own, private, checked before any guest starts.
+
+- Each run gets a directory no other run holds: ``results/<YYYYmmdd-HHMMSS>``, or ``-2``,
+  ``-3``... after it when another run started in the same second (created with an exclusive
+  ``mkdir``, so two runs can never pick the same one).
+- An explicit ``--results-dir`` must be new or empty: earlier results are never overwritten.
+- Directories are created with the results mode (default 0700) and files get the same
+  without execute bits (0600): measured numbers and guest details are the user's business.
+- Outputs are written atomically (temporary file, then rename): a full disk leaves the
+  previous file or none, never a truncated one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+#: Directories private to the user running the suite; ``--results-mode`` widens it.
+DEFAULT_DIR_MODE = 0o700
+#: Where a run without ``--results-dir`` puts its results, relative to the working directory.
+DEFAULT_PARENT = Path("results")
+
+
+class ResultsDirError(Exception):
+    """A results directory that cannot be used; the message says how to fix it."""
+
+
+def file_mode(dir_mode: int) -> int:
+    """The mode of files in a directory of ``dir_mode``: the same without execute bits (0700 -> 0600)."""
+    return dir_mode & 0o666
+
+
+def parse_mode(text: str) -> int:
+    """An octal directory mode that keeps the owner's rwx, e.g. ``0750``; ValueError otherwise."""
+    try:
+        mode = int(text, 8)
+    except ValueError:
+        raise ValueError(f"--results-mode takes an octal mode such as 0700 or 0755; got {text!r}") from None
+    if not 0 <= mode <= 0o777 or mode & 0o700 != 0o700:
+        raise ValueError(f"--results-mode {text} must be between 0700 and 0777 and keep the owner's rwx (0700), "
+                         "e.g. 0750 for your group")
+    return mode
+
+
+def _mkdirs(path: Path, mode: int) -> list[Path]:
+    """Create ``path`` and its missing parents with ``mode``; returns those created, outermost first."""
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    created: list[Path] = []
+    try:
+        for d in reversed(missing):
+            try:
+                d.mkdir(mode=mode)
+            except FileExistsError:
+                if not d.is_dir():
+                    raise
+                continue  # another run made it meanwhile: theirs, not ours to remove
+            created.append(d)
+            d.chmod(mode)  # mkdir's mode passes through the umask
+    except OSError:
+        remove_empty(created)
+        raise
+    return created
+
+
+def remove_empty(dirs: list[Path]) -> None:
+    """Remove those of ``dirs`` (outermost first) that are still empty, innermost first."""
+    for d in reversed(dirs):
+        with contextlib.suppress(OSError):
+            d.rmdir()
+
+
+def unique_dir(parent: Path, stamp: str, mode: int = DEFAULT_DIR_MODE) -> tuple[Path, list[Path]]:
+    """``parent/stamp``, or ``stamp-2``, ``stamp-3``... if taken: created exclusively, so no two
+    runs ever share one. Returns it and every directory created (parents included)."""
+    created = _mkdirs(parent, mode)
+    for n in range(1, 10_000):
+        path = parent / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            path.mkdir(mode=mode)
+        except FileExistsError:
+            continue
+        except OSError:
+            remove_empty(created)
+            raise
+        path.chmod(mode)
+        return path, [*created, path]
+    remove_empty(created)
+    raise FileExistsError(f"{parent / stamp}: 9,999 runs already started in that second")
+
+
+def _probe_writable(directory: Path) -> None:
+    """Create and remove a file in ``directory``: access() says yes to root on a read-only mount."""
+    fd, name = tempfile.mkstemp(dir=directory, prefix=".vioconform-probe-")
+    os.close(fd)
+    os.unlink(name)
+
+
+@dataclass
+class ResultsDir:
+    """The run's results directory, where its JUnit file goes, and what the run created."""
+
+    path: Path
+    junit_path: Path
+    dir_mode: int = DEFAULT_DIR_MODE
+    created: list[Path] = field(default_factory=list)
+
+    @property
+    def file_mode(self) -> int:
+        return file_mode(self.dir_mode)
+
+    def make_private(self) -> None:
+        """Give everything under the results directory the results mode (rules write raw files
+        with the process's umask; the directory itself was 0700 from the start)."""
+        for root, dirs, files in os.walk(self.path):
+            for d in dirs:
+                with contextlib.suppress(OSError):
+                    os.chmod(os.path.join(root, d), self.dir_mode, follow_symlinks=False)
+            for f in files:
+                p = os.path.join(root, f)
+                if not os.path.islink(p):
+                    with contextlib.suppress(OSError):
+                        os.chmod(p, self.file_mode)
+
+    def remove_if_unused(self) -> None:
+        """Remove the directories this run created if nothing was written in them."""
+        remove_empty(self.created)
+
+
+def _fix(what: str) -> str:
+    return (f"give {what} a directory you can write to (new or empty), e.g. --results-dir "
+            f"~/vioconform-results/run1")
+
+
+def open_results(requested: Path | None, junit: Path | None, dir_mode: int = DEFAULT_DIR_MODE,
+                 now: time.struct_time | None = None, parent: Path = DEFAULT_PARENT) -> ResultsDir:
+    """Create (or take, if new or empty) the results directory and check the JUnit file's place.
+
+    ``requested`` is ``--results-dir`` (None: a fresh ``parent/<date-time>``), ``junit`` is
+    ``--junit-xml`` (None: ``junit.xml`` in the results directory). Raises ResultsDirError
+    with a sentence that says what to do.
+    """
+    created: list[Path] = []
+    try:
+        if requested is None:
+            stamp = time.strftime("%Y%m%d-%H%M%S", now or time.localtime())
+            try:
+                path, created = unique_dir(parent.resolve(), stamp, dir_mode)
+            except OSError as e:
+                raise ResultsDirError(f"cannot create the results directory under {parent.resolve()}: "
+                                      f"{e.strerror or e}; run from a directory you can write to, or "
+                                      f"{_fix('--results-dir')}") from None
+        else:
+            path = requested.resolve()
+            if path.exists() and not path.is_dir():
+                raise ResultsDirError(f"--results-dir {path} exists and is not a directory; {_fix('--results-dir')}")
+            if path.is_dir():
+                held = sorted(p.name for p in path.iterdir())
+                if held:
+                    shown = ", ".join(held[:5]) + (", ..." if len(held) > 5 else "")
+                    raise ResultsDirError(f"--results-dir {path} is not empty (it holds {shown}); vioconform never "
+                                          f"writes over earlier results: give a new or empty directory, or leave "
+                                          f"--results-dir out for a fresh results/<date-time>")
+            try:
+                created = _mkdirs(path, dir_mode)
+                if not created:  # an existing empty directory becomes this run's: private like a new one
+                    path.chmod(dir_mode)
+                _probe_writable(path)
+            except OSError as e:
+                raise ResultsDirError(f"--results-dir {path}: cannot use it as the results directory "
+                                      f"({e.strerror or e}); {_fix('--results-dir')}") from None
+        junit_path = path / "junit.xml"
+        if junit is not None:
+            junit_path = junit.resolve()
+            if junit_path.is_dir():
+                raise ResultsDirError(f"--junit-xml {junit_path} is a directory; give a file name, e.g. "
+                                      f"{junit_path / 'junit.xml'}")
+            try:
+                created += _mkdirs(junit_path.parent, dir_mode)
+                _probe_writable(junit_path.parent)
+            except OSError as e:
+                raise ResultsDirError(f"--junit-xml {junit_path}: cannot write in {junit_path.parent} "
+                                      f"({e.strerror or e}); give a path in a directory you can write to") from None
+    except ResultsDirError:
+        remove_empty(created)
+        raise
+    return ResultsDir(path, junit_path, dir_mode, created)
+
+
+def write_atomic(path: Path, text: str, mode: int = file_mode(DEFAULT_DIR_MODE)) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
+
+    Readers (and a disk that fills up: ENOSPC) see the previous file or the whole new one,
+    never a truncated one; the temporary file is removed on any error, which propagates.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+RESULTS_KEY = pytest.StashKey[ResultsDir]()

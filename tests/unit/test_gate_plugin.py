@@ -1,0 +1,180 @@
+"""The real vioconform plugin in a pytest run of small rule tests (no guest): what each kind
+of ending becomes in the verdict table, the JUnit file and the exit code."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CONFTEST = textwrap.dedent('''
+    import errno
+    import os
+
+    import pytest
+
+    pytest_plugins = ["fixtures.options", "fixtures.session", "reports.plugin"]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish():
+        """GATE_FULL_DISK=NAME: the disk is full for any file whose name contains NAME."""
+        full = os.environ.get("GATE_FULL_DISK")
+        if not full:
+            return
+        real_write = os.write
+
+        def write(fd, data):
+            if full in os.readlink(f"/proc/self/fd/{fd}"):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real_write(fd, data)
+
+        os.write = write
+''')
+#: Harness code outside the rules' directory: its failures are not verdicts.
+HARNESS = textwrap.dedent('''
+    def measure():
+        result = None
+        assert result is not None  # a harness bug, not a rule's verdict
+''')
+RULES = textwrap.dedent('''
+    import os
+    import signal
+    from pathlib import Path
+
+    import pytest
+
+    import harness
+    from suites.assertions import fail_unless
+
+    @pytest.mark.rule("verdict")
+    def test_verdict(record):
+        record.add(qd32_host_depth=0.8)
+        fail_unless(False, "verdict", "default", "host saw 0.8", Path("raw"))
+
+    @pytest.mark.rule("own-assert")
+    def test_own_assert(record):
+        assert 1 == 2
+
+    @pytest.mark.rule("fio-error")
+    def test_fio_error(record):
+        raise RuntimeError("fio exited 1: no space left in guest")
+
+    @pytest.mark.rule("harness-assert")
+    def test_harness_assert(record):
+        harness.measure()
+
+    @pytest.mark.rule("passes")
+    def test_passes(record):
+        record.add(qd1_iops=150)
+
+    @pytest.mark.rule("stopped")
+    def test_stopped(record):
+        if os.environ.get("GATE_SIGNAL"):
+            os.kill(os.getpid(), getattr(signal, os.environ["GATE_SIGNAL"]))
+
+    @pytest.mark.rule("after")
+    def test_after(record):
+        pass
+''')
+
+
+def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "harness.py").write_text(HARNESS)
+    (tmp_path / "rules").mkdir(exist_ok=True)
+    (tmp_path / "rules" / "test_rules.py").write_text(RULES)
+    return subprocess.run([sys.executable, "-m", "pytest", "rules", "-p", "no:cacheprovider", "--rootdir",
+                           str(tmp_path), "-o", "pythonpath=.", *args],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin", **(env or {})})
+
+
+def _cases(junit: Path) -> dict[str, ET.Element]:
+    return {c.get("name", "").split("[")[0]: c for c in ET.parse(junit).getroot().iter("testcase")}
+
+
+def _kind(case: ET.Element) -> str:
+    return next((k for k in ("failure", "error", "skipped") if case.find(k) is not None), "passed")
+
+
+def test_verdict_failures_fail_and_everything_else_is_an_error(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    cases = _cases(tmp_path / "out" / "junit.xml")
+    assert {n: _kind(c) for n, c in cases.items()} == {
+        "verdict": "failure", "own-assert": "failure", "fio-error": "error", "harness-assert": "error",
+        "passes": "passed", "stopped": "passed", "after": "passed"}
+    assert cases["fio-error"].find("error").get("message") == "RuntimeError: fio exited 1: no space left in guest"
+    assert cases["verdict"].find("failure").get("message").startswith("verdict failed on default host saw 0.8")
+    table = out.split("vioconform verdicts")[1]
+    assert "ERROR    fio-error" in table and "ERROR    harness-assert" in table and "FAILED   verdict" in table
+    props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
+    assert props["complete"] == "true" and "interrupted_by" not in props
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "out" / "junit.xml").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "out" / "report.html").stat().st_mode) == 0o600
+
+
+def test_sigterm_mid_rule_is_an_error_an_incomplete_run_and_a_non_zero_exit(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "--results-mode", "0750",
+                env={"GATE_SIGNAL": "SIGTERM"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out  # pytest's "interrupted"
+    cases = _cases(tmp_path / "out" / "junit.xml")
+    assert cases["stopped"].find("error").get("message") == "interrupted by SIGTERM: did not finish"
+    assert cases["after"].find("skipped").get("message").startswith("not run")
+    assert _kind(cases["run"]) == "error" and _kind(cases["passes"]) == "passed"
+    props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
+    assert props["complete"] == "false" and props["interrupted_by"] == "SIGTERM"
+    table = out.split("vioconform verdicts")[1]
+    assert "RUN INCOMPLETE: interrupted by SIGTERM; 1 rule test did not finish; 1 rule test not run" in table
+    assert "ERROR    stopped" in table and "NOT RUN  after" in table and "PASSED   stopped" not in table
+    assert "RUN INCOMPLETE" in (tmp_path / "out" / "report.html").read_text()
+    assert stat.S_IMODE((tmp_path / "out" / "report.html").stat().st_mode) == 0o640
+
+
+def test_maxfail_leaves_rules_not_run_and_says_what_stopped_it(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "-x")
+    assert proc.returncode == 1, proc.stdout
+    props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
+    assert props["complete"] == "false" and "stopping after 1 failures" in props["interrupted_by"]
+    assert _kind(_cases(tmp_path / "out" / "junit.xml")["after"]) == "skipped"
+
+
+def test_bad_results_directory_is_a_usage_error_before_any_test(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("mine")
+    (tmp_path / "earlier").mkdir()
+    (tmp_path / "earlier" / "junit.xml").write_text("<earlier run/>")
+    for where, said in ((tmp_path / "a-file", "exists and is not a directory"),
+                        (Path("/proc/nope"), "cannot use it as the results directory"),
+                        (tmp_path / "earlier", "is not empty (it holds junit.xml)")):
+        t0 = time.monotonic()
+        proc = _run(tmp_path, "--results-dir", str(where))
+        assert proc.returncode == 4, proc.stdout + proc.stderr
+        assert said in proc.stderr and "collected" not in proc.stdout, proc.stdout + proc.stderr
+        assert time.monotonic() - t0 < 60
+    assert (tmp_path / "a-file").read_text() == "mine"
+    assert (tmp_path / "earlier" / "junit.xml").read_text() == "<earlier run/>"
+
+
+def test_a_run_without_rules_leaves_no_results_directory(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "-k", "nothing-matches")
+    assert proc.returncode == 5, proc.stdout + proc.stderr  # no tests selected
+    assert not (tmp_path / "results").exists()
+
+
+def test_disk_full_at_the_end_keeps_what_was_written_and_says_what_is_missing(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "-k", "passes",
+                env={"GATE_FULL_DISK": "report.html"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 3, out  # every rule passed, but the report is missing: not a clean exit
+    assert f"NOT WRITTEN: report {tmp_path / 'out' / 'report.html'}: No space left on device" in out
+    assert _kind(_cases(tmp_path / "out" / "junit.xml")["passes"]) == "passed"  # what could be written, was
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["junit.xml"]  # no partial report, no temporary

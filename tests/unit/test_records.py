@@ -1,0 +1,43 @@
+"""Records have no outcome until a phase decides it; settling never turns an unfinished rule into a pass."""
+
+from __future__ import annotations
+
+from reports.records import Record, settle
+
+
+def _rec(name: str, **kw: object) -> Record:
+    return Record(f"suites/test_x.py::{name}", name, "libvirt:virtio-blk:latency5ms", **kw)  # type: ignore[arg-type]
+
+
+def test_a_new_record_has_no_outcome() -> None:
+    assert _rec("queue-depth").outcome is None
+
+
+def test_interrupted_run_settles_unfinished_as_error_and_unstarted_as_not_run() -> None:
+    done = _rec("multi-queue", outcome="passed", started=True)
+    cut = _rec("queue-depth", started=True, properties={"qd1_iops": 150.0})
+    never = _rec("io-size")
+    records, status = settle([done, cut, never], "SIGINT")
+    assert [(r.rule, r.outcome) for r in records] == [("multi-queue", "passed"), ("queue-depth", "error"),
+                                                       ("io-size", "not run")]
+    assert records[1].message == "interrupted by SIGINT: did not finish"
+    assert records[1].properties == {"qd1_iops": 150.0}  # partial numbers kept, and said to be partial
+    assert "partial" in records[1].details
+    assert records[2].message.startswith("not run")
+    assert not status.complete and (status.unfinished, status.not_run) == (1, 1)
+    assert status.properties() == {"complete": "false", "interrupted_by": "SIGINT"}
+    assert status.banner().startswith("RUN INCOMPLETE: interrupted by SIGINT; 1 rule test did not finish; "
+                                      "1 rule test not run.")
+    assert cut.outcome is None  # settling returns new records; the live ones are untouched
+
+
+def test_a_complete_run_says_so_and_has_no_banner() -> None:
+    records, status = settle([_rec("a", outcome="passed", started=True), _rec("b", outcome="skipped")])
+    assert status.complete and status.banner() == ""
+    assert status.properties() == {"complete": "true"}
+    assert [r.outcome for r in records] == ["passed", "skipped"]
+
+
+def test_an_interrupt_after_every_verdict_still_marks_the_run_incomplete() -> None:
+    _, status = settle([_rec("a", outcome="passed", started=True)], "SIGTERM")
+    assert not status.complete and status.properties()["interrupted_by"] == "SIGTERM"
