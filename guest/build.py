@@ -2,7 +2,7 @@
 
 Everything comes from Debian packages: the kernel package (downloaded, not installed),
 busybox-static, dropbear-bin and fio (copied from the host with their shared libraries).
-The result is cached under ``$XDG_CACHE_HOME/vioconform/images/<recipe hash>/``;
+The result is cached under ``$XDG_CACHE_HOME/vioconform/images/<recipe hash>/`` (see guest.cache);
 a change to the recipe (package versions, the init script, this file) gives a new hash.
 
 Run it by hand to pre-build: ``python -m guest.build`` prints the image directory.
@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from guest.cache import CacheNotWritable, cache_dir, writable_dir
 
 HERE = Path(__file__).resolve().parent
 
@@ -59,18 +61,22 @@ class GuestImage:
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "vioconform" / "images"
+    return cache_dir() / "images"
 
 
-def _run(cmd: list[str], cwd: Path | None = None, **kw: object) -> str:
+def _run_bytes(cmd: list[str], cwd: Path | None = None, data: bytes | None = None) -> bytes:
     try:
-        res = subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
+        res = subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, input=data)
     except FileNotFoundError as e:
         raise ImageBuildError(f"{cmd[0]} is not installed; run scripts/setup-host.sh") from e
     except subprocess.CalledProcessError as e:
-        raise ImageBuildError(f"`{' '.join(cmd)}` failed ({e.returncode}): {e.stderr.strip()[-800:]}") from e
+        said = e.stderr.decode(errors="replace").strip()[-800:]
+        raise ImageBuildError(f"`{' '.join(cmd)}` failed ({e.returncode}): {said}") from e
     return res.stdout
+
+
+def _run(cmd: list[str], cwd: Path | None = None) -> str:
+    return _run_bytes(cmd, cwd).decode(errors="replace")
 
 
 def _installed_version(pkg: str) -> str:
@@ -92,10 +98,42 @@ def _kernel_package() -> tuple[str, str]:
     return pkg, vm.group(1) if vm else "unknown"
 
 
-def _kernel_deb_id(deb: Path) -> list[str]:
-    """A kernel package file of the user's: named by its content, so a rebuilt .deb is a new image."""
+def check_kernel_deb(deb: Path) -> str:
+    """The package name of a kernel .deb of the user's, or ImageBuildError saying in one line why
+    it cannot be one: not a file, not a Debian package, not a linux-image package, or one without
+    a kernel (a meta package such as linux-image-amd64). Reads the package's header and the start
+    of its file list only (a kernel package lists /boot first): milliseconds, not a build."""
     if not deb.is_file():
         raise ImageBuildError(f"kernel package {deb} does not exist (give a linux-image-*.deb file)")
+    try:
+        pkg = _run(["dpkg-deb", "--field", str(deb), "Package"]).strip()
+    except ImageBuildError as e:
+        raise ImageBuildError(f"{deb} is not a Debian package ({_dpkg_said(str(e), deb)})") from None
+    if not pkg.startswith("linux-image-"):
+        raise ImageBuildError(f"{deb} is the package {pkg!r}, not a kernel image (linux-image-*)")
+    with subprocess.Popen(["dpkg-deb", "--contents", str(deb)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as listing:
+        assert listing.stdout is not None and listing.stderr is not None
+        has_kernel = any(re.search(r" \./boot/vmlinuz-\S+$", line.rstrip("\n")) for line in listing.stdout)
+        if has_kernel:
+            listing.kill()  # stops the listing at the kernel: the rest is modules
+        elif listing.wait() != 0:
+            raise ImageBuildError(f"{deb} is damaged ({_dpkg_said(listing.stderr.read(), deb)})")
+    if not has_kernel:
+        raise ImageBuildError(f"{deb} ({pkg}) holds no /boot/vmlinuz-*; a meta package? "
+                              "give the linux-image-<version> package it depends on")
+    return pkg
+
+
+def _dpkg_said(stderr: str, deb: Path) -> str:
+    """dpkg-deb's last error, without its prefix and the path the caller names already."""
+    last = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+    return last.rpartition("dpkg-deb: error: ")[2].replace(f"'{deb}' is ", "").replace(f" in {deb}", "")
+
+
+def _kernel_deb_id(deb: Path) -> list[str]:
+    """A kernel package file of the user's: named by its content, so a rebuilt .deb is a new image."""
+    check_kernel_deb(deb)
     return ["file", deb.name, hashlib.sha256(deb.read_bytes()).hexdigest()]
 
 
@@ -197,13 +235,24 @@ def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None
 
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(next((kroot / "boot").glob("vmlinuz-*")), dest / "vmlinuz")
-    files = _run(["find", ".", "-print0"], cwd=root)
-    cpio = subprocess.run(["cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0", "--null"],
-                          cwd=root, input=files.encode(), capture_output=True, check=True).stdout
+    files = _run_bytes(["find", ".", "-print0"], cwd=root)
+    cpio = _run_bytes(["cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0", "--null"], cwd=root, data=files)
     # zstd decompresses fastest of the kernel's formats, which matters under TCG.
-    comp = subprocess.run(["zstd", "-q", "-6", "-c"], input=cpio, capture_output=True, check=True).stdout
+    comp = _run_bytes(["zstd", "-q", "-6", "-c"], data=cpio)
     (dest / "initrd.img").write_bytes(comp)
     return kver
+
+
+def check_image_cache(kernel_deb: Path | None = None) -> None:
+    """Raise CacheNotWritable now, before any guest starts, if ensure_image would need to build
+    an image and could not store it. An image already cached needs no write (a read-only cache
+    that holds it is fine), but finding that out costs the recipe's apt queries: only asked
+    when the cache is not writable."""
+    try:
+        writable_dir(cache_root(), "image cache")
+    except CacheNotWritable:
+        if not (cache_root() / recipe_hash(recipe(kernel_deb)) / "recipe.json").exists():
+            raise
 
 
 def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | None = None) -> GuestImage:
@@ -216,9 +265,9 @@ def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | No
     if meta.exists():
         info = json.loads(meta.read_text())
         return GuestImage(dest / "vmlinuz", dest / "initrd.img", info["kernel_version"], h, 0.0)
+    writable_dir(dest.parent, "image cache")
     say(f"building guest image {h} (kernel {r['kernel'][1]}); cached afterwards in {dest}")  # type: ignore[index]
     t0 = time.monotonic()
-    dest.parent.mkdir(parents=True, exist_ok=True)
     # Build beside the cache entry so the final rename is atomic: a killed build leaves no entry.
     with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
         staging = Path(tmp) / "out"
@@ -234,5 +283,8 @@ def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | No
 if __name__ == "__main__":
     import sys
 
-    img = ensure_image(print, Path(sys.argv[1]) if len(sys.argv) > 1 else None)
+    try:
+        img = ensure_image(print, Path(sys.argv[1]) if len(sys.argv) > 1 else None)
+    except (ImageBuildError, CacheNotWritable) as e:
+        sys.exit(f"error: {e}")
     print(img.directory)

@@ -16,13 +16,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from hypervisors.cleanup import CleanupStack
 from model.blockstats import HostBlockCounters
 from model.histogram import HistogramKind, HistogramSet
-from model.qemutrace import TracedRequest
 from model.limits import ConfiguredLimits
+from model.qemutrace import TracedRequest
+
+if TYPE_CHECKING:
+    from fixtures.options import SuiteOptions
 
 log = logging.getLogger("vioconform.hypervisor")
 
@@ -200,9 +203,10 @@ class HypervisorBackend(ABC):
         self.cleanup = cleanup
 
     @classmethod
-    def validate_options(cls, options: object) -> None:
-        """Called once at pytest_configure with the suite's options: raise ``pytest.UsageError`` (exit 4,
-        one line) for options this backend cannot use, before any test runs. Default: nothing to check."""
+    def validate_options(cls, opts: SuiteOptions) -> None:
+        """Check the options against this host before any guest starts (a target that cannot
+        be reached, a file that cannot be used); raise HypervisorError with one line naming the
+        option and the remedy. The session makes it a usage error. Default: nothing to check."""
 
     def check_controllers(self, names: Sequence[str]) -> None:
         unknown = [n for n in names if n not in self.controllers]

@@ -25,10 +25,10 @@ class CleanupStack:
     """A LIFO of undo actions; safe to run twice (the second run does nothing)."""
 
     def __init__(self) -> None:
-        self._items: list[tuple[str, Callable[[], None]]] = []
+        self._items: list[tuple[str, Callable[[], object]]] = []
         self._lock = threading.Lock()
 
-    def push(self, what: str, undo: Callable[[], None]) -> Callable[[], None]:
+    def push(self, what: str, undo: Callable[[], object]) -> Callable[[], None]:
         """Register ``undo`` for ``what``; returns a function that runs it now and forgets it."""
         item = (what, undo)
         with self._lock:
@@ -110,6 +110,11 @@ def make_run_dir(cleanup: CleanupStack) -> Path:
     return path
 
 
+def owner_alive(pid: int) -> bool:
+    """Whether the process that made something (a run directory, a domain, a log) still runs."""
+    return pid <= 0 or Path(f"/proc/{pid}").exists()
+
+
 def sweep_run_dirs(base: Path | None = None) -> list[Path]:
     """Remove run directories whose owner process is gone; returns them. A directory without
     an owner file, or whose owner is alive, is left alone: only what a run made is removed."""
@@ -119,7 +124,7 @@ def sweep_run_dirs(base: Path | None = None) -> list[Path]:
             pid = int((path / OWNER_FILE).read_text().strip())
         except (OSError, ValueError):
             continue
-        if pid > 0 and not Path(f"/proc/{pid}").exists():
+        if not owner_alive(pid):
             log.warning("removing run directory %s of dead process %d", path, pid)
             shutil.rmtree(path, ignore_errors=True)
             swept.append(path)

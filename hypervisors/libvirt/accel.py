@@ -1,9 +1,11 @@
 """Choose KVM or TCG by booting a real tiny guest, not by looking at /dev/kvm.
 
-On nested machines /dev/kvm can exist while guests fail to boot under it. The probe boots
-the embedded kernel with ``vioconform.probe=1`` under ``type='kvm'``; the guest prints
-``VIOCONFORM-PROBE-OK`` and powers off. The answer is cached per host, libvirt and QEMU
-version, so only the first run pays for it.
+On nested machines /dev/kvm can exist while guests fail to boot under it (here: QEMU asserts
+in ``kvm_buf_set_msrs``). The probe boots the embedded kernel with ``vioconform.probe=1``
+under ``type='kvm'``; the guest prints ``VIOCONFORM-PROBE-OK`` and powers off. The answer,
+with QEMU's one-line cause when KVM fails, is cached per host, libvirt and QEMU version, so
+only the first run pays for it, and ``--accel kvm`` on a host where KVM cannot boot is a
+usage error before any guest starts.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ import json
 import logging
 import os
 import platform
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libvirt
 
+from guest.cache import cache_dir, writable_dir
 from hypervisors.base import HypervisorError
 from hypervisors.cleanup import signals_deferred
+from hypervisors.libvirt.qemulog import qemu_cause
 
 if TYPE_CHECKING:
     from hypervisors.libvirt.backend import LibvirtBackend
@@ -30,67 +35,122 @@ log = logging.getLogger("vioconform.libvirt")
 PROBE_TIMEOUT_S = 30.0
 
 
-def _cache_file() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "vioconform" / "accel-probe.json"
+class KvmUnusable(HypervisorError):
+    """``--accel kvm`` on a host where KVM cannot run this guest; the message names the way out."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(f"--accel kvm: KVM cannot boot a guest on this host ({cause}); "
+                         "use --accel auto (falls back to TCG) or --accel tcg")
 
 
-def _cache_key(backend: "LibvirtBackend") -> str:
-    conn = backend.conn
-    return f"{backend.uri}|{conn.getHostname()}|{platform.release()}|{conn.getLibVersion()}|{conn.getVersion()}"
+@dataclass(frozen=True)
+class ProbeResult:
+    kvm_boots: bool
+    cause: str = ""  # why not, on one line (QEMU's own words where it said any)
 
 
-def kvm_offered(conn: libvirt.virConnect) -> bool:
-    """Whether libvirt says this host can run ``type='kvm'`` domains at all."""
+def cache_file() -> Path:
+    return cache_dir() / "accel-probe.json"
+
+
+def _cache_key(uri: str, conn: libvirt.virConnect) -> str:
+    return f"{uri}|{conn.getHostname()}|{platform.release()}|{conn.getLibVersion()}|{conn.getVersion()}"
+
+
+def _load(cache: Path) -> dict[str, ProbeResult]:
+    """The cached answers: ``{key: bool, ..., "causes": {key: cause}}``. A bare boolean per key
+    keeps the file readable by earlier versions; a failure they cached has no cause, so it
+    counts as not probed (the next probe records one)."""
+    raw = json.loads(cache.read_text()) if cache.exists() else {}
+    causes = raw.pop("causes", {})
+    return {k: ProbeResult(bool(v), causes.get(k, "")) for k, v in raw.items() if v or k in causes}
+
+
+def _save(cache: Path, known: dict[str, ProbeResult]) -> None:
+    raw: dict[str, object] = {k: r.kvm_boots for k, r in known.items()}
+    raw["causes"] = {k: r.cause for k, r in known.items() if not r.kvm_boots}
+    cache.write_text(json.dumps(raw, indent=1))
+
+
+def cached_probe(uri: str, conn: libvirt.virConnect) -> ProbeResult | None:
+    """What an earlier run's probe found on this host, or None if none ran."""
+    return _load(cache_file()).get(_cache_key(uri, conn))
+
+
+def kvm_refusal(conn: libvirt.virConnect) -> str | None:
+    """Why libvirt cannot run ``type='kvm'`` domains on this host at all, or None if it can."""
     try:
         conn.getDomainCapabilities(None, "x86_64", None, "kvm", 0)
-        return True
-    except libvirt.libvirtError:
-        return False
+        return None
+    except libvirt.libvirtError as e:
+        return f"libvirt offers no KVM: {e.get_error_message()}"
 
 
-def probe_kvm(backend: "LibvirtBackend", run_dir: Path) -> bool:
-    """Boot the embedded kernel under KVM; True if it reached the probe marker."""
+def check_forced_kvm(uri: str, conn: libvirt.virConnect) -> None:
+    """Before any guest starts: raise KvmUnusable if libvirt or the cached probe says KVM cannot
+    boot a guest here. An unprobed host passes; the session's probe decides there."""
+    refused = kvm_refusal(conn)
+    if refused:
+        raise KvmUnusable(refused)
+    known = cached_probe(uri, conn)
+    if known is not None and not known.kvm_boots:
+        raise KvmUnusable(known.cause)
+
+
+def check_cache_writable(uri: str, conn: libvirt.virConnect, mode: str) -> None:
+    """Before any guest starts: raise CacheNotWritable if this run must probe and cannot store the answer."""
+    if mode != "tcg" and kvm_refusal(conn) is None and cached_probe(uri, conn) is None:
+        writable_dir(cache_file().parent, "KVM probe cache")
+
+
+def probe_kvm(backend: LibvirtBackend, run_dir: Path) -> ProbeResult:
+    """Boot the embedded kernel under KVM: does it reach the probe marker, and if not, why."""
     kernel, initrd = backend.stage_boot_files(run_dir)
     name = f"vioconform-kvmprobe-{os.getpid()}"
     xml = backend.domain_xml(name, "kvm", run_dir, kernel, initrd, "console=ttyS0 quiet vioconform.probe=1",
                              None, None)
-    undo = backend.cleanup.push(f"domain {name}", lambda: backend.destroy_by_name(name))
+    undo = backend.cleanup.push(f"domain {name}", lambda: backend.remove_domain(name, run_dir))
     try:
         with signals_deferred():
             dom = backend.conn.createXML(xml, 0)
     except libvirt.libvirtError as e:
         undo()
-        log.info("KVM probe: libvirt refused a kvm domain: %s", e.get_error_message())
-        return False
+        said = e.get_error_message()
+        log.info("KVM probe: libvirt refused a kvm domain: %s", said)
+        return ProbeResult(False, qemu_cause(said) or said.splitlines()[0])
     try:
         backend.wait_for_console(dom, run_dir / "console.log", "VIOCONFORM-PROBE-OK", PROBE_TIMEOUT_S)
-        return True
+        return ProbeResult(True)
     except HypervisorError as e:
-        log.info("KVM probe: guest did not boot under KVM: %s", str(e).splitlines()[0])
-        return False
+        first = str(e).splitlines()[0]
+        log.info("KVM probe: guest did not boot under KVM: %s", first)
+        return ProbeResult(False, qemu_cause(str(e)) or first)
     finally:
         undo()
         (run_dir / "console.log").unlink(missing_ok=True)
 
 
-def choose(backend: "LibvirtBackend", run_dir: Path, mode: str) -> str:
-    """The libvirt domain type for ``mode`` (``auto``, ``kvm`` or ``tcg``): ``kvm`` or ``qemu``."""
+def choose(backend: LibvirtBackend, run_dir: Path, mode: str) -> str:
+    """The libvirt domain type for ``mode`` (``auto``, ``kvm`` or ``tcg``): ``kvm`` or ``qemu``.
+    ``kvm`` where KVM cannot boot a guest raises KvmUnusable, naming QEMU's cause."""
     if mode == "tcg":
         return "qemu"
-    if mode == "kvm":
-        return "kvm"
-    if not kvm_offered(backend.conn):
+    refused = kvm_refusal(backend.conn)
+    if refused:
+        if mode == "kvm":
+            raise KvmUnusable(refused)
         log.info("KVM not offered by libvirt on this host: using TCG (software emulation)")
         return "qemu"
-    cache = _cache_file()
-    key = _cache_key(backend)
-    known: dict[str, bool] = json.loads(cache.read_text()) if cache.exists() else {}
+    cache = cache_file()
+    key = _cache_key(backend.uri, backend.conn)
+    known = _load(cache)
     if key not in known:
+        writable_dir(cache.parent, "KVM probe cache")
         log.info("probing KVM with a real boot (once per host; cached in %s)", cache)
         known[key] = probe_kvm(backend, run_dir)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps(known, indent=1))
-    result = "kvm" if known[key] else "qemu"
-    log.info("accelerator: %s", "KVM" if result == "kvm" else "TCG (KVM did not boot a guest here)")
-    return result
+        _save(cache, known)
+    result = known[key]
+    if not result.kvm_boots and mode == "kvm":
+        raise KvmUnusable(result.cause)
+    log.info("accelerator: %s", "KVM" if result.kvm_boots else f"TCG (KVM did not boot a guest here: {result.cause})")
+    return "kvm" if result.kvm_boots else "qemu"

@@ -18,20 +18,30 @@ import shutil
 import socket
 import time
 from pathlib import Path
-from urllib.parse import urlparse
+from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
 import libvirt
 import libvirt_qemu
 
 from guest.build import GuestImage, ensure_image
-from hypervisors.base import (AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError,
-                              SshEndpoint)
+from hypervisors.base import AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError, SshEndpoint
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
-from hypervisors.libvirt import accel, trace
-from hypervisors.libvirt.controllers import (CONTROLLERS, NET_PCI_SLOT, device_id, disk_devices, disk_file,
-                                             disk_overrides, pci_addr)
+from hypervisors.libvirt import accel, preflight, qemulog, trace
+from hypervisors.libvirt.controllers import (
+    CONTROLLERS,
+    NET_PCI_SLOT,
+    device_id,
+    disk_devices,
+    disk_file,
+    disk_overrides,
+    pci_addr,
+)
+from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_connection
 from model.blockstats import HostBlockCounters, parse_qmp_blockstats
+
+if TYPE_CHECKING:
+    from fixtures.options import SuiteOptions
 
 log = logging.getLogger("vioconform.libvirt")
 
@@ -53,16 +63,6 @@ def _free_loopback_port() -> int:
         return int(s.getsockname()[1])
 
 
-def open_connection(uri: str) -> libvirt.virConnect:
-    try:
-        return libvirt.open(uri)
-    except libvirt.libvirtError as e:
-        raise HypervisorError(
-            f"cannot connect to libvirt at {uri!r}: {e.get_error_message()}. "
-            "Is libvirtd running (scripts/setup-host.sh starts it) and is the URI right "
-            "(e.g. qemu:///system)?") from e
-
-
 class LibvirtBackend(HypervisorBackend):
     name = "libvirt"
     controllers = {name: c.description for name, c in CONTROLLERS.items()}
@@ -72,15 +72,18 @@ class LibvirtBackend(HypervisorBackend):
         super().__init__(cleanup)
         self.uri = uri
         self.conn = open_connection(uri)
-        if self.conn.getType() != "QEMU":
-            raise HypervisorError(f"libvirt URI {uri!r} drives {self.conn.getType()}, not QEMU; "
-                                  "use a qemu:// URI")
+        check_drives_qemu(uri, self.conn)
         self._accel_mode = accel_mode
         self._image = image
         self._accel: str | None = None
-        # Owner pids are this host's: only sweep a local daemon's domains.
-        if urlparse(uri).hostname in (None, "", "localhost", "127.0.0.1"):
+        # Owner pids and QEMU's logs are this host's: only a local daemon's are swept and kept.
+        self.local = is_local(uri)
+        if self.local:
             sweep_leftovers(self.conn)
+
+    @classmethod
+    def validate_options(cls, opts: SuiteOptions) -> None:
+        preflight.validate_options(opts)
 
     @property
     def image(self) -> GuestImage:
@@ -129,15 +132,26 @@ class LibvirtBackend(HypervisorBackend):
   <qemu:commandline>{qemu_xml}</qemu:commandline>{overrides}
 </domain>"""
 
-    def boot(self, xml: str, name: str) -> libvirt.virDomain:
+    def boot(self, xml: str, name: str, run_dir: Path) -> libvirt.virDomain:
         """Create a transient domain; its destruction is registered first, by name, so a Ctrl-C
         that lands while libvirt is still creating it cannot leak it."""
-        self.cleanup.push(f"domain {name}", lambda: self.destroy_by_name(name))
+        self.cleanup.push(f"domain {name}", lambda: self.remove_domain(name, run_dir))
         try:
             with signals_deferred():
                 return self.conn.createXML(xml, 0)
         except libvirt.libvirtError as e:
-            raise HypervisorError(f"libvirt refused to start {name}: {e.get_error_message()}") from e
+            said = e.get_error_message()
+            raise HypervisorError(f"libvirt refused to start {name}: {qemulog.qemu_cause(said) or said.splitlines()[0]}"
+                                  f"\n--- libvirt said ---\n{said}") from e
+
+    def remove_domain(self, name: str, run_dir: Path | None) -> None:
+        """Destroy the domain and move its QEMU log (libvirt never removes it) into ``run_dir``.
+        The log goes even when the domain never came up: libvirt writes it before QEMU starts."""
+        try:
+            self.destroy_by_name(name)
+        finally:
+            if self.local:
+                qemulog.keep_log(name, run_dir)
 
     def destroy_by_name(self, name: str) -> None:
         try:
@@ -175,7 +189,7 @@ class LibvirtBackend(HypervisorBackend):
         xml = self.domain_xml(request.name, domain_type, run_dir, kernel, initrd, cmdline, request, port)
         (run_dir / f"{request.name}.xml").write_text(xml)
         for attempt in (1, 2):
-            dom = self.boot(xml, request.name)
+            dom = self.boot(xml, request.name, run_dir)
             try:
                 host_key = self.wait_for_console(dom, console, "VIOCONFORM-READY", request.boot_timeout_s)
                 break
@@ -204,15 +218,17 @@ class LibvirtBackend(HypervisorBackend):
                 m = re.search(r"VIOCONFORM-HOSTKEY (ssh-ed25519 \S+)", text)
                 return m.group(1) if m else ""
             if not _is_active(dom):
+                said = self.qemu_log(dom.name())
                 raise GuestStoppedDuringBoot(f"guest {dom.name()} stopped during boot; QEMU said: "
-                                             f"{self.qemu_log(dom.name())}", console_log=_tail(text))
+                                             f"{qemulog.qemu_cause(said) or 'nothing'}\n--- QEMU log (last lines) "
+                                             f"---\n{said}", console_log=_tail(text))
             time.sleep(0.2)
         raise HypervisorError(f"guest {dom.name()} did not reach {marker} within {timeout_s:.0f} s "
                               "(raise --boot-timeout if the host is slow)", console_log=_tail(text))
 
     def qemu_log(self, name: str) -> str:
-        path = Path("/var/log/libvirt/qemu") / f"{name}.log"
-        return _tail(path.read_text(errors="replace"), 15) if path.exists() else "(no QEMU log)"
+        path = qemulog.log_path(name)
+        return _tail(path.read_text(errors="replace"), 15) if self.local and path.exists() else "(no QEMU log)"
 
     def qmp(self, guest_name: str, command: dict[str, object]) -> dict[str, object]:
         dom = self.conn.lookupByName(guest_name)
@@ -264,7 +280,8 @@ def _tail(text: str, lines: int = 40) -> str:
 
 
 def sweep_leftovers(conn: libvirt.virConnect) -> None:
-    """Destroy ``vioconform-*`` domains whose owning process is gone (a killed earlier run)."""
+    """Destroy ``vioconform-*`` domains whose owning process is gone (a killed earlier run), then
+    remove their run directories and QEMU logs."""
     for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
         if not dom.name().startswith(DOMAIN_PREFIX):
             continue
@@ -277,3 +294,4 @@ def sweep_leftovers(conn: libvirt.virConnect) -> None:
             log.warning("destroying leftover domain %s of dead process %s", dom.name(), m.group(1))
             _destroy(dom)
     sweep_run_dirs()  # after the domains: their QEMU may still hold the disk files
+    qemulog.sweep_logs()

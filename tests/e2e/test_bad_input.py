@@ -41,15 +41,19 @@ def test_bad_baseline_files_are_usage_errors_and_nothing_is_overwritten(run_suit
 
 def test_unreachable_libvirt_uri(run_suite) -> None:  # type: ignore[no-untyped-def]
     run: SuiteRun = run_suite("--libvirt-uri", "qemu:///nowhere", "--controllers", "virtio-blk")
-    assert run.returncode == 1, run.output
+    assert run.returncode == 4, run.output  # known before any guest starts: a usage error
     assert "cannot connect to libvirt at 'qemu:///nowhere'" in run.output
 
 
 def test_guest_that_never_reaches_ssh_shows_its_console(run_suite) -> None:  # type: ignore[no-untyped-def]
     run: SuiteRun = run_suite("--boot-timeout", "3", "--controllers", "virtio-blk")
     assert run.returncode == 1, run.output
-    assert "did not reach VIOCONFORM-READY within 3 s" in run.output
-    assert "--- guest console (last lines) ---" in run.output
+    cause = f"guest vioconform-{run.pid} did not reach VIOCONFORM-READY within 3 s"
+    assert run.output.count(f"vioconform set-up failed: {cause}") == 1, run.output
+    assert run.output.count("--- guest console (last lines) ---") == 1, run.output  # shown once, not per test
+    assert run.output.count(f"not run: {cause}") >= 6, run.output
+    assert "Traceback" not in run.output, run.output
+    assert (run.results / "logs" / f"vioconform-{run.pid}.qemu.log").exists()
     assert run.left_behind == []
 
 

@@ -26,6 +26,7 @@ from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim
 from vsphere_sshd import LoopbackSshd
 
+from guest.cache import cache_dir
 from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.config import Secret, VSphereConfig
 
@@ -55,8 +56,7 @@ esac
 
 
 def bin_dir() -> Path:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return Path(os.environ.get("VIOCONFORM_BIN_DIR") or cache / "vioconform" / "bin")
+    return Path(os.environ.get("VIOCONFORM_BIN_DIR") or cache_dir() / "bin")
 
 
 @dataclass

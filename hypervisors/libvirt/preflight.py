@@ -1,0 +1,88 @@
+"""What the libvirt backend checks before any guest starts: each a one-line usage error.
+
+The kernel package (``--guest-kernel-deb``), the image and KVM probe caches, the URI (opened,
+with a timeout) and ``--accel kvm`` on a host where KVM cannot boot a guest. The session
+turns a failure here into pytest's usage error (exit 4): no guest, no traceback.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+import libvirt
+
+from guest.build import ImageBuildError, check_image_cache, check_kernel_deb
+from guest.cache import CacheNotWritable
+from hypervisors.base import HypervisorError
+from hypervisors.libvirt import accel
+
+if TYPE_CHECKING:
+    from fixtures.options import SuiteOptions
+
+#: Opening a local daemon takes milliseconds; a URI that leads nowhere (a host that swallows
+#: packets, a server that never answers) would otherwise hang the run for TCP's minutes.
+CONNECT_TIMEOUT_S = 10.0
+
+
+def open_connection(uri: str, timeout_s: float = CONNECT_TIMEOUT_S) -> libvirt.virConnect:
+    hint = ("Is libvirtd running (scripts/setup-host.sh starts it) and is the URI right "
+            "(e.g. qemu:///system)?")
+    box: dict[str, object] = {}
+
+    def connect() -> None:
+        try:
+            box["conn"] = libvirt.open(uri)
+        except libvirt.libvirtError as e:
+            box["error"] = e
+
+    # A thread, because libvirt.open has no timeout; an abandoned one dies with the process.
+    opener = threading.Thread(target=connect, name="libvirt-open", daemon=True)
+    opener.start()
+    opener.join(timeout_s)
+    if opener.is_alive():
+        raise HypervisorError(f"cannot connect to libvirt at {uri!r}: no answer within {timeout_s:.0f} s. {hint}")
+    error = box.get("error")
+    if isinstance(error, libvirt.libvirtError):
+        raise HypervisorError(f"cannot connect to libvirt at {uri!r}: {error.get_error_message()}. {hint}")
+    conn = box["conn"]
+    assert isinstance(conn, libvirt.virConnect)
+    return conn
+
+
+def is_local(uri: str) -> bool:
+    """Whether the URI's daemon runs on this machine (no host, or this machine's name)."""
+    return urlparse(uri).hostname in (None, "", "localhost", "127.0.0.1", "::1", socket.gethostname())
+
+
+def check_drives_qemu(uri: str, conn: libvirt.virConnect) -> None:
+    if conn.getType() != "QEMU":
+        raise HypervisorError(f"libvirt URI {uri!r} drives {conn.getType()}, not QEMU; use a qemu:// URI")
+
+
+def validate_options(opts: SuiteOptions) -> None:
+    """Raise HypervisorError, in one line, for anything known wrong before a guest starts."""
+    try:
+        if opts.guest_kernel_deb is not None:
+            check_kernel_deb(opts.guest_kernel_deb)
+        check_image_cache(opts.guest_kernel_deb)
+    except ImageBuildError as e:
+        raise HypervisorError(f"--guest-kernel-deb: {e}") from None
+    except CacheNotWritable as e:
+        raise HypervisorError(str(e)) from None
+    uri = opts.libvirt_uri
+    if not is_local(uri):
+        raise HypervisorError(f"--libvirt-uri {uri}: the libvirt host must be this machine (the guest's SSH "
+                              f"is forwarded on 127.0.0.1); run vioconform on {urlparse(uri).hostname}")
+    conn = open_connection(uri)
+    try:
+        check_drives_qemu(uri, conn)
+        if opts.accel == "kvm":
+            accel.check_forced_kvm(uri, conn)
+        accel.check_cache_writable(uri, conn, opts.accel)
+    except CacheNotWritable as e:
+        raise HypervisorError(str(e)) from None
+    finally:
+        conn.close()
