@@ -10,10 +10,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-#: backend name -> (module:class, what to install when the import fails)
-BACKENDS: dict[str, tuple[str, str]] = {
-    "libvirt": ("hypervisors.libvirt.backend:LibvirtBackend", "pip install libvirt-python (needs libvirt-dev, pkg-config)"),
-    "vsphere": ("hypervisors.vsphere.backend:VSphereBackend", "pip install pyvmomi"),
+#: backend name -> (module:class, module:controller table, what to install when the import fails).
+#: The controller tables import no connection SDK (libvirt's is pure; vSphere's needs pyvmomi's
+#: pure-Python type library), so options are checked before, and without, the backend's SDK.
+BACKENDS: dict[str, tuple[str, str, str]] = {
+    "libvirt": ("hypervisors.libvirt.backend:LibvirtBackend", "hypervisors.libvirt.controllers:CONTROLLERS",
+                "pip install libvirt-python (needs libvirt-dev, pkg-config)"),
+    "vsphere": ("hypervisors.vsphere.backend:VSphereBackend", "hypervisors.vsphere.controllers:CONTROLLERS",
+                "pip install pyvmomi"),
 }
 
 
@@ -21,14 +25,24 @@ class BackendUnavailable(RuntimeError):
     """The chosen backend cannot be imported; the message says what to install."""
 
 
-def get_backend_class(name: str) -> Any:
+def _load(name: str, which: int) -> Any:
     try:
-        target, hint = BACKENDS[name]
+        entry = BACKENDS[name]
     except KeyError:
         raise BackendUnavailable(f"unknown hypervisor backend {name!r}; choose one of {', '.join(BACKENDS)}") from None
-    module_name, _, cls = target.partition(":")
+    module_name, _, attr = entry[which].partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise BackendUnavailable(f"backend {name!r} needs a missing module ({e.name}): {hint}") from e
-    return getattr(module, cls)
+        raise BackendUnavailable(f"backend {name!r} needs a missing module ({e.name}): {entry[2]}") from e
+    return getattr(module, attr)
+
+
+def get_backend_class(name: str) -> Any:
+    """The backend's class; imports its SDK."""
+    return _load(name, 0)
+
+
+def controller_names(name: str) -> tuple[str, ...]:
+    """The controllers a backend offers, without importing its connection SDK."""
+    return tuple(_load(name, 1))

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import libvirt
-
 from guest.cache import cache_dir, writable_dir
 from hypervisors.base import HypervisorError
 from hypervisors.cleanup import signals_deferred
 from hypervisors.libvirt.qemulog import qemu_cause
 
 if TYPE_CHECKING:
+    import libvirt
+
     from hypervisors.libvirt.backend import LibvirtBackend
 
 log = logging.getLogger("vioconform.libvirt")
@@ -79,6 +79,8 @@ def cached_probe(uri: str, conn: libvirt.virConnect) -> ProbeResult | None:
 
 def kvm_refusal(conn: libvirt.virConnect) -> str | None:
     """Why libvirt cannot run ``type='kvm'`` domains on this host at all, or None if it can."""
+    import libvirt  # the SDK only where a connection is used: the cache helpers here are pure
+
     try:
         conn.getDomainCapabilities(None, "x86_64", None, "kvm", 0)
         return None
@@ -105,6 +107,8 @@ def check_cache_writable(uri: str, conn: libvirt.virConnect, mode: str) -> None:
 
 def probe_kvm(backend: LibvirtBackend, run_dir: Path) -> ProbeResult:
     """Boot the embedded kernel under KVM: does it reach the probe marker, and if not, why."""
+    import libvirt
+
     kernel, initrd = backend.stage_boot_files(run_dir)
     name = f"vioconform-kvmprobe-{os.getpid()}"
     xml = backend.domain_xml(name, "kvm", run_dir, kernel, initrd, "console=ttyS0 quiet vioconform.probe=1",
