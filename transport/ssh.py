@@ -60,13 +60,14 @@ Liveness = Callable[[], str | None]
 
 #: Seconds between liveness checks while a command runs: a dead guest is reported this soon.
 LIVENESS_PERIOD_S = 2.0
-#: A command running longer than this has the guest's SSH server checked too, every so often:
-#: a channel open it must answer within SSH_ANSWER_TIMEOUT_S. That catches a guest that hangs
+#: A command running longer than this has the guest's SSH server checked too, this often: a
+#: channel open it must answer within SSH_ANSWER_TIMEOUT_S. That catches a guest that hangs
 #: without a word on its console (or has no console the suite can read, as on vSphere).
-SSH_CHECK_PERIOD_S = 10.0
+SSH_CHECK_PERIOD_S = 5.0
 #: Measured here: the embedded guest answers a channel open in 3-45 ms under TCG with fio at
-#: depth 32 running; 20 s of silence is a hung guest, not a busy one.
-SSH_ANSWER_TIMEOUT_S = 20.0
+#: depth 32 running, on this 2-core host shared with other busy guests; 15 s of silence is a
+#: hung guest, not a busy one. With the check period, a hang is reported within 20 s.
+SSH_ANSWER_TIMEOUT_S = 15.0
 #: paramiko's keepalive: traffic on an idle connection, so NATs and firewalls keep it, and a
 #: peer that went away shows up as a send error.
 KEEPALIVE_S = 5
@@ -230,7 +231,7 @@ class SshTransport:
                 return
             self._check_alive(command, t0)
             raise self._died(f"its SSH server did not answer for {SSH_ANSWER_TIMEOUT_S:.0f} s ({e}): the guest "
-                             "hangs", command, t0) from e
+                             "hangs, or its SSH server is stopped", command, t0) from e
 
     def _died(self, reason: str, command: str, t0: float) -> GuestDied:
         log.error("guest at %s:%d died: %s", self.endpoint.host, self.endpoint.port, reason)
@@ -259,7 +260,8 @@ class SshTransport:
         cause = (("the guest still runs: " if self._liveness is not None else "")
                  + "its SSH server exited or was killed, or its network went down")
         console = self._console() if self._console is not None else None
-        self._gone = (SshConnectionLost, f"the SSH connection to the guest was lost earlier ({detail}); {cause}", console)
+        self._gone = (SshConnectionLost, f"the SSH connection to the guest was lost earlier ({detail}); {cause}",
+                      console)
         return SshConnectionLost(f"the SSH connection to the guest was lost {took:.1f} s into the command {command!r} "
                                  f"({detail}); {cause}", console)
 
