@@ -138,7 +138,7 @@ class Guest:
     extra: dict[str, str] = field(default_factory=dict)
     #: asks the hypervisor why the guest's VM no longer runs (None while it runs); set by
     #: ``HypervisorBackend.start_guest``
-    vm_state: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
+    vm_dead_reason: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
 
     def console_tail(self, lines: int = 60) -> str:
         if self.console_log_path is None or not self.console_log_path.exists():
@@ -148,10 +148,10 @@ class Guest:
 
     def dead_reason(self) -> str | None:
         """Why the guest can no longer answer, or None while it may: its kernel panicked (its
-        console says so) or its VM stopped (``vm_state``). Cheap enough to ask every few seconds."""
+        console says so) or its VM stopped (``vm_dead_reason``). Cheap enough to ask every few seconds."""
         reason = kernel_panic(self._console_end())
-        if reason is None and self.vm_state is not None:
-            reason = self.vm_state()
+        if reason is None and self.vm_dead_reason is not None:
+            reason = self.vm_dead_reason()
         return reason
 
     def _console_end(self, size: int = 65536) -> str:
@@ -254,8 +254,8 @@ class HypervisorBackend(ABC):
         log.info("%s: starting guest %s with %s", self.name, request.name,
                  ", ".join(d.label for d in request.disks))
         guest = self._start_guest(request)
-        if guest.vm_state is None:
-            guest.vm_state = lambda: self.guest_dead_reason(guest)
+        if guest.vm_dead_reason is None:
+            guest.vm_dead_reason = lambda: self.guest_dead_reason(guest)
         guest.boot_seconds = time.monotonic() - t0
         log.info("%s: guest %s reachable over SSH after %.1f s (%s)", self.name, guest.name,
                  guest.boot_seconds, guest.accel)

@@ -67,57 +67,55 @@ def test_a_full_work_directory_is_said_to_be_full(run_suite) -> None:  # type: i
     assert run.left_behind == []
 
 
-def test_a_kernel_panic_is_reported_at_once_with_the_console(run_suite) -> None:  # type: ignore[no-untyped-def]
+def _broken_guest_run(run_suite, setup: str) -> SuiteRun:  # type: ignore[no-untyped-def]
+    """A run whose --guest-setup breaks the guest: every rule is an ERROR, the run ends well before
+    the old 300 s command timeout, and no domain is left."""
     t0 = time.monotonic()
-    run: SuiteRun = run_suite("--controllers", "virtio-blk", "--guest-setup", "echo c > /proc/sysrq-trigger")
+    run: SuiteRun = run_suite("--controllers", "virtio-blk", "--guest-setup", setup)
     took = time.monotonic() - t0
     assert run.returncode == 1, run.output
-    m = re.search(r"the guest died ([\d.]+) s into the command 'echo c > /proc/sysrq-trigger': its kernel panicked "
-                  r"\(console: \"Kernel panic - not syncing: sysrq triggered crash\"\)", run.output)
+    verdicts = _verdict_lines(run)
+    assert verdicts and all(v.startswith("ERROR") for v in verdicts), run.output
+    assert took < DEAD_GUEST_RUN_MAX_S, f"{took:.0f} s\n{run.output}"
+    assert run.left_behind == []
+    return run
+
+
+def _noticed_after_s(run: SuiteRun, setup: str, cause: str) -> float:
+    """Seconds from the --guest-setup command's start to the error naming ``cause`` (a regex)."""
+    m = re.search(rf"the guest died ([\d.]+) s into the command {re.escape(repr(setup))}: {cause}", run.output)
     assert m, run.output
-    assert float(m.group(1)) < DEATH_NOTICED_MAX_S, run.output
+    return float(m.group(1))
+
+
+def test_a_kernel_panic_is_reported_at_once_with_the_console(run_suite) -> None:  # type: ignore[no-untyped-def]
+    setup = "echo c > /proc/sysrq-trigger"
+    run = _broken_guest_run(run_suite, setup)
+    cause = r'its kernel panicked \(console: "Kernel panic - not syncing: sysrq triggered crash"\)'
+    assert _noticed_after_s(run, setup, cause) < DEATH_NOTICED_MAX_S  # 2.0 s here
     assert "--- guest console (last lines) ---" in run.output and "sysrq_handle_crash" in run.output
     # the other disk's tests do not wait again
     assert "the guest died earlier: its kernel panicked" in run.output, run.output
-    assert all(v.startswith("ERROR") for v in _verdict_lines(run)), run.output
-    assert took < DEAD_GUEST_RUN_MAX_S, f"{took:.0f} s\n{run.output}"
-    assert run.left_behind == []
 
 
 def test_a_guest_that_powers_off_is_reported_by_its_domain_state(run_suite) -> None:  # type: ignore[no-untyped-def]
-    t0 = time.monotonic()
-    run: SuiteRun = run_suite("--controllers", "virtio-blk", "--guest-setup", "poweroff -f")
-    took = time.monotonic() - t0
-    assert run.returncode == 1, run.output
-    # QEMU exits and libvirt removes the domain; the error comes while that happens, 0.1 s here
-    assert re.search(rf"the guest died [\d.]+ s into the command 'poweroff -f': its domain vioconform-{run.pid} "
-                     r"(is shutting down|is shut off|no longer exists)", run.output), run.output
+    run = _broken_guest_run(run_suite, "poweroff -f")
+    # QEMU exits and libvirt removes the domain; the error comes while that happens (0.1 s here)
+    cause = rf"its domain vioconform-{run.pid} (is shutting down|is shut off|no longer exists)"
+    assert _noticed_after_s(run, "poweroff -f", cause) < DEATH_NOTICED_MAX_S
     assert "the guest died earlier: its domain" in run.output
-    assert took < DEAD_GUEST_RUN_MAX_S, f"{took:.0f} s\n{run.output}"
-    assert run.left_behind == []
 
 
 def test_a_dead_ssh_server_is_a_lost_connection(run_suite) -> None:  # type: ignore[no-untyped-def]
-    t0 = time.monotonic()
-    run: SuiteRun = run_suite("--controllers", "virtio-blk", "--guest-setup", "killall dropbear")
-    took = time.monotonic() - t0
-    assert run.returncode == 1, run.output
+    run = _broken_guest_run(run_suite, "killall dropbear")
     assert "the SSH connection to the guest was lost" in run.output, run.output
     assert "the SSH connection to the guest was lost earlier" in run.output
     assert "exit -1" not in run.output
-    assert took < DEAD_GUEST_RUN_MAX_S, f"{took:.0f} s\n{run.output}"
-    assert run.left_behind == []
 
 
 def test_a_guest_whose_ssh_server_stops_answering_is_reported(run_suite) -> None:  # type: ignore[no-untyped-def]
     # Nothing on the console, the VM runs: only the SSH check sees it (the case of a hung guest).
-    t0 = time.monotonic()
-    run: SuiteRun = run_suite("--controllers", "virtio-blk", "--guest-setup", "killall -STOP dropbear")
-    took = time.monotonic() - t0
-    assert run.returncode == 1, run.output
-    m = re.search(r"the guest died ([\d.]+) s into the command 'killall -STOP dropbear': its SSH server did not "
-                  r"answer for 15 s", run.output)
-    assert m and float(m.group(1)) < DEATH_NOTICED_MAX_S, run.output
+    run = _broken_guest_run(run_suite, "killall -STOP dropbear")
+    assert _noticed_after_s(run, "killall -STOP dropbear", "its SSH server did not answer for 15 s") \
+        < DEATH_NOTICED_MAX_S  # 21 s here
     assert "the guest died earlier: its SSH server did not answer" in run.output
-    assert took < DEAD_GUEST_RUN_MAX_S, f"{took:.0f} s\n{run.output}"
-    assert run.left_behind == []

@@ -39,7 +39,7 @@ def test_dead_reason_reads_the_console_end_then_asks_the_hypervisor(tmp_path: Pa
     alive = _guest(tmp_path / "console-healthy.log")
     (tmp_path / "console-healthy.log").write_text("VIOCONFORM-READY\n")
     assert alive.dead_reason() is None
-    alive.vm_state = lambda: "its domain g is shut off"
+    alive.vm_dead_reason = lambda: "its domain g is shut off"
     assert alive.dead_reason() == "its domain g is shut off"
     assert _guest(None).dead_reason() is None  # no console (vSphere), no hypervisor answer: alive
 
