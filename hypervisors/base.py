@@ -11,9 +11,10 @@ timing and cleanup registration (the pattern of lisa's ``deploy_environment``).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol
@@ -45,6 +46,24 @@ class HypervisorError(RuntimeError):
             shown = self.console_log or "(empty: the guest printed nothing on its console yet)"
             return f"{base}\n--- guest console (last lines) ---\n{shown}"
         return base
+
+
+class GuestDied(HypervisorError):
+    """The guest stopped answering for good while the suite used it: its VM stopped, its kernel
+    panicked, or it hangs. A harness error (nothing about the rule was measured); it carries the
+    console tail. Later commands on the same guest fail at once with "the guest died earlier"."""
+
+
+#: Linux's panic line on the console: "Kernel panic - not syncing: sysrq triggered crash"
+_PANIC = re.compile(r"Kernel panic - not syncing:? *(.*)")
+
+
+def kernel_panic(console: str) -> str | None:
+    """The reason of the first kernel panic in console text, as a cause for GuestDied, or None."""
+    m = _PANIC.search(console)
+    if m is None:
+        return None
+    return f"its kernel panicked (console: \"Kernel panic - not syncing: {m.group(1).strip()}\")"
 
 
 class TraceIncomplete(HypervisorError):
@@ -120,12 +139,34 @@ class Guest:
     console_log_path: Path | None = None
     boot_seconds: float = 0.0
     extra: dict[str, str] = field(default_factory=dict)
+    #: asks the hypervisor why the guest's VM no longer runs (None while it runs); set by
+    #: ``HypervisorBackend.start_guest``
+    vm_dead_reason: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
 
     def console_tail(self, lines: int = 60) -> str:
         if self.console_log_path is None or not self.console_log_path.exists():
             return "(no console log)"
         text = self.console_log_path.read_text(errors="replace").splitlines()
         return "\n".join(text[-lines:])
+
+    def dead_reason(self) -> str | None:
+        """Why the guest can no longer answer, or None while it may: its kernel panicked (its
+        console says so) or its VM stopped (``vm_dead_reason``). Cheap enough to ask every few seconds."""
+        reason = kernel_panic(self._console_end())
+        if reason is None and self.vm_dead_reason is not None:
+            reason = self.vm_dead_reason()
+        return reason
+
+    def _console_end(self, size: int = 65536) -> str:
+        """The last ``size`` bytes of the console log: a panic is at its end."""
+        if self.console_log_path is None:
+            return ""
+        try:
+            with open(self.console_log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, 2) - size))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def disk(self, spec: DiskSpec) -> AttachedDisk:
         for d in self.disks:
@@ -222,6 +263,8 @@ class HypervisorBackend(ABC):
         log.info("%s: starting guest %s with %s", self.name, request.name,
                  ", ".join(d.label for d in request.disks))
         guest = self._start_guest(request)
+        if guest.vm_dead_reason is None:
+            guest.vm_dead_reason = lambda: self.guest_dead_reason(guest)
         guest.boot_seconds = time.monotonic() - t0
         log.info("%s: guest %s reachable over SSH after %.1f s (%s)", self.name, guest.name,
                  guest.boot_seconds, guest.accel)
@@ -234,6 +277,11 @@ class HypervisorBackend(ABC):
     @abstractmethod
     def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
         """Cumulative host-side counters of one disk, stamped with the host's monotonic clock."""
+
+    def guest_dead_reason(self, guest: Guest) -> str | None:
+        """Why the guest's VM no longer runs (shut off, crashed, paused on an error, gone), or None
+        while it runs or the backend cannot tell. Asked every few seconds while a command runs."""
+        return None
 
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> RequestTracer | None:
         """An exact per-request source for this disk, or None where the backend has none."""

@@ -9,3 +9,19 @@ class ParseError(ValueError):
     The message names the source (file, tool or field) and what was wrong with it,
     so a user can tell whether the tool, its version or the collection step is at fault.
     """
+
+
+class FioError(RuntimeError):
+    """fio itself failed: a job ended with an error (fio's JSON ``"error"``), or fio exited
+    non-zero without results. A harness error, never a rule's verdict: the workload did not run,
+    so there is nothing to judge.
+
+    The message carries fio's own words (its ``fio: ...`` lines and stderr), e.g.
+    ``fio: pid=171, err=11/file:engines/libaio.c:485, func=io_queue_init, error=Resource
+    temporarily unavailable``.
+    """
+
+    def __init__(self, message: str, exit_status: int, said: str) -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
+        self.said = said  # what fio printed about the failure, as printed

@@ -12,12 +12,14 @@ Example::
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from model.errors import ParseError
+from model.errors import FioError, ParseError
 
 #: fio's iodepth_level keys: "16" means 16-31 I/Os in flight, ">=64" the rest.
 IODEPTH_LEVEL_KEYS = ("1", "2", "4", "8", "16", "32", ">=64")
@@ -257,3 +259,43 @@ def parse_fio_json(text: str, source: str = "fio output") -> FioResult:
         jobs=tuple(_job(_Reader(j, f"{source}.jobs[{i}]")) for i, j in enumerate(jobs)),
         disk_util=tuple(_disk(_Reader(d, f"{source}.disk_util[{i}]")) for i, d in enumerate(disks)),
     )
+
+
+def _errno_text(code: int) -> str:
+    """fio's job errors are errnos: 11 -> "EAGAIN: Resource temporarily unavailable"."""
+    return f"{errno.errorcode.get(code, f'errno {code}')}: {os.strerror(code)}"
+
+
+def fio_messages(stdout: str, stderr: str) -> str:
+    """What fio said besides its JSON: the lines it prints before the JSON on stdout (fio 3.33
+    prints a failed job's ``fio: pid=..., err=11/..., error=...`` there, and notes) and its stderr."""
+    if stdout.startswith("{"):
+        before = ""
+    else:
+        json_at = stdout.find("\n{")
+        before = stdout if json_at < 0 else stdout[:json_at]
+    return "\n".join(part.strip() for part in (before, stderr) if part.strip())
+
+
+def parse_fio_run(stdout: str, stderr: str, exit_status: int, source: str = "fio") -> FioResult:
+    """The results of one fio run, from its stdout (``--output-format=json``), its stderr and
+    its exit status kept apart. Raises FioError when fio failed: any job with a non-zero
+    ``"error"`` (fio still prints JSON then, with 0 I/Os) or a non-zero exit status; the
+    message carries fio's own words. ParseError where fio exited 0 but printed no usable JSON."""
+    said = fio_messages(stdout, stderr)
+    try:
+        result = parse_fio_json(stdout, source)
+    except ParseError as e:
+        if exit_status != 0:
+            raise FioError(f"{source}: fio exited with status {exit_status} and printed no results; fio said: "
+                           f"{said[-1500:] or '(nothing)'}", exit_status, said) from None
+        raise ParseError(f"{e}; fio's stderr: {stderr.strip()[-800:] or '(empty)'}") from None
+    failed = [j for j in result.jobs if j.error]
+    if failed:
+        jobs = "; ".join(f"job {j.name}: error {j.error} ({_errno_text(j.error)})" for j in failed)
+        raise FioError(f"{source}: fio failed ({jobs}); fio said: {said[-1500:] or '(nothing else)'}",
+                       exit_status, said)
+    if exit_status != 0:
+        raise FioError(f"{source}: fio exited with status {exit_status}; fio said: {said[-1500:] or '(nothing)'}",
+                       exit_status, said)
+    return result

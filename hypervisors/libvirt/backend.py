@@ -243,6 +243,21 @@ class LibvirtBackend(HypervisorBackend):
         reply = self.qmp(guest.name, {"execute": "query-blockstats"})
         return parse_qmp_blockstats(reply, disk.host_ref, time.monotonic_ns())
 
+    def guest_dead_reason(self, guest: Guest) -> str | None:
+        try:
+            state, reason = self.conn.lookupByName(guest.name).state()
+        except libvirt.libvirtError as e:
+            if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:  # a transient domain is gone once QEMU exits
+                return f"its domain {guest.name} no longer exists (QEMU exited); QEMU said: {self.qemu_log(guest.name)}"
+            return None  # libvirt did not answer: no evidence about the guest
+        if state in (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_BLOCKED):
+            return None
+        if state == libvirt.VIR_DOMAIN_PAUSED:
+            # Paused by a user or for a libvirt job (snapshot, dump) it resumes; on an error it stays.
+            why = _PAUSED_ON_ERROR.get(reason)
+            return None if why is None else f"its domain {guest.name} is paused: {why}"
+        return f"its domain {guest.name} is {_DOMAIN_STATES.get(state, f'in libvirt state {state}')}"
+
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> trace.QemuTracer | None:
         family = CONTROLLERS[disk.spec.controller].trace_family
         if family is None or guest.console_log_path is None:
@@ -254,6 +269,17 @@ class LibvirtBackend(HypervisorBackend):
             self.conn.close()
         except libvirt.libvirtError:
             pass
+
+
+#: libvirt domain states in which the guest cannot run, as ``guest_dead_reason`` names them
+_DOMAIN_STATES = {libvirt.VIR_DOMAIN_SHUTDOWN: "shutting down", libvirt.VIR_DOMAIN_SHUTOFF: "shut off",
+                  libvirt.VIR_DOMAIN_CRASHED: "crashed", libvirt.VIR_DOMAIN_PMSUSPENDED: "suspended by the guest"}
+#: pause reasons that leave the guest paused until someone intervenes
+_PAUSED_ON_ERROR = {libvirt.VIR_DOMAIN_PAUSED_IOERROR: "a host I/O error on one of its disks",
+                    libvirt.VIR_DOMAIN_PAUSED_CRASHED: "the guest crashed",
+                    libvirt.VIR_DOMAIN_PAUSED_WATCHDOG: "its watchdog fired",
+                    libvirt.VIR_DOMAIN_PAUSED_SHUTTING_DOWN: "it is shutting down",
+                    libvirt.VIR_DOMAIN_PAUSED_POSTCOPY_FAILED: "a failed migration"}
 
 
 class GuestStoppedDuringBoot(HypervisorError):

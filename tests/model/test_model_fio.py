@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from model.errors import ParseError
-from model.fio import IODEPTH_LEVEL_KEYS, parse_fio_json
+from model.errors import FioError, ParseError
+from model.fio import IODEPTH_LEVEL_KEYS, parse_fio_json, parse_fio_run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -81,3 +81,34 @@ def test_errors_say_what_and_where() -> None:
         parse_fio_json(text.replace('"iops" : 80853.573213', '"iops" : "fast"', 1))
     with pytest.raises(ParseError, match=r"iodepth_level: missing buckets \['32'\]"):
         parse_fio_json(text.replace('"32" : 99.980839', '"33" : 99.980839', 1))
+
+
+def test_a_failed_job_is_a_fio_error_with_fios_own_words() -> None:
+    # Recorded in the embedded guest: fio at depth 65537 on vda; io_setup() refuses more events
+    # than fs.aio-max-nr (65536). fio exits 1, prints its error line on stdout before the JSON
+    # (stderr stays empty) and a job with "error": 11 and 0 I/Os.
+    text = (DATA / "guest" / "fio-qd65537-eagain.json").read_text()
+    assert parse_fio_json(text).jobs[0].read.io_count == 0  # what a rule used to be handed
+    with pytest.raises(FioError) as info:
+        parse_fio_run(text, "", 1, source="fio qd65537 on vda")
+    msg = str(info.value)
+    assert msg.startswith("fio qd65537 on vda: fio failed (job qd65537: error 11 (EAGAIN: Resource temporarily "
+                          "unavailable)); fio said: fio: pid=171, err=11/file:engines/libaio.c:485, "
+                          "func=io_queue_init, error=Resource temporarily unavailable"), msg
+    assert info.value.exit_status == 1 and not isinstance(info.value, AssertionError)
+
+
+def test_fio_without_results_is_a_fio_error_showing_its_stderr() -> None:
+    # Recorded: `fio --rw=bogus ...`: exit 1, the valid values on stdout, the reason on stderr.
+    out, err = load("fio-bad-rw.stdout"), load("fio-bad-rw.stderr")
+    with pytest.raises(FioError, match=r"fio exited with status 1 and printed no results; fio said: valid values: "
+                                       r"read(.|\n)*fio: failed parsing rw=bogus$"):
+        parse_fio_run(out, err, 1, source="fio x on vda")
+    with pytest.raises(FioError, match=r"fio exited with status 3; fio said: .*oops"):
+        parse_fio_run(load("fio-randread-qd32.json"), "oops", 3)
+
+
+def test_a_good_run_parses_and_fio_saying_nothing_useful_is_a_parse_error() -> None:
+    assert parse_fio_run(load("fio-psync-warning.json"), "", 0).jobs[0].name == "psync-warn"
+    with pytest.raises(ParseError, match=r"no JSON object found.*fio's stderr: \(empty\)"):
+        parse_fio_run("", "", 0, source="fio x on vda")
