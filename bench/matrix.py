@@ -14,13 +14,13 @@ import argparse
 import os
 import time
 
-from fixtures.fio import FioJob
-from fixtures.measure import depth_point, measure
-from fixtures.standalone import standalone_guest
-from guest.build import ensure_image
-from hypervisors.base import DiskSpec
+from guest.image.build import ensure_image
+from guest.tools.fio import FioJob
 from hypervisors.libvirt.controllers import CONTROLLERS
-from model.queue_depth import judge_queue_depth
+from measure.standalone import standalone_guest
+from measure.window import depth_point, measure
+from model.rules.queue_depth import judge_queue_depth
+from model.types import DiskSpec
 
 GOAL_S = 300.0
 

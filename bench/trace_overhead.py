@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from fixtures.fio import FioJob
-from fixtures.measure import measure
-from fixtures.standalone import standalone_guest
-from hypervisors.base import DiskSpec
+from guest.tools.fio import FioJob
+from measure.standalone import standalone_guest
+from measure.window import measure
+from model.types import DiskSpec
 
 GOAL_PCT = 3.0
 

@@ -1,4 +1,4 @@
-"""Errors raised by the data model's parsers."""
+"""Errors shared by every layer: parsers, backends, the trace."""
 
 from __future__ import annotations
 
@@ -25,3 +25,28 @@ class FioError(RuntimeError):
         super().__init__(message)
         self.exit_status = exit_status
         self.said = said  # what fio printed about the failure, as printed
+
+
+class HypervisorError(RuntimeError):
+    """A backend step failed. The message says what to do; ``console_log`` is attached when known."""
+
+    def __init__(self, message: str, console_log: str | None = None) -> None:
+        super().__init__(message)
+        self.console_log = console_log
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        if self.console_log is not None:
+            shown = self.console_log or "(empty: the guest printed nothing on its console yet)"
+            return f"{base}\n--- guest console (last lines) ---\n{shown}"
+        return base
+
+
+class TraceIncomplete(HypervisorError):
+    """The host trace holds fewer requests than the disk's own counters: the device carried
+    commands its events do not show. Callers fall back to the counters and record ``gap``."""
+
+    def __init__(self, message: str, gap: str) -> None:
+        super().__init__(message)
+        self.gap = gap  # short, for a record: "traced 0 of 282 requests (why)"
+

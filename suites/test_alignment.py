@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.fio import FioJob
-from fixtures.measure import GuestDisk, run_counted
 from fixtures.options import SuiteOptions
-from model.rules.alignment import (HEALTHY_START_SECTOR, MISALIGNED_START_SECTOR, count_boundary_crossings,
-                                   judge_alignment)
+from guest.tools.fio import FioJob
+from measure.window import GuestDisk, run_counted
+from model.rules.alignment import (
+    HEALTHY_START_SECTOR,
+    MISALIGNED_START_SECTOR,
+    count_boundary_crossings,
+    judge_alignment,
+)
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for
 

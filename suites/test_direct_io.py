@@ -11,9 +11,9 @@ import statistics
 
 import pytest
 
-from fixtures.fio import FioJob
-from fixtures.measure import CountedRun, GuestDisk, run_counted
 from fixtures.options import SuiteOptions
+from guest.tools.fio import FioJob
+from measure.window import CountedRun, GuestDisk, run_counted
 from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for

@@ -11,9 +11,9 @@ import statistics
 
 import pytest
 
-from fixtures.fio import FioJob
-from fixtures.measure import GuestDisk, measure, save_measurement
 from fixtures.options import SuiteOptions
+from guest.tools.fio import FioJob
+from measure.window import GuestDisk, measure, save_measurement
 from model.rules.io_size import REQUEST_BYTES, IoSizeMeasurement, judge_io_size
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for

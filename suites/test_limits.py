@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.measure import GuestDisk
 from fixtures.options import SuiteOptions
+from measure.window import GuestDisk
 from model.rules.limits import judge_limits
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.fio import FioJob
-from fixtures.measure import GuestDisk, depth_point, measure, save_measurement
 from fixtures.options import SuiteOptions
-from model.queue_depth import judge_queue_depth
+from guest.tools.fio import FioJob
+from measure.window import GuestDisk, depth_point, measure, save_measurement
+from model.rules.queue_depth import judge_queue_depth
 from reports.records import Record
 from suites.assertions import fail_unless
 

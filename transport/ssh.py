@@ -27,8 +27,9 @@ import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from hypervisors.base import Guest, GuestDied, HypervisorError, SshEndpoint
-
+from hypervisors.base import Guest, GuestDied
+from model.errors import HypervisorError
+from model.types import SshEndpoint
 
 # paramiko logs every connection at INFO; the suite's own progress lines are what a user reads.
 logging.getLogger("paramiko").setLevel(logging.WARNING)

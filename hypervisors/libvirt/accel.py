@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from guest.cache import cache_dir, writable_dir
-from hypervisors.base import HypervisorError
 from hypervisors.cleanup import signals_deferred
 from hypervisors.libvirt.qemulog import qemu_cause
+from model.errors import HypervisorError
 
 if TYPE_CHECKING:
     import libvirt

@@ -24,8 +24,8 @@ from xml.sax.saxutils import quoteattr
 import libvirt
 import libvirt_qemu
 
-from guest.build import GuestImage, ensure_image
-from hypervisors.base import AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError, SshEndpoint
+from guest.image.build import GuestImage, ensure_image
+from hypervisors.base import Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
 from hypervisors.libvirt import accel, preflight, qemulog, trace
 from hypervisors.libvirt.controllers import (
@@ -39,6 +39,8 @@ from hypervisors.libvirt.controllers import (
 )
 from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_connection
 from model.blockstats import HostBlockCounters, parse_qmp_blockstats
+from model.errors import HypervisorError
+from model.types import AttachedDisk, SshEndpoint
 
 if TYPE_CHECKING:
     from fixtures.options import SuiteOptions

@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hypervisors.base import DiskSpec, HypervisorError
 from hypervisors.libvirt.trace import qemu_user
+from model.errors import HypervisorError
 from model.limits import ConfiguredLimits
+from model.types import DiskSpec
 
 #: First PCI slot used for the suite's own devices; libvirt fills slots from 0x02 upward,
 #: so explicit high addresses avoid collisions (DESIGN.md: net at 0x11 without an

@@ -14,10 +14,10 @@ from urllib.parse import urlparse
 
 import libvirt
 
-from guest.build import ImageBuildError, check_image_cache, check_kernel_deb
 from guest.cache import CacheNotWritable
-from hypervisors.base import HypervisorError
+from guest.image.build import ImageBuildError, check_image_cache, check_kernel_deb
 from hypervisors.libvirt import accel
+from model.errors import HypervisorError
 
 if TYPE_CHECKING:
     from fixtures.options import SuiteOptions

@@ -25,12 +25,14 @@ from urllib.parse import urlparse
 
 import libvirt
 
-from hypervisors.base import AttachedDisk, DiskSpec, Guest, HypervisorError, SshEndpoint
+from hypervisors.base import Guest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.libvirt import trace
 from hypervisors.libvirt.backend import LibvirtBackend
+from model.errors import HypervisorError
 from model.histogram import HistogramKind, HistogramSet
 from model.limits import ConfiguredLimits
+from model.types import AttachedDisk, DiskSpec, SshEndpoint
 from reports.cli import emit
 
 #: libvirt disk bus -> QEMU trace family

@@ -28,15 +28,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hypervisors.base import (
-    AttachedDisk,
-    Guest,
-    HostTrace,
-    HypervisorError,
-    TraceIncomplete,
-)
+from hypervisors.base import Guest
 from model.blockstats import HostBlockCounters, HostCountersDelta
+from model.errors import HypervisorError, TraceIncomplete
 from model.qemutrace import END_EVENTS, TracedRequest, histograms_from_requests, parse_qemu_trace
+from model.types import AttachedDisk, HostTrace
 
 if TYPE_CHECKING:
     from hypervisors.libvirt.backend import LibvirtBackend

@@ -23,16 +23,24 @@ from typing import ClassVar
 import pytest
 from pyVmomi import vim
 
-from hypervisors.base import AttachedDisk, Guest, GuestRequest, HypervisorBackend, HypervisorError, SshEndpoint
+from hypervisors.base import Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack
-from hypervisors.vsphere.config import (PASSWORD_ENV, TARGET_ENV, TARGET_EXAMPLE, ConfigError, VSphereConfig,
-                                       parse_target)
+from hypervisors.vsphere.config import (
+    PASSWORD_ENV,
+    TARGET_ENV,
+    TARGET_EXAMPLE,
+    ConfigError,
+    VSphereConfig,
+    parse_target,
+)
 from hypervisors.vsphere.controllers import CONTROLLERS, PlannedDisk, configured_limits, disk_instances, plan_devices
 from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
-from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.tracer import VscsiStatsTracer
+from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsSource, open_source
 from model.blockstats import HostBlockCounters
+from model.errors import HypervisorError
+from model.types import AttachedDisk, SshEndpoint
 
 log = logging.getLogger("vioconform.vsphere")
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from hypervisors.base import HypervisorError
+from model.errors import HypervisorError
 from model.secret import Secret as Secret  # re-exported: the vSphere code and its tests take it from here
 from model.secret import register
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from pyVmomi import vim
 
-from hypervisors.base import DiskSpec, HypervisorError
+from model.errors import HypervisorError
 from model.limits import ConfiguredLimits
+from model.types import DiskSpec
 
 KIB = 1024
 #: SCSI target 7 is the controller itself; NVMe controllers take namespaces 0-14.

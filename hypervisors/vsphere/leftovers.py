@@ -18,10 +18,10 @@ import sys
 
 from pyVmomi import vim
 
-from hypervisors.base import HypervisorError
 from hypervisors.vsphere.backend import NAME_PREFIX
 from hypervisors.vsphere.config import TARGET_ENV, parse_target
 from hypervisors.vsphere.vcenter import VCenter
+from model.errors import HypervisorError
 
 
 def leftovers(vc: VCenter, run_id: str = "") -> list[vim.VirtualMachine]:

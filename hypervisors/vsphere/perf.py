@@ -14,7 +14,6 @@ from datetime import datetime, timezone
 
 from pyVmomi import vim
 
-from hypervisors.base import HypervisorError
 from hypervisors.vsphere.perfdata import (
     DISK_COUNTERS,
     NS_PER_S,
@@ -25,6 +24,7 @@ from hypervisors.vsphere.perfdata import (
 )
 from hypervisors.vsphere.vcenter import VCenter
 from model.blockstats import HostBlockCounters
+from model.errors import HypervisorError
 
 #: vCenter's realtime interval id; ESXi keeps about an hour of these 20 s samples.
 REALTIME_INTERVAL_ID = 20

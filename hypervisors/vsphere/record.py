@@ -30,13 +30,13 @@ from pathlib import Path
 
 from pyVmomi import vim
 
-from hypervisors.base import HypervisorError
 from hypervisors.vsphere.config import TARGET_ENV, TARGET_EXAMPLE, parse_target
 from hypervisors.vsphere.controllers import disk_instances
 from hypervisors.vsphere.perf import REALTIME_INTERVAL_ID, DiskPerf
 from hypervisors.vsphere.perfdata import PerfWindowSummary
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsInterval, open_source
+from model.errors import HypervisorError
 from model.histogram import HistogramSet
 from reports.cli import emit
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hypervisors.base import AttachedDisk, Guest, HostTrace, HypervisorError
+from hypervisors.base import Guest
 from hypervisors.vsphere.vscsistats import VscsiStatsInterval
+from model.errors import HypervisorError
+from model.types import AttachedDisk, HostTrace
 
 if TYPE_CHECKING:
     from hypervisors.vsphere.backend import VSphereBackend

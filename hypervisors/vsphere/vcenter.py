@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 from pyVim.connect import SmartStubAdapter
 from pyVmomi import vim, vmodl
 
-from hypervisors.base import HypervisorError
 from hypervisors.vsphere.config import PASSWORD_ENV, VSphereConfig
+from model.errors import HypervisorError
 
 log = logging.getLogger("vioconform.vsphere")
 

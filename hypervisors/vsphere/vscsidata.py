@@ -25,8 +25,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from hypervisors.base import HypervisorError
-from model.errors import ParseError
+from model.errors import HypervisorError, ParseError
 from model.histogram import TITLE_TO_KIND, Histogram, HistogramSet
 
 _WORLD = re.compile(r"worldGroupID:\s*(?P<w>\d+),\s*Virtual Machine Display Name:\s*(?P<name>.*?),"

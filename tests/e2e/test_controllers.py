@@ -15,10 +15,10 @@ from pathlib import Path
 import libvirt
 import pytest
 
-from fixtures.standalone import standalone_guest
-from hypervisors.base import DiskSpec, GuestRequest
+from hypervisors.base import GuestRequest
 from hypervisors.libvirt.backend import METADATA_NS, LibvirtBackend
 from hypervisors.libvirt.controllers import CONTROLLERS, disk_file
+from measure.standalone import standalone_guest
 from tests.e2e.conftest import SuiteRun, active_vioconform_domains
 from tests.unit.test_controllers import two_disks_each
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from guest.build import _kernel_package
+from guest.image.build import _kernel_package
 from tests.e2e.conftest import SuiteRun
 
 

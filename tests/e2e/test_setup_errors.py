@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from guest.build import cache_root, ensure_image
+from guest.image.build import cache_root, ensure_image
 from tests.e2e.conftest import SuiteRun
 from tests.unit.test_kernel_deb import make_deb
 

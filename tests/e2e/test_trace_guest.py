@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.fio import FioJob
-from fixtures.measure import GuestDisk, measure
-from fixtures.standalone import standalone_guest
-from hypervisors.base import DiskSpec, HypervisorError
+from guest.tools.fio import FioJob
 from hypervisors.libvirt import trace
 from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.record import check_local
+from measure.standalone import standalone_guest
+from measure.window import GuestDisk, measure
+from model.errors import HypervisorError
 from model.histogram import HistogramKind
+from model.types import DiskSpec
 from model.vscsistats import parse_vscsistats_csv
 from tests.e2e.conftest import ROOT
 

@@ -10,12 +10,18 @@ import pytest
 from model.errors import ParseError
 from model.limits import ConfiguredLimits, parse_guest_limits
 from model.rules.alignment import MAX_CROSSING_FRACTION, count_boundary_crossings, judge_alignment
+from model.rules.buffered_direct import (
+    RegimeSample,
+    RegimeSeries,
+    allowed_change,
+    judge_regime,
+    merge_baseline,
+    parse_baseline,
+)
 from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io
 from model.rules.io_size import IoSizeMeasurement, judge_io_size
 from model.rules.limits import compare_limits, judge_limits
-from model.rules.multiqueue import judge_multiqueue, parse_queue_interrupts
-from model.rules.regime import (RegimeSample, RegimeSeries, allowed_change, judge_regime, merge_baseline,
-                                parse_baseline)
+from model.rules.multi_queue import judge_multiqueue, parse_queue_interrupts
 
 DATA = Path(__file__).parent.parent / "data" / "guest"
 MIB = 1 << 20

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from guest import build
+from guest.image import build
 from guest.cache import CacheNotWritable, cache_dir, writable_dir
 from hypervisors.libvirt import accel
 

@@ -12,10 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from hypervisors.base import DiskSpec, HypervisorError
-from hypervisors.libvirt.controllers import (CONTROLLERS, FIRST_DISK_PCI_SLOT, LAST_PCI_SLOT, NET_PCI_SLOT,
-                                             device_id, disk_devices, hba_alias, layout)
+from hypervisors.libvirt.controllers import (
+    CONTROLLERS,
+    FIRST_DISK_PCI_SLOT,
+    LAST_PCI_SLOT,
+    NET_PCI_SLOT,
+    device_id,
+    disk_devices,
+    hba_alias,
+    layout,
+)
 from hypervisors.libvirt.trace import qemu_user
+from model.errors import HypervisorError
+from model.types import DiskSpec
 
 KIB = 1024
 #: The issue's table (issue 5), as measured in the Debian 6.1 guest here.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypervisors.base import HypervisorError, TraceIncomplete
+from model.errors import HypervisorError, TraceIncomplete
 
 
 def test_error_shows_attached_console_tail() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from guest.build import ImageBuildError, check_kernel_deb
+from guest.image.build import ImageBuildError, check_kernel_deb
 
 
 def make_deb(tmp_path: Path, package: str, files: dict[str, str]) -> Path:

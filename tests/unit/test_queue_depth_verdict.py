@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from model.queue_depth import (HOST_DEPTH_MIN_FRACTION, DepthPoint, expected_depth, judge_queue_depth)
+from model.rules.queue_depth import HOST_DEPTH_MIN_FRACTION, DepthPoint, expected_depth, judge_queue_depth
 
 AVG = "average (Little's law on host counters)"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from hypervisors.base import HypervisorError, TraceIncomplete
 from hypervisors.libvirt.trace import check_complete, check_isolated, completed_between
+from model.errors import HypervisorError, TraceIncomplete
 from model.qemutrace import TracedRequest
 
 

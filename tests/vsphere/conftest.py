@@ -10,9 +10,10 @@ import pytest
 from vsphere_sim import EsxiFactory, Sim, fake_esxi_dir, sim_config, start_sim, stop_sim
 from vsphere_sshd import LoopbackSshd
 
-from hypervisors.base import DiskSpec, Guest, GuestRequest
+from hypervisors.base import Guest, GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import VSphereBackend
+from model.types import DiskSpec
 from transport.ssh import generate_run_key
 
 

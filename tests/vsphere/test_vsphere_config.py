@@ -5,13 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from frames import ROOT, shown_locals
 
-from hypervisors.base import HypervisorError
 from hypervisors.vsphere.config import PASSWORD_ENV, TARGET_EXAMPLE, ConfigError, Secret, parse_target
+from model.errors import HypervisorError
 from model.secret import scrub
-
 
 
 @pytest.fixture

@@ -14,11 +14,13 @@ from frames import shown_locals
 from vsphere_sim import Sim, closed_port, sim_config
 from vsphere_sshd import LoopbackSshd
 
-from hypervisors.base import DiskSpec, GuestRequest, HypervisorError
+from hypervisors.base import GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.config import Secret
 from hypervisors.vsphere.vcenter import VCenter
+from model.errors import HypervisorError
+from model.types import DiskSpec
 
 #: The issue's bound for every bad-input error.
 ERROR_WITHIN_S = 30.0

@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 from vsphere_sim import TEMPLATE, Sim, write_target
 
-from hypervisors.base import DiskSpec, GuestRequest
+from hypervisors.base import GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere import leftovers
 from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.config import PASSWORD_ENV
+from model.types import DiskSpec
 
 
 def test_leftovers_of_one_run_are_listed_then_destroyed(backend: VSphereBackend, vcsim: Sim, run_dir: Path,

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from vsphere_sim import SAMPLE_S, Sim
 
-from hypervisors.base import DiskSpec, Guest, GuestRequest, HypervisorError
+from hypervisors.base import Guest, GuestRequest
 from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.perfdata import NS_PER_S, PerfWindowSummary
 from model.blockstats import HostCountersDelta
+from model.errors import HypervisorError
+from model.types import DiskSpec
 
 PVSCSI_VALUES = {
     "virtualDisk.readOIO.latest": 12, "virtualDisk.writeOIO.latest": 4,

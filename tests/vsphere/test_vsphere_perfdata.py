@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from hypervisors.base import HypervisorError
 from hypervisors.vsphere.perfdata import (
     DISK_COUNTERS,
     NS_PER_S,
@@ -16,6 +15,7 @@ from hypervisors.vsphere.perfdata import (
     inside,
     parse_perf_csv,
 )
+from model.errors import HypervisorError
 
 # vCenter's CSV form: sampleInfoCSV pairs "interval,end time"; one "v1,v2,v3" string per counter.
 INFO = "20,2024-05-01T10:00:20Z,20,2024-05-01T10:00:40Z,20,2024-05-01T10:01:00Z"

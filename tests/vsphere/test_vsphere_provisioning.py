@@ -9,9 +9,11 @@ import pytest
 from pyVmomi import vim
 from vsphere_sim import Sim
 
-from hypervisors.base import DiskSpec, GuestRequest, HypervisorError
+from hypervisors.base import GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import KEY_PROPERTY, VSphereBackend
+from model.errors import HypervisorError
+from model.types import DiskSpec
 from transport.ssh import SshTransport
 
 GIB = 1024**3

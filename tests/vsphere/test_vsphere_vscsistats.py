@@ -9,11 +9,12 @@ import pytest
 from vsphere_sim import DATA, SAMPLE_VM, EsxiFactory, Sim, closed_port
 from vsphere_sshd import LoopbackSshd
 
-from hypervisors.base import Guest, HypervisorError
+from hypervisors.base import Guest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.vscsidata import find_disk, parse_fetch_all_histograms, parse_vscsistats_list
 from hypervisors.vsphere.vscsistats import VscsiStatsInterval
+from model.errors import HypervisorError
 from model.histogram import HistogramKind, HistogramSet
 
 #: A well-formed host key for a server that is never reached.

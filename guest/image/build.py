@@ -5,7 +5,7 @@ busybox-static, dropbear-bin and fio (copied from the host with their shared lib
 The result is cached under ``$XDG_CACHE_HOME/vioconform/images/<recipe hash>/`` (see guest.cache);
 a change to the recipe (package versions, the init script, this file) gives a new hash.
 
-Run it by hand to pre-build: ``python -m guest.build`` prints the image directory.
+Run it by hand to pre-build: ``python -m guest.image.build`` prints the image directory.
 """
 
 from __future__ import annotations

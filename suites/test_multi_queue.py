@@ -8,13 +8,14 @@ import re
 
 import pytest
 
-from fixtures.fio import FioJob
-from fixtures.measure import GuestDisk, measure
 from fixtures.options import SuiteOptions
-from model.rules.multiqueue import judge_multiqueue, parse_queue_interrupts
+from guest.tools.fio import FioJob
+from measure.window import GuestDisk, measure
+from model.rules.multi_queue import judge_multiqueue, parse_queue_interrupts
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for
 from transport.ssh import SshTransport
+
 
 def queue_interrupts(ssh: SshTransport, virtio_dev: str) -> dict[int, int]:
     return parse_queue_interrupts(ssh.run("cat /proc/interrupts").stdout, virtio_dev)

@@ -14,11 +14,11 @@ import time
 
 import pytest
 
-from fixtures.fio import FioJob
-from fixtures.measure import GuestDisk, measure
 from fixtures.options import SuiteOptions
+from guest.tools.fio import FioJob
+from measure.window import GuestDisk, measure
 from model.errors import ParseError
-from model.rules.regime import RegimeSample, RegimeSeries, judge_regime, merge_baseline, parse_baseline
+from model.rules.buffered_direct import RegimeSample, RegimeSeries, judge_regime, merge_baseline, parse_baseline
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for
 

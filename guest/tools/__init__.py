@@ -1,0 +1,1 @@
+"""One typed class per guest program or file: fio, diskstats, sysfs, interrupts, partitioning."""

@@ -1,0 +1,99 @@
+"""Shared types below every layer: what a disk is, how a guest is reached, what the host traced.
+
+Pure data, importable from anywhere (model, transport, guest tools, hypervisors, measure).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from model.histogram import HistogramKind, HistogramSet
+from model.limits import ConfiguredLimits
+from model.qemutrace import TracedRequest
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class DiskSpec:
+    """One disk under test: which controller carries it and what backs it.
+
+    ``backing`` is ``"latency"`` (a disk with a fixed service time, independent of the host's
+    page cache) or ``"file"`` (a sparse file the run creates). ``index`` numbers the disks of
+    one guest; the guest sees the disk's serial ``vioc-dut<index>``.
+    """
+
+    controller: str
+    index: int = 0
+    backing: str = "latency"
+    size_bytes: int = GIB
+    latency_ms: float = 5.0
+    queues: int = 1
+    physical_block_bytes: int = 512
+    optimal_io_bytes: int = 0
+    #: "dut": the main disk under test; "scratch": a file-backed disk with 4 KiB physical
+    #: blocks for rules that write, partition or need real block sizes
+    role: str = "dut"
+
+    @property
+    def serial(self) -> str:
+        return f"vioc-dut{self.index}"
+
+    @property
+    def label(self) -> str:
+        """The part of a test id that names this disk, e.g. ``virtio-scsi:latency5ms``."""
+        if self.backing == "latency":
+            return f"{self.controller}:latency{self.latency_ms:g}ms"
+        return f"{self.controller}:file"
+
+
+@dataclass(frozen=True)
+class SshEndpoint:
+    """How to reach the guest. ``host_key`` is the pinned ``"ssh-ed25519 AAAA..."`` line."""
+
+    host: str
+    port: int
+    user: str
+    key_path: Path
+    host_key: str
+
+
+@dataclass(frozen=True)
+class AttachedDisk:
+    """A disk under test as attached: ``host_ref`` is the backend's handle for its counters."""
+
+    spec: DiskSpec
+    host_ref: str
+    configured: ConfiguredLimits
+
+
+@dataclass(frozen=True)
+class HostTrace:
+    """Exact host-side view of one window: every request the virtual device saw.
+
+    ``requests`` is empty where the source gives histograms only (vscsiStats on ESXi).
+    """
+
+    histograms: HistogramSet
+    requests: tuple[TracedRequest, ...]
+    source: str
+    #: the disk's own counter delta over ``window_s``, where the source has counters. The events
+    #: are on a little longer than that window (switching them takes QMP round trips), so
+    #: compare it with ``counted_window_requests``, not with ``count``.
+    counter_requests: int | None = None
+    window_s: float | None = None
+    #: traced data requests that completed inside the counters' window (by the trace's clock)
+    counted_window_requests: int | None = None
+
+    @property
+    def iops(self) -> float | None:
+        """Traced requests per second over the counters' window, where the source has one."""
+        if self.counted_window_requests is None or not self.window_s:
+            return None
+        return self.counted_window_requests / self.window_s
+
+    @property
+    def count(self) -> int:
+        return self.histograms.get(HistogramKind.OUTSTANDING_IOS).count
+
