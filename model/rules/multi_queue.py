@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from model.rules.figures import Pair, pair_figure
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "multi-queue"
@@ -50,8 +51,8 @@ def judge_multiqueue(configured_queues: int, guest_hw_queues: int, vcpus: int,
     total = sum(per_queue.values())
     used = sorted(q for q, n in per_queue.items() if total and n / total >= MIN_QUEUE_SHARE)
     shares = ", ".join(f"queue {q}: {n} ({(n / total if total else 0):.0%})" for q, n in sorted(per_queue.items()))
-    lines = [f"configured queues {configured_queues}, guest hardware queues {guest_hw_queues}, vCPUs {vcpus} "
-             f"({online} online)",
+    lines = [(f"configured queues {configured_queues}, guest hardware queues {guest_hw_queues}, vCPUs {vcpus} "
+              f"({online} online)"),
              f"{evidence}: {shares or 'none'}; queues used {len(used)}"]
     problems: list[str] = []
     notes: list[str] = []
@@ -71,4 +72,6 @@ def judge_multiqueue(configured_queues: int, guest_hw_queues: int, vcpus: int,
                                 "vcpus": vcpus, "online_cpus": online, "queues_used": len(used), "evidence": evidence}
     for q, n in per_queue.items():
         props[f"queue{q}_count"] = n
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props)
+    pairs = [Pair("interrupts: queue 0 / queue 1", per_queue[0], per_queue[1])] if {0, 1} <= per_queue.keys() else []
+    figures = pair_figure(*pairs)
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, figures)
