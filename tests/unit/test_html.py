@@ -18,10 +18,11 @@ SVG = "{http://www.w3.org/2000/svg}"
 TCQ_OFF = DepthFigure((DepthGroup(1, 0.9, 1.0), DepthGroup(32, 30.1, 1.0)))
 TCQ_OFF_VERDICT = RuleVerdict("queue-depth", ("offered 32: host depth 1.0",), ("host saw 1.0 <b>",), (),
                               {"qd32_host_depth": 1.0, "qd32_guest_aqu_sz": 30.1, "qd32_iops": 153.0}, (TCQ_OFF,))
-# Recorded: io-breakup on virtio-blk, 64 KiB host requests against 1 MiB expected.
-IO_BREAKUP = IoSizeMeasurement(request_bytes=1 << 20, max_transfer_bytes=1310720, max_transfer_source="probed",
-                               host_request_bytes=65536, host_requests=11840, guest_max_sectors_kb=64,
-                               guest_max_hw_sectors_kb=32767, host_source="exact")
+# Recorded: io-breakup on virtio-blk (suite run of 2026-11-23), 64 KiB host requests against 1 MiB expected.
+IO_BREAKUP = IoSizeMeasurement(request_bytes=1 << 20, max_transfer_bytes=1310720,
+                               max_transfer_source="max_sectors_kb 1280 as probed", host_request_bytes=65536,
+                               host_requests=15872, guest_max_sectors_kb=64, guest_max_hw_sectors_kb=2147483647,
+                               host_source="exact (QEMU trace events)", fio_iops=291.1, host_request_bytes_p50=65536)
 
 
 def test_depth_chart_is_valid_svg_with_bar_heights_in_proportion_and_inside_the_plot() -> None:
