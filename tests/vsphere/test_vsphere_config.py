@@ -153,7 +153,7 @@ def test_bad_target_is_a_one_line_error_before_any_guest(no_password: None) -> N
     for vcenter, message in [("vsphere://user@/?datastore", "host and template missing"),
                              ("vsphere://u@vc/t", "no vCenter password"), (None, "needs --vcenter")]:
         with pytest.raises(ConfigError) as info:
-            VSphereBackend.validate_options(SimpleNamespace(vcenter=vcenter))  # type: ignore[arg-type]
+            VSphereBackend.validate_options(SimpleNamespace(vcenter=vcenter))
         text = str(info.value)
         assert message in text and "\n" not in text, text
     assert TARGET_EXAMPLE in text
