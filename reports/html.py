@@ -43,7 +43,7 @@ def depth_chart(figure: DepthFigure, width: int = 420, height: int = 220) -> str
     if not groups:
         return ""
     top = max(max(values) for _, values in groups) or 1.0
-    left, bottom, plot_h = 40, 30, height - 50
+    left, bottom, plot_h = 40, 30, height - 62  # 32 px over the plot: the legend and the tallest bar's value
     group_w = (width - left - 10) / len(groups)
     bar_w = group_w / (len(BARS) + 1)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">',
