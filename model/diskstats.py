@@ -73,7 +73,7 @@ def parse_diskstats(text: str, source: str = "/proc/diskstats") -> dict[str, Dis
             raise ParseError(f"{source} line {lineno}: a counter is not an integer: {line.strip()!r}") from None
         if any(n < 0 for n in numbers):
             raise ParseError(f"{source} line {lineno}: negative counter: {line.strip()!r}")
-        counters = dict(zip(_COUNTER_NAMES, numbers[2:]))
+        counters = dict(zip(_COUNTER_NAMES, numbers[2:], strict=False))
         result[parts[2]] = DiskStats(major=numbers[0], minor=numbers[1], name=parts[2], **counters)
     if not result:
         raise ParseError(f"{source}: no devices (empty output?)")
