@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-from fixtures.faults import FAULTS
+from model.faults import FAULTS
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_S = 600.0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from model.errors import ParseError
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "multi-queue"
@@ -41,6 +42,18 @@ def parse_queue_interrupts(text: str, virtio_dev: str) -> dict[int, int]:
     return dict(enumerate(counts))
 
 
+def parse_cpu_list(text: str) -> list[int]:
+    """A kernel CPU list (``/sys/devices/system/cpu/online``: "0-1", "0,2-3") as CPU numbers."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        try:
+            cpus.extend(range(int(lo), int(hi or lo) + 1))
+        except ValueError:
+            raise ParseError(f"CPU list {text.strip()!r}: {part!r} is not a CPU number or range") from None
+    return cpus
+
+
 def judge_multiqueue(configured_queues: int, guest_hw_queues: int, vcpus: int,
                      per_queue: Mapping[int, int], evidence: str = "completion interrupts per queue",
                      online_cpus: int | None = None) -> RuleVerdict:
@@ -50,8 +63,8 @@ def judge_multiqueue(configured_queues: int, guest_hw_queues: int, vcpus: int,
     total = sum(per_queue.values())
     used = sorted(q for q, n in per_queue.items() if total and n / total >= MIN_QUEUE_SHARE)
     shares = ", ".join(f"queue {q}: {n} ({(n / total if total else 0):.0%})" for q, n in sorted(per_queue.items()))
-    lines = [f"configured queues {configured_queues}, guest hardware queues {guest_hw_queues}, vCPUs {vcpus} "
-             f"({online} online)",
+    lines = [(f"configured queues {configured_queues}, guest hardware queues {guest_hw_queues}, vCPUs {vcpus} "
+              f"({online} online)"),
              f"{evidence}: {shares or 'none'}; queues used {len(used)}"]
     problems: list[str] = []
     notes: list[str] = []

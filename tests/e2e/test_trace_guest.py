@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from guest.tools.fio import FioJob
+from guest.tools.fio import Fio, FioJob
+from guest.tools.system import WorkDir
 from hypervisors.libvirt import trace
 from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.record import check_local
 from measure.standalone import standalone_guest
-from measure.window import GuestDisk, measure
+from measure.disk import GuestDisk
+from measure.window import measure
 from model.errors import HypervisorError
 from model.histogram import HistogramKind
 from model.types import DiskSpec
@@ -99,7 +101,7 @@ def test_record_command_on_a_running_domain(traced_guest) -> None:  # type: igno
     _, disks = traced_guest
     disk = disks[0]
     job = FioJob("record", iodepth=32, runtime_s=6)
-    disk.ssh.run(f"setsid sh -c '{job.command(disk.device_path, '/tmp/record.json')}' </dev/null >/dev/null 2>&1 &")
+    disk.tool(Fio).start(job, disk.device_path, disk.tool(WorkDir).ensure(), "record")
     r = _record("--domain", disk.guest.name, "--disk", disk.attached.spec.serial, "--seconds", "2")
     assert r.returncode == 0, r.stderr
     sets = parse_vscsistats_csv(r.stdout)

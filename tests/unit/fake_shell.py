@@ -1,0 +1,51 @@
+"""A scripted guest shell for the guest tools' tests: where a real guest cannot show the case
+(a program missing from it, a fio that starts late on a loaded host, a path a caller made up)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable
+
+from transport.ssh import CommandResult, GuestCommandError
+
+#: what a handler returns: stdout, or (exit status, stdout, stderr)
+Reply = str | tuple[int, str, str]
+
+
+class FakeShell:
+    """Answers each command with the first handler whose pattern matches it (``re.search``);
+    a command no handler knows fails the test. ``has`` is the set of programs ``command -v`` finds."""
+
+    def __init__(self, has: Iterable[str] = (), handlers: Iterable[tuple[str, Callable[[str], Reply]]] = ()) -> None:
+        self.has = set(has)
+        self.handlers = [(re.compile(p), h) for p, h in handlers]
+        self.commands: list[str] = []
+
+    def run(self, command: str, check: bool = True, timeout_s: float = 300.0) -> CommandResult:
+        self.commands.append(command)
+        reply = self._reply(command)
+        status, out, err = (0, reply, "") if isinstance(reply, str) else reply
+        result = CommandResult(command, status, out, err, 0.0)
+        if check and status != 0:
+            raise GuestCommandError(result)
+        return result
+
+    def _reply(self, command: str) -> Reply:
+        m = re.fullmatch(r"for p in (.*); do command -v .*", command)
+        if m:
+            return "".join(f"{p}\n" for p in m.group(1).split() if p in self.has)
+        for pattern, handler in self.handlers:
+            if pattern.search(command):
+                return handler(command)
+        raise AssertionError(f"the fake guest has no answer for: {command}")
+
+    def lookups(self) -> int:
+        return sum(c.startswith("for p in ") for c in self.commands)
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition never met"
+        time.sleep(0.01)
