@@ -6,8 +6,19 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import ClassVar
 
+from guest.tools.base import GuestTools
+from hypervisors.base import Guest, GuestRequest, HypervisorBackend
+from hypervisors.cleanup import CleanupStack
+from measure.disk import GuestDisk
+from model.blockstats import HostBlockCounters
+from model.limits import ConfiguredLimits, parse_guest_limits
+from model.types import AttachedDisk, DiskSpec, SshEndpoint
 from transport.ssh import CommandResult, GuestCommandError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 #: what a handler returns: stdout, or (exit status, stdout, stderr)
 Reply = str | tuple[int, str, str]
@@ -49,3 +60,32 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition never met"
         time.sleep(0.01)
+
+
+class FakeBackend(HypervisorBackend):
+    """A host whose counters of the one disk are ``counters()``; each read's time is kept in ``reads``."""
+
+    name = "fake"
+    controllers: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, counters: Callable[[], HostBlockCounters] | None = None) -> None:
+        super().__init__(CleanupStack())
+        self.counters = counters
+        self.reads: list[float] = []
+
+    def _start_guest(self, request: GuestRequest) -> Guest:
+        raise NotImplementedError
+
+    def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
+        assert self.counters is not None, "this test's host has no counters"
+        self.reads.append(time.monotonic())
+        return self.counters()
+
+
+def fake_disk(shell: FakeShell, backend: HypervisorBackend | None = None) -> GuestDisk:
+    """The guest's vda (virtio-blk, limits as recorded in the embedded guest) behind ``shell``."""
+    guest = Guest("vioconform-7", SshEndpoint("127.0.0.1", 22, "root", Path("key"), "ssh-ed25519 AAAA"), (), "tcg")
+    attached = AttachedDisk(DiskSpec("virtio-blk"), "vda", ConfiguredLimits(queue_depth=256))
+    limits = parse_guest_limits((DATA / "guest" / "limits-virtio-blk.txt").read_text())
+    return GuestDisk(guest, backend or FakeBackend(), GuestTools(shell, guest.name), attached, "vda", limits,
+                     "fake:virtio-blk")

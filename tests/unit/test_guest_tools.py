@@ -4,8 +4,6 @@ The tools' commands themselves run in real guests in tests/e2e (every suite run)
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from guest.tools.base import GuestTools, ToolMissing
@@ -17,9 +15,8 @@ from model.errors import FioError, ParseError
 from model.faults import FAULTS
 from model.fio import parse_fio_run
 from model.rules.multi_queue import parse_cpu_list
-from tests.unit.fake_shell import FakeShell
-
-DATA = Path(__file__).resolve().parents[1] / "data"
+from suites.needs import needed
+from tests.unit.fake_shell import DATA, FakeShell, fake_disk
 
 
 def test_programs_are_looked_up_once_per_guest_and_again_after_forget() -> None:
@@ -105,3 +102,13 @@ def test_cpu_lists_in_the_kernels_forms() -> None:
     assert parse_cpu_list("0,2-3,7") == [0, 2, 3, 7]
     with pytest.raises(ParseError, match="'x' is not a CPU number"):
         parse_cpu_list("0,x")
+
+
+def test_a_rule_without_its_program_skips_with_the_reason() -> None:
+    """Only a fake guest can lack fdisk: the embedded guest's busybox shell runs its applets
+    (fdisk, mke2fs, usleep, ...) even with their /bin links removed. (fio, a file of its own,
+    missing is a set-up error: tests/e2e/test_bad_input.py.)"""
+    disk = fake_disk(FakeShell(has={"blockdev"}))
+    with pytest.raises(pytest.skip.Exception, match=r"^alignment cannot run on this guest: fdisk is missing in guest "
+                                                    r"vioconform-7 \(`command -v` found no fdisk;"):
+        needed(disk, Partitioning, "alignment")

@@ -7,24 +7,15 @@ from __future__ import annotations
 import math
 import re
 import time
-from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
-from guest.tools.base import GuestTools
 from guest.tools.fio import FioJob
-from hypervisors.base import Guest, GuestRequest, HypervisorBackend
-from hypervisors.cleanup import CleanupStack
 from measure import window
-from measure.disk import GuestDisk
 from model.blockstats import HostBlockCounters
 from model.errors import FioError
-from model.limits import ConfiguredLimits, parse_guest_limits
-from model.types import AttachedDisk, DiskSpec, SshEndpoint
-from tests.unit.fake_shell import FakeShell, Reply
+from tests.unit.fake_shell import DATA, FakeBackend, FakeShell, Reply, fake_disk
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "guest"
 #: the fake disk: completions per second once fio's requests flow, each taking 5 ms (depth 4)
 RATE = 800.0
 SERVICE_NS = 5_000_000
@@ -81,31 +72,12 @@ class FakeGuest:
         ])
 
 
-class FakeBackend(HypervisorBackend):
-    name = "fake"
-    controllers: ClassVar[dict[str, str]] = {}
-
-    def __init__(self, guest: FakeGuest) -> None:
-        super().__init__(CleanupStack())
-        self.fake = guest
-        self.reads: list[float] = []
-
-    def _start_guest(self, request: GuestRequest) -> Guest:
-        raise NotImplementedError
-
-    def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
-        n = self.fake.completed()
-        self.reads.append(time.monotonic())
+def host_of(fake: FakeGuest) -> FakeBackend:
+    def counters() -> HostBlockCounters:
+        n = fake.completed()
         return HostBlockCounters(n, 0, 0, n * 4096, 0, n * SERVICE_NS, 0, 0, time.monotonic_ns())
 
-
-def fake_disk(fake: FakeGuest) -> tuple[GuestDisk, FakeShell, FakeBackend]:
-    shell, backend = fake.shell(), FakeBackend(fake)
-    guest = Guest("vioconform-7", SshEndpoint("127.0.0.1", 22, "root", Path("key"), "ssh-ed25519 AAAA"), (), "tcg")
-    attached = AttachedDisk(DiskSpec("virtio-blk"), "vda", ConfiguredLimits(queue_depth=256))
-    limits = parse_guest_limits((DATA / "limits-virtio-blk.txt").read_text())
-    return GuestDisk(guest, backend, GuestTools(shell, guest.name), attached, "vda", limits, "fake:virtio-blk"), \
-        shell, backend
+    return FakeBackend(counters)
 
 
 @pytest.fixture(autouse=True)
@@ -114,14 +86,15 @@ def _short_ramp(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 JOB = FioJob("qd4", iodepth=4)
-SIGINT_OUTPUT = (DATA / "fio-qd4-sigint.json").read_text()
+SIGINT_OUTPUT = (DATA / "guest" / "fio-qd4-sigint.json").read_text()
 
 
 def test_the_window_opens_once_fios_requests_reach_the_host() -> None:
     """A loaded host started fio 1.5 s late: a window opened a fixed ramp after the launch held no I/O
     (seen on CI: "histogram outstandingIOs/all is empty", a baseline of 0 KiB)."""
     fake = FakeGuest(late_s=1.5, stdout=SIGINT_OUTPUT)
-    disk, shell, backend = fake_disk(fake)
+    shell, backend = fake.shell(), host_of(fake)
+    disk = fake_disk(shell, backend)
     m = window.measure(disk, JOB, 1.0, exact=False)
     assert fake.started is not None and fake.stopped is not None
     first_request = fake.started + fake.late_s
@@ -138,9 +111,9 @@ def test_the_window_opens_once_fios_requests_reach_the_host() -> None:
 
 def test_fio_failing_at_start_is_fios_own_error_at_once() -> None:
     """fio's io_setup refused (recorded: error 11, exit 1): its error, within a second, not a timeout."""
-    fake = FakeGuest(late_s=math.inf, ends_s=0.0, stdout=(DATA / "fio-qd65537-eagain.json").read_text(),
+    fake = FakeGuest(late_s=math.inf, ends_s=0.0, stdout=(DATA / "guest" / "fio-qd65537-eagain.json").read_text(),
                      exit_status=1)
-    disk, _, _ = fake_disk(fake)
+    disk = fake_disk(fake.shell(), host_of(fake))
     t0 = time.monotonic()
     with pytest.raises(FioError, match=r"fio qd4 on vda: fio failed \(job qd65537: error 11 \(EAGAIN"):
         window.measure(disk, JOB, 1.0, exact=False)
@@ -150,7 +123,8 @@ def test_fio_failing_at_start_is_fios_own_error_at_once() -> None:
 def test_no_request_in_time_is_an_error_naming_the_cause_and_fio_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(window, "FIO_START_TIMEOUT_S", 1.0)
     fake = FakeGuest(late_s=math.inf, stdout=SIGINT_OUTPUT)
-    disk, shell, _ = fake_disk(fake)
+    shell = fake.shell()
+    disk = fake_disk(shell, host_of(fake))
     with pytest.raises(window.WindowError, match=re.escape(
             "no request of fio qd4 reached the host on vda within 1 s of starting it, and fio still runs in the "
             "guest: the guest is too slow to start it (a loaded host?), or its I/O does not reach this disk")):
@@ -163,6 +137,6 @@ def test_fio_ending_before_the_window_closed_is_an_error() -> None:
     """A window that may hold fio's end is not a steady state: an error, not a measurement."""
     fake = FakeGuest(late_s=0.1, ends_s=0.8, stdout=SIGINT_OUTPUT.replace("fio: terminating on signal 2\n", ""),
                      exit_status=0)
-    disk, _, _ = fake_disk(fake)
+    disk = fake_disk(fake.shell(), host_of(fake))
     with pytest.raises(window.WindowError, match="fio qd4 on vda ended before the measured window closed"):
         window.measure(disk, JOB, 1.0, exact=False)
