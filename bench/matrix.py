@@ -1,7 +1,7 @@
 """Time of the whole controller matrix with the queue-depth rule, on one guest.
 
 One guest carries every controller (a 5 ms latency disk under test and a file-backed scratch
-disk on each, as in the suite); the queue-depth rule runs on each controller in turn.
+disk on each: the suite's disks, model/disks.py); the queue-depth rule runs on each controller in turn.
 Prints the boot time, each controller's verdict and the time it took, and the total.
 Goal on this 2-core TCG machine: the whole matrix in 5 minutes or less.
 
@@ -19,20 +19,10 @@ from guest.tools.fio import FioJob
 from hypervisors.libvirt.controllers import CONTROLLERS
 from measure.standalone import standalone_guest
 from measure.window import depth_point, measure
+from model.disks import suite_disks
 from model.rules.queue_depth import judge_queue_depth
-from model.types import DiskSpec
 
 GOAL_S = 300.0
-
-
-def matrix_disks(controllers: list[str]) -> list[DiskSpec]:
-    """The suite's disks: per controller a latency disk under test and a 4K file-backed scratch disk."""
-    specs = []
-    for i, name in enumerate(controllers):
-        specs += [DiskSpec(name, 2 * i),
-                  DiskSpec(name, 2 * i + 1, backing="file", role="scratch", physical_block_bytes=4096,
-                           optimal_io_bytes=65536)]
-    return specs
 
 
 def main() -> int:
@@ -47,7 +37,7 @@ def main() -> int:
     t0 = time.monotonic()
     ensure_image(print)
     rows = []
-    with standalone_guest(matrix_disks(names), f"vioconform-matrix-{os.getpid()}", uri=args.uri) as (_, disks):
+    with standalone_guest(suite_disks(names), f"vioconform-matrix-{os.getpid()}", uri=args.uri) as (_, disks):
         t_ssh = time.monotonic()
         guest = disks[0].guest
         for disk in (d for d in disks if d.attached.spec.role == "dut"):

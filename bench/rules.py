@@ -13,17 +13,15 @@ end; exits 1 if a healthy run failed a rule or a fault failed to fail its own ru
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
+from bench.suite_run import run_suite_at
 from model.faults import FAULTS
 
-ROOT = Path(__file__).resolve().parents[1]
 GOAL_S = 600.0
 CONTROLLERS = "virtio-scsi,virtio-blk"
 
@@ -31,19 +29,12 @@ CONTROLLERS = "virtio-scsi,virtio-blk"
 def run_suite(results: Path, *args: str) -> tuple[float, dict[str, str]]:
     """Run the suite; (seconds, {test case name: passed|failed|skipped|error})."""
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q",
-                           "--controllers", CONTROLLERS, "--results-dir", str(results), *args],
-                          cwd=ROOT, capture_output=True, text=True)
+    run = run_suite_at(results, "-q", "--controllers", CONTROLLERS, *args, timeout=None)
     took = time.monotonic() - t0
-    junit = results / "junit.xml"
-    if not junit.exists():
-        print(proc.stdout[-3000:], proc.stderr[-2000:], file=sys.stderr)
-        raise SystemExit(f"the suite wrote no JUnit file (exit {proc.returncode})")
-    outcomes = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        kind = next((k for k in ("failure", "error", "skipped") if case.find(k) is not None), "passed")
-        outcomes[case.get("name", "")] = {"failure": "failed"}.get(kind, kind)
-    return took, outcomes
+    if not run.junit.exists():
+        print(run.output[-5000:], file=sys.stderr)
+        raise SystemExit(f"the suite wrote no JUnit file (exit {run.returncode})")
+    return took, run.outcomes()
 
 
 def main() -> int:

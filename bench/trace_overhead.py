@@ -29,7 +29,9 @@ def main() -> int:
     specs = (DiskSpec("virtio-scsi", 0), DiskSpec("virtio-blk", 1))
     with standalone_guest(specs, "vioconform-bench-trace") as (_, disks):
         for disk in disks:
-            plain, traced, depth = [], [], []
+            plain: list[float] = []
+            traced: list[float] = []
+            depth: list[float] = []
             for _ in range(args.repeats):
                 for exact, out in ((False, plain), (True, traced)):
                     m = measure(disk, FioJob("overhead", iodepth=32), args.window_s, exact=exact)

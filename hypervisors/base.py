@@ -17,23 +17,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import ClassVar, Protocol, Self
 
 from hypervisors.cleanup import CleanupStack
 from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
 from model.types import AttachedDisk, DiskSpec, HostTrace, SshEndpoint
 
-if TYPE_CHECKING:
-    from fixtures.options import SuiteOptions
-
 log = logging.getLogger("vioconform.hypervisor")
-
-
-class GuestDied(HypervisorError):
-    """The guest stopped answering for good while the suite used it: its VM stopped, its kernel
-    panicked, or it hangs. A harness error (nothing about the rule was measured); it carries the
-    console tail. Later commands on the same guest fail at once with "the guest died earlier"."""
 
 
 #: Linux's panic line on the console: "Kernel panic - not syncing: sysrq triggered crash"
@@ -41,7 +32,7 @@ _PANIC = re.compile(r"Kernel panic - not syncing:? *(.*)")
 
 
 def kernel_panic(console: str) -> str | None:
-    """The reason of the first kernel panic in console text, as a cause for GuestDied, or None."""
+    """The reason of the first kernel panic in console text, as a cause for ``GuestDied``, or None."""
     m = _PANIC.search(console)
     if m is None:
         return None
@@ -58,7 +49,6 @@ class Guest:
     accel: str  # "kvm", "tcg", "vsphere"
     console_log_path: Path | None = None
     boot_seconds: float = 0.0
-    extra: dict[str, str] = field(default_factory=dict)
     #: asks the hypervisor why the guest's VM no longer runs (None while it runs); set by
     #: ``HypervisorBackend.start_guest``
     vm_dead_reason: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
@@ -108,6 +98,22 @@ class GuestRequest:
     boot_timeout_s: float = 120.0
 
 
+class BackendOptions(Protocol):
+    """What the backends read of the suite's options (fixtures/options.py's ``SuiteOptions`` has them)."""
+
+    @property
+    def libvirt_uri(self) -> str: ...
+
+    @property
+    def accel(self) -> str: ...
+
+    @property
+    def guest_kernel_deb(self) -> Path | None: ...
+
+    @property
+    def vcenter(self) -> str | None: ...
+
+
 class RequestTracer(Protocol):
     """Records the exact host-side I/O of one disk between ``start()`` and ``stop()``."""
 
@@ -133,11 +139,23 @@ class HypervisorBackend(ABC):
     def __init__(self, cleanup: CleanupStack) -> None:
         self.cleanup = cleanup
 
-    @classmethod
-    def validate_options(cls, opts: SuiteOptions) -> None:
+    @classmethod  # noqa: B027 (a hook; by default nothing to check)
+    def validate_options(cls, opts: BackendOptions) -> None:
         """Check the options against this host before any guest starts (a target that cannot
         be reached, a file that cannot be used); raise HypervisorError with one line naming the
         option and the remedy. The session makes it a usage error. Default: nothing to check."""
+
+    @classmethod
+    @abstractmethod
+    def from_options(cls, cleanup: CleanupStack, opts: BackendOptions) -> Self:
+        """The suite's one way to make a backend: everything it needs before a guest can start
+        (a connection, the guest image) from the options. Destroys nothing on the host."""
+
+    def sweep_leftovers(self) -> None:  # noqa: B027 (a hook; by default nothing to sweep)
+        """Remove what killed earlier runs of the suite left behind (their VMs, run directories,
+        logs), and only that. An explicit call, made by the suite's session before it starts a
+        guest; never a side effect of making a backend, so a command pointed at a user's host
+        (``python -m hypervisors.libvirt.record``) destroys nothing. Default: nothing to sweep."""
 
     def check_controllers(self, names: Sequence[str]) -> None:
         unknown = [n for n in names if n not in self.controllers]
@@ -177,5 +195,5 @@ class HypervisorBackend(ABC):
         """An exact per-request source for this disk, or None where the backend has none."""
         return None
 
-    def close(self) -> None:
-        """Release the connection to the hypervisor."""
+    def close(self) -> None:  # noqa: B027 (a hook; by default nothing to release)
+        """Release the connection to the hypervisor (and whatever the backend opened through it)."""

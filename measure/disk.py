@@ -100,16 +100,15 @@ def render(command: str, disk: str) -> str:
 
 
 def prepare_disk(guest: Guest, backend: HypervisorBackend, tools: GuestTools, attached: AttachedDisk,
-                 config_id: str, ident: str | None = None, faults: Sequence[Fault] = (),
-                 guest_setup: Sequence[str] = ()) -> GuestDisk:
-    """Find the disk in the guest by ``ident`` (default: its serial), keep the limits its driver
+                 config_id: str, faults: Sequence[Fault] = (), guest_setup: Sequence[str] = ()) -> GuestDisk:
+    """Find the disk in the guest by its ``guest_id`` (serial or WWN), keep the limits its driver
     set, apply ``faults`` and then the ``guest_setup`` commands, and check that the guest has fio.
 
     HypervisorError if the guest does not show the disk or a --guest-setup command fails,
     FaultNotApplicable if a fault cannot apply or does not take, ToolMissing without fio."""
     sysfs = tools.get(Sysfs)
     try:
-        name = sysfs.find_disk(ident or attached.spec.serial)
+        name = sysfs.find_disk(attached.guest_id.value)
     except LookupError as e:
         raise HypervisorError(str(e), guest.console_tail()) from e
     limits = sysfs.limits(name)

@@ -42,6 +42,12 @@ class HypervisorError(RuntimeError):
         return base
 
 
+class GuestDied(HypervisorError):
+    """The guest stopped answering for good while the suite used it: its VM stopped, its kernel
+    panicked, or it hangs. A harness error (nothing about the rule was measured); it carries the
+    console tail. Later commands on the same guest fail at once with "the guest died earlier"."""
+
+
 class TraceIncomplete(HypervisorError):
     """The host trace holds fewer requests than the disk's own counters: the device carried
     commands its events do not show. Callers fall back to the counters and record ``gap``."""

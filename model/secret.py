@@ -19,6 +19,10 @@ from collections.abc import Collection
 
 MASK = "***"
 
+#: The vCenter password's environment variable: the vSphere backend reads it, and reports/redact.py
+#: masks its value at any length (a short password is still a credential).
+PASSWORD_ENV = "VIOCONFORM_VCENTER_PASSWORD"
+
 #: Environment variables whose values are credentials wherever they come from (``AWS_SECRET_ACCESS_KEY``,
 #: ``GITHUB_TOKEN``, ``VIOCONFORM_VCENTER_PASSWORD``): their values are registered at start-up.
 CREDENTIAL_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|CREDENTIAL|PRIVATE_KEY", re.IGNORECASE)

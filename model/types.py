@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from model.histogram import HistogramKind, HistogramSet
 from model.limits import ConfiguredLimits
@@ -60,12 +61,25 @@ class SshEndpoint:
 
 
 @dataclass(frozen=True)
+class GuestDiskId:
+    """How the guest tells a disk from the others: by its ``serial`` (QEMU gives each disk its
+    ``DiskSpec.serial``) or by its ``wwn`` (vSphere cannot set a serial; with ``disk.EnableUUID``
+    the guest sees the disk's UUID as its WWN: lower-case hex, no dashes). The guest finds it in
+    ``/sys/block/*/serial``, ``device/serial``, ``device/vpd_pg80`` or ``device/wwid``."""
+
+    kind: Literal["serial", "wwn"]
+    value: str
+
+
+@dataclass(frozen=True)
 class AttachedDisk:
-    """A disk under test as attached: ``host_ref`` is the backend's handle for its counters."""
+    """A disk under test as attached: ``host_ref`` is the backend's handle for its counters,
+    ``guest_id`` how the guest finds it (each backend fills both)."""
 
     spec: DiskSpec
     host_ref: str
     configured: ConfiguredLimits
+    guest_id: GuestDiskId
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,7 @@ from typing import Any
 
 import pytest
 
-from hypervisors.vsphere.config import PASSWORD_ENV
-from model.secret import any_registered, has_secret, register_environment, scrub
+from model.secret import PASSWORD_ENV, any_registered, has_secret, register_environment, scrub
 
 _OLD_FACTORY_KEY = pytest.StashKey[Callable[..., logging.LogRecord]]()
 

@@ -16,19 +16,18 @@ from __future__ import annotations
 import base64
 import logging
 import select
-import shlex
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from hypervisors.base import Guest, GuestDied
-from model.errors import HypervisorError
+from model.errors import GuestDied, HypervisorError
 from model.types import SshEndpoint
 
 # paramiko logs every connection at INFO; the suite's own progress lines are what a user reads.
@@ -109,6 +108,17 @@ def _pinned_key(line: str) -> paramiko.PKey:
     return paramiko.PKey.from_type_string(kind, data)
 
 
+class SshTarget(Protocol):
+    """A guest as ``SshTransport.to_guest`` reaches it (``hypervisors.base.Guest`` is one)."""
+
+    @property
+    def ssh(self) -> SshEndpoint: ...
+
+    def dead_reason(self) -> str | None: ...
+
+    def console_tail(self, lines: int = ...) -> str: ...
+
+
 class SshTransport:
     """One SSH connection to a guest; ``run`` executes a shell command as the endpoint's user.
 
@@ -129,7 +139,7 @@ class SshTransport:
             transport.set_keepalive(KEEPALIVE_S)
 
     @classmethod
-    def to_guest(cls, guest: Guest, connect_timeout_s: float = 60.0) -> "SshTransport":
+    def to_guest(cls, guest: SshTarget, connect_timeout_s: float = 60.0) -> SshTransport:
         return cls(guest.ssh, connect_timeout_s, liveness=guest.dead_reason, console=guest.console_tail)
 
     def _connect(self, timeout_s: float) -> paramiko.SSHClient:
@@ -269,9 +279,6 @@ class SshTransport:
     def _connected(self) -> bool:
         transport = self._client.get_transport()
         return transport is not None and transport.is_active()
-
-    def read_file(self, path: str) -> str:
-        return self.run(f"cat {shlex.quote(path)}").stdout
 
     def close(self) -> None:
         self._client.close()

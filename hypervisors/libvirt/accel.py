@@ -12,21 +12,17 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from guest.cache import cache_dir, writable_dir
-from hypervisors.cleanup import signals_deferred
-from hypervisors.libvirt.qemulog import qemu_cause
 from model.errors import HypervisorError
 
 if TYPE_CHECKING:
-    import libvirt
-
-    from hypervisors.libvirt.backend import LibvirtBackend
+    import libvirt  # the SDK only where a connection is used: the cache helpers here are pure
 
 log = logging.getLogger("vioconform.libvirt")
 
@@ -79,7 +75,7 @@ def cached_probe(uri: str, conn: libvirt.virConnect) -> ProbeResult | None:
 
 def kvm_refusal(conn: libvirt.virConnect) -> str | None:
     """Why libvirt cannot run ``type='kvm'`` domains on this host at all, or None if it can."""
-    import libvirt  # the SDK only where a connection is used: the cache helpers here are pure
+    import libvirt
 
     try:
         conn.getDomainCapabilities(None, "x86_64", None, "kvm", 0)
@@ -105,53 +101,25 @@ def check_cache_writable(uri: str, conn: libvirt.virConnect, mode: str) -> None:
         writable_dir(cache_file().parent, "KVM probe cache")
 
 
-def probe_kvm(backend: LibvirtBackend, run_dir: Path) -> ProbeResult:
-    """Boot the embedded kernel under KVM: does it reach the probe marker, and if not, why."""
-    import libvirt
-
-    kernel, initrd = backend.stage_boot_files(run_dir)
-    name = f"vioconform-kvmprobe-{os.getpid()}"
-    xml = backend.domain_xml(name, "kvm", run_dir, kernel, initrd, "console=ttyS0 quiet vioconform.probe=1",
-                             None, None)
-    undo = backend.cleanup.push(f"domain {name}", lambda: backend.remove_domain(name, run_dir))
-    try:
-        with signals_deferred():
-            dom = backend.conn.createXML(xml, 0)
-    except libvirt.libvirtError as e:
-        undo()
-        said = e.get_error_message()
-        log.info("KVM probe: libvirt refused a kvm domain: %s", said)
-        return ProbeResult(False, qemu_cause(said) or said.splitlines()[0])
-    try:
-        backend.wait_for_console(dom, run_dir / "console.log", "VIOCONFORM-PROBE-OK", PROBE_TIMEOUT_S)
-        return ProbeResult(True)
-    except HypervisorError as e:
-        first = str(e).splitlines()[0]
-        log.info("KVM probe: guest did not boot under KVM: %s", first)
-        return ProbeResult(False, qemu_cause(str(e)) or first)
-    finally:
-        undo()
-        (run_dir / "console.log").unlink(missing_ok=True)
-
-
-def choose(backend: LibvirtBackend, run_dir: Path, mode: str) -> str:
+def choose(uri: str, conn: libvirt.virConnect, mode: str, probe: Callable[[], ProbeResult]) -> str:
     """The libvirt domain type for ``mode`` (``auto``, ``kvm`` or ``tcg``): ``kvm`` or ``qemu``.
+    ``probe`` boots a guest under KVM (the backend's ``probe_kvm``), once per host: its answer is cached.
     ``kvm`` where KVM cannot boot a guest raises KvmUnusable, naming QEMU's cause."""
     if mode == "tcg":
         return "qemu"
-    refused = kvm_refusal(backend.conn)
+    refused = kvm_refusal(conn)
     if refused:
         if mode == "kvm":
             raise KvmUnusable(refused)
         log.info("KVM not offered by libvirt on this host: using TCG (software emulation)")
         return "qemu"
     cache = cache_file()
-    key = _cache_key(backend.uri, backend.conn)
+    key = _cache_key(uri, conn)
     known = _load(cache)
     if key not in known:
         writable_dir(cache.parent, "KVM probe cache")
         log.info("probing KVM with a real boot (once per host; cached in %s)", cache)
-        known[key] = probe_kvm(backend, run_dir)
+        known[key] = probe()
         _save(cache, known)
     result = known[key]
     if not result.kvm_boots and mode == "kvm":

@@ -5,12 +5,15 @@ as root ``qemu:///session`` is served by the same daemon). The guest is reached 
 a QEMU user-mode port forward on 127.0.0.1, so no bridged or NAT network is needed.
 
 Host-side counters come from QMP ``query-blockstats`` through libvirt's monitor
-passthrough: it covers the null-co latency disk too, which ``domstats`` does not show.
+passthrough (``hypervisors.libvirt.qmp``).
+
+Making a backend opens the connection and nothing more; ``sweep_leftovers()``, called by the
+suite's session, removes what killed earlier runs left on this host.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import os
 import re
@@ -18,16 +21,16 @@ import shutil
 import socket
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import ClassVar, Self
 from xml.sax.saxutils import quoteattr
 
 import libvirt
-import libvirt_qemu
 
 from guest.image.build import GuestImage, ensure_image
-from hypervisors.base import Guest, GuestRequest, HypervisorBackend
-from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
-from hypervisors.libvirt import accel, preflight, qemulog, trace
+from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
+from hypervisors.cleanup import CleanupStack, signals_deferred
+from hypervisors.libvirt import accel, leftovers, preflight, qemulog, trace
+from hypervisors.libvirt.accel import PROBE_TIMEOUT_S, ProbeResult
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
     NET_PCI_SLOT,
@@ -37,20 +40,15 @@ from hypervisors.libvirt.controllers import (
     disk_overrides,
     pci_addr,
 )
+from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_connection
-from model.blockstats import HostBlockCounters, parse_qmp_blockstats
+from hypervisors.libvirt.qmp import DomainQmp
+from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
-from model.types import AttachedDisk, SshEndpoint
-
-if TYPE_CHECKING:
-    from fixtures.options import SuiteOptions
+from model.types import AttachedDisk, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.libvirt")
 
-#: Every domain the suite starts has this name prefix and carries its owner's pid in its
-#: metadata, so leftovers of a killed run can be found (``virsh list | grep vioconform-``).
-DOMAIN_PREFIX = "vioconform-"
-METADATA_NS = "https://vioconform.invalid/run/1"
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 #: Where a suite-started domain's QEMU writes trace events (in the run directory).
 TRACE_LOG = "qemu-trace.log"
@@ -66,8 +64,8 @@ def _free_loopback_port() -> int:
 
 
 class LibvirtBackend(HypervisorBackend):
-    name = "libvirt"
-    controllers = {name: c.description for name, c in CONTROLLERS.items()}
+    name: ClassVar[str] = "libvirt"
+    controllers: ClassVar[dict[str, str]] = {name: c.description for name, c in CONTROLLERS.items()}
 
     def __init__(self, cleanup: CleanupStack, uri: str = "qemu:///system", accel_mode: str = "auto",
                  image: GuestImage | None = None) -> None:
@@ -80,12 +78,20 @@ class LibvirtBackend(HypervisorBackend):
         self._accel: str | None = None
         # Owner pids and QEMU's logs are this host's: only a local daemon's are swept and kept.
         self.local = is_local(uri)
-        if self.local:
-            sweep_leftovers(self.conn)
 
     @classmethod
-    def validate_options(cls, opts: SuiteOptions) -> None:
+    def validate_options(cls, opts: BackendOptions) -> None:
         preflight.validate_options(opts)
+
+    @classmethod
+    def from_options(cls, cleanup: CleanupStack, opts: BackendOptions) -> Self:
+        """The guest image first (built once, then cached), then the connection."""
+        image = ensure_image(log.info, opts.guest_kernel_deb)
+        return cls(cleanup, uri=opts.libvirt_uri, accel_mode=opts.accel, image=image)
+
+    def sweep_leftovers(self) -> None:
+        if self.local:
+            leftovers.sweep(self.conn)
 
     @property
     def image(self) -> GuestImage:
@@ -96,15 +102,41 @@ class LibvirtBackend(HypervisorBackend):
     def accel(self, run_dir: Path) -> str:
         """The domain type to use: ``kvm`` where a real boot under KVM works, else ``qemu`` (TCG)."""
         if self._accel is None:
-            self._accel = accel.choose(self, run_dir, self._accel_mode)
+            self._accel = accel.choose(self.uri, self.conn, self._accel_mode, lambda: self.probe_kvm(run_dir))
         return self._accel
+
+    def probe_kvm(self, run_dir: Path) -> ProbeResult:
+        """Boot the embedded kernel under KVM: does it reach the probe marker, and if not, why."""
+        kernel, initrd = self.stage_boot_files(run_dir)
+        name = f"vioconform-kvmprobe-{os.getpid()}"
+        xml = self.domain_xml(name, "kvm", run_dir, kernel, initrd, "console=ttyS0 quiet vioconform.probe=1",
+                              None, None)
+        undo = self.cleanup.push(f"domain {name}", lambda: self.remove_domain(name, run_dir))
+        try:
+            with signals_deferred():
+                dom = self.conn.createXML(xml, 0)
+        except libvirt.libvirtError as e:
+            undo()
+            said = e.get_error_message()
+            log.info("KVM probe: libvirt refused a kvm domain: %s", said)
+            return ProbeResult(False, qemulog.qemu_cause(said) or said.splitlines()[0])
+        try:
+            self.wait_for_console(dom, run_dir / "console.log", "VIOCONFORM-PROBE-OK", PROBE_TIMEOUT_S)
+            return ProbeResult(True)
+        except HypervisorError as e:
+            first = str(e).splitlines()[0]
+            log.info("KVM probe: guest did not boot under KVM: %s", first)
+            return ProbeResult(False, qemulog.qemu_cause(str(e)) or first)
+        finally:
+            undo()
+            (run_dir / "console.log").unlink(missing_ok=True)
 
     # -- domain XML -------------------------------------------------------------------------
     def domain_xml(self, name: str, domain_type: str, run_dir: Path, kernel: Path, initrd: Path,
                    cmdline: str, request: GuestRequest | None, ssh_port: int | None) -> str:
         devices: list[str] = [
-            f"<serial type='file'><source path={quoteattr(str(run_dir / 'console.log'))}/>"
-            "<target port='0'/></serial>",
+            (f"<serial type='file'><source path={quoteattr(str(run_dir / 'console.log'))}/>"
+             "<target port='0'/></serial>"),
             "<memballoon model='none'/>",
         ]
         qemu_args: list[str] = []
@@ -162,7 +194,7 @@ class LibvirtBackend(HypervisorBackend):
             if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
                 return
             raise
-        _destroy(dom)
+        destroy(dom)
 
     def stage_boot_files(self, run_dir: Path) -> tuple[Path, Path]:
         """Copy kernel and initramfs into the run directory: the cache under /root is not
@@ -203,12 +235,10 @@ class LibvirtBackend(HypervisorBackend):
                 log.warning("guest %s stopped during boot, starting it once more: %s",
                             request.name, str(e).splitlines()[0])
                 console.unlink(missing_ok=True)
-        disks = tuple(AttachedDisk(d, device_id(d), CONTROLLERS[d.controller].configured(d))
-                      for d in request.disks)
-        guest = Guest(request.name, SshEndpoint("127.0.0.1", port, "root", run_dir / "id_ed25519", host_key),
-                      disks, accel="kvm" if domain_type == "kvm" else "tcg", console_log_path=console)
-        guest.extra["libvirt_uri"] = self.uri
-        return guest
+        disks = tuple(AttachedDisk(d, device_id(d), CONTROLLERS[d.controller].configured(d),
+                                   GuestDiskId("serial", d.serial)) for d in request.disks)
+        return Guest(request.name, SshEndpoint("127.0.0.1", port, "root", run_dir / "id_ed25519", host_key),
+                     disks, accel="kvm" if domain_type == "kvm" else "tcg", console_log_path=console)
 
     def wait_for_console(self, dom: libvirt.virDomain, console: Path, marker: str, timeout_s: float) -> str:
         """Wait until the console shows ``marker``; return the host key line printed before it."""
@@ -232,18 +262,12 @@ class LibvirtBackend(HypervisorBackend):
         path = qemulog.log_path(name)
         return _tail(path.read_text(errors="replace"), 15) if self.local and path.exists() else "(no QEMU log)"
 
-    def qmp(self, guest_name: str, command: dict[str, object]) -> dict[str, object]:
-        dom = self.conn.lookupByName(guest_name)
-        try:
-            reply = libvirt_qemu.qemuMonitorCommand(dom, json.dumps(command), 0)
-        except libvirt.libvirtError as e:
-            raise HypervisorError(f"QMP {command.get('execute')} on {guest_name} failed: "
-                                  f"{e.get_error_message()}") from e
-        return json.loads(reply)
+    def channel(self, guest: Guest, disk: AttachedDisk) -> DomainQmp:
+        """The guest's monitor and the disk's counters."""
+        return DomainQmp(self.conn, guest.name, disk.host_ref)
 
     def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
-        reply = self.qmp(guest.name, {"execute": "query-blockstats"})
-        return parse_qmp_blockstats(reply, disk.host_ref, time.monotonic_ns())
+        return self.channel(guest, disk).counters()
 
     def guest_dead_reason(self, guest: Guest) -> str | None:
         try:
@@ -264,13 +288,12 @@ class LibvirtBackend(HypervisorBackend):
         family = CONTROLLERS[disk.spec.controller].trace_family
         if family is None or guest.console_log_path is None:
             return None
-        return trace.QemuTracer(self, guest, disk, family, guest.console_log_path.parent / TRACE_LOG)
+        return trace.QemuTracer(self.channel(guest, disk), family, guest.console_log_path.parent / TRACE_LOG,
+                                logical_block_bytes=disk.configured.logical_block_bytes)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(libvirt.libvirtError):
             self.conn.close()
-        except libvirt.libvirtError:
-            pass
 
 
 #: libvirt domain states in which the guest cannot run, as ``guest_dead_reason`` names them
@@ -295,31 +318,6 @@ def _is_active(dom: libvirt.virDomain) -> bool:
         return False
 
 
-def _destroy(dom: libvirt.virDomain) -> None:
-    try:
-        dom.destroy()
-    except libvirt.libvirtError as e:
-        if e.get_error_code() not in (libvirt.VIR_ERR_NO_DOMAIN, libvirt.VIR_ERR_OPERATION_INVALID):
-            raise
-
-
 def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
-
-def sweep_leftovers(conn: libvirt.virConnect) -> None:
-    """Destroy ``vioconform-*`` domains whose owning process is gone (a killed earlier run), then
-    remove their run directories and QEMU logs."""
-    for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
-        if not dom.name().startswith(DOMAIN_PREFIX):
-            continue
-        try:
-            meta = dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS)
-        except libvirt.libvirtError:
-            continue
-        m = re.search(r"pid=['\"](\d+)['\"]", meta)
-        if m and not Path(f"/proc/{m.group(1)}").exists():
-            log.warning("destroying leftover domain %s of dead process %s", dom.name(), m.group(1))
-            _destroy(dom)
-    sweep_run_dirs()  # after the domains: their QEMU may still hold the disk files
-    qemulog.sweep_logs()

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import libvirt
 
 from guest.cache import CacheNotWritable
 from guest.image.build import ImageBuildError, check_image_cache, check_kernel_deb
+from hypervisors.base import BackendOptions
 from hypervisors.libvirt import accel
 from model.errors import HypervisorError
-
-if TYPE_CHECKING:
-    from fixtures.options import SuiteOptions
 
 #: Opening a local daemon takes milliseconds; a URI that leads nowhere (a host that swallows
 #: packets, a server that never answers) would otherwise hang the run for TCP's minutes.
@@ -62,7 +59,7 @@ def check_drives_qemu(uri: str, conn: libvirt.virConnect) -> None:
         raise HypervisorError(f"libvirt URI {uri!r} drives {conn.getType()}, not QEMU; use a qemu:// URI")
 
 
-def validate_options(opts: SuiteOptions) -> None:
+def validate_options(opts: BackendOptions) -> None:
     """Raise HypervisorError, in one line, for anything known wrong before a guest starts."""
     try:
         if opts.guest_kernel_deb is not None:

@@ -25,15 +25,13 @@ from urllib.parse import urlparse
 
 import libvirt
 
-from hypervisors.base import Guest
 from hypervisors.cleanup import CleanupStack
+from hypervisors.cli import emit
 from hypervisors.libvirt import trace
-from hypervisors.libvirt.backend import LibvirtBackend
+from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_connection
+from hypervisors.libvirt.qmp import DomainQmp
 from model.errors import HypervisorError
 from model.histogram import HistogramKind, HistogramSet
-from model.limits import ConfiguredLimits
-from model.types import AttachedDisk, DiskSpec, SshEndpoint
-from reports.cli import emit
 
 #: libvirt disk bus -> QEMU trace family
 BUS_FAMILY = {"virtio": "virtio-blk", "scsi": "scsi", "nvme": "nvme", "sata": "ahci"}
@@ -41,10 +39,9 @@ BUS_FAMILY = {"virtio": "virtio-blk", "scsi": "scsi", "nvme": "nvme", "sata": "a
 
 def check_local(uri: str) -> None:
     """Refuse a remote URI: QEMU writes the trace on its own host, where this command cannot read it."""
-    host = urlparse(uri).hostname
-    if host not in (None, "", "localhost", "127.0.0.1"):
-        raise HypervisorError(f"libvirt URI {uri!r} names a remote host ({host}); QEMU writes trace events on "
-                              "that host, so run this command there")
+    if not is_local(uri):
+        raise HypervisorError(f"libvirt URI {uri!r} names a remote host ({urlparse(uri).hostname}); QEMU writes "
+                              "trace events on that host, so run this command there")
 
 
 def find_disk(dom: libvirt.virDomain, disk: str) -> tuple[str, str, int]:
@@ -84,28 +81,30 @@ def find_disk(dom: libvirt.virDomain, disk: str) -> tuple[str, str, int]:
 
 
 def record(uri: str, domain: str, disk: str, seconds: float, kind: HistogramKind | None = None) -> str:
-    """Record ``seconds`` of the disk's I/O and return vscsiStats-style CSV (of one ``kind``, or all)."""
+    """Record ``seconds`` of the disk's I/O and return vscsiStats-style CSV (of one ``kind``, or all).
+
+    It opens a connection and touches nothing but the domain's trace events and log file for the
+    window: no backend, no sweep of anything on the host (the domain is a user's)."""
     check_local(uri)
     cleanup = CleanupStack()
     try:
-        backend = LibvirtBackend(cleanup, uri=uri)
-        cleanup.push("libvirt connection", backend.close)
+        conn = open_connection(uri)
+        cleanup.push("libvirt connection", conn.close)
+        check_drives_qemu(uri, conn)
         try:
-            dom = backend.conn.lookupByName(domain)
+            dom = conn.lookupByName(domain)
         except libvirt.libvirtError:
-            running = [d.name() for d in backend.conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)]
+            running = [d.name() for d in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)]
             raise HypervisorError(f"no domain {domain!r} at {uri}; running domains: {', '.join(running) or 'none'}") from None
         if not dom.isActive():
             raise HypervisorError(f"domain {domain} is not running")
         qdev, family, lbs = find_disk(dom, disk)
-        spec = DiskSpec(controller=family, index=0)
-        attached = AttachedDisk(spec, qdev, ConfiguredLimits(queue_depth=None, logical_block_bytes=lbs))
-        guest = Guest(domain, SshEndpoint("", 0, "", Path(), ""), (attached,), accel="")
-        backend.host_counters(guest, attached)  # fails clearly now if QMP cannot see the disk
+        channel = DomainQmp(conn, domain, qdev)
+        channel.counters()  # fails clearly now if QMP cannot see the disk
         tmp = Path(tempfile.mkdtemp(prefix="vioconform-record-"))
         tmp.chmod(0o755)
         log = tmp / "qemu-trace.log"
-        tracer = trace.QemuTracer(backend, guest, attached, family, log, redirect_log=True)
+        tracer = trace.QemuTracer(channel, family, log, logical_block_bytes=lbs, redirect_log=True)
         tracer.check_available()
         cleanup.push("trace events", tracer.abort)
         cleanup.push(f"trace directory {tmp}", lambda: shutil.rmtree(tmp, ignore_errors=True))

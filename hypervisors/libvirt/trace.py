@@ -26,16 +26,12 @@ import pwd
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from hypervisors.base import Guest
 from model.blockstats import HostBlockCounters, HostCountersDelta
 from model.errors import HypervisorError, TraceIncomplete
 from model.qemutrace import END_EVENTS, TracedRequest, histograms_from_requests, parse_qemu_trace
-from model.types import AttachedDisk, HostTrace
-
-if TYPE_CHECKING:
-    from hypervisors.libvirt.backend import LibvirtBackend
+from model.types import HostTrace
 
 #: The start/detail/end events of each controller family, as in QEMU 7.2's trace-events.
 FAMILY_EVENTS: dict[str, tuple[str, ...]] = {
@@ -74,19 +70,35 @@ def prepare_log_file(path: Path) -> Path:
     return path
 
 
-class QemuTracer:
-    """Switches one family's trace events on and off in a running domain and reads them back."""
+class QmpChannel(Protocol):
+    """All QemuTracer needs of a domain: its monitor, and the counters of the traced disk
+    (``hypervisors.libvirt.qmp.DomainQmp`` through libvirt)."""
 
-    def __init__(self, backend: "LibvirtBackend", guest: Guest, disk: AttachedDisk, family: str,
-                 log_path: Path, redirect_log: bool = False) -> None:
+    @property
+    def domain(self) -> str: ...
+
+    @property
+    def device(self) -> str: ...
+
+    def execute(self, command: dict[str, object]) -> dict[str, Any]: ...
+
+    def counters(self) -> HostBlockCounters: ...
+
+
+class QemuTracer:
+    """Switches one family's trace events on and off in a running domain and reads them back.
+
+    ``logical_block_bytes``: the disk's logical block size, the unit of SCSI events' positions."""
+
+    def __init__(self, channel: QmpChannel, family: str, log_path: Path, logical_block_bytes: int = 512,
+                 redirect_log: bool = False) -> None:
         if family not in FAMILY_EVENTS:
             raise TraceUnavailable(f"no QEMU trace events are known for controller family {family!r}")
-        self.backend = backend
-        self.guest = guest
-        self.disk = disk
-        self.domain = guest.name
+        self.channel = channel
+        self.domain = channel.domain
         self.family = family
         self.log_path = log_path
+        self.logical_block_bytes = logical_block_bytes
         self.redirect_log = redirect_log
         self._offset = 0
         self._on = False
@@ -94,9 +106,9 @@ class QemuTracer:
     def check_available(self) -> None:
         """Raise TraceUnavailable unless every event of the family can be switched on."""
         for event in FAMILY_EVENTS[self.family]:
-            reply = self.backend.qmp(self.domain, {"execute": "trace-event-get-state", "arguments": {"name": event}})
-            states = reply.get("return") if isinstance(reply, dict) else None
-            if not states or any(s.get("state") == "unavailable" for s in states):  # type: ignore[union-attr]
+            reply = self.channel.execute({"execute": "trace-event-get-state", "arguments": {"name": event}})
+            states = reply.get("return")
+            if not states or any(s.get("state") == "unavailable" for s in states):
                 raise TraceUnavailable(
                     f"QEMU of domain {self.domain} cannot deliver trace event {event} ({reply}); it needs "
                     "QEMU built with the 'log' trace backend (Debian's is)")
@@ -110,12 +122,10 @@ class QemuTracer:
         ends = END_EVENTS_BY_FAMILY[self.family]
         others = tuple(e for e in events if e not in ends)
         for event in (ends + others if enable else others + ends):
-            self.backend.qmp(self.domain, {"execute": "trace-event-set-state",
-                                           "arguments": {"name": event, "enable": enable}})
+            self.channel.execute({"execute": "trace-event-set-state", "arguments": {"name": event, "enable": enable}})
 
     def _hmp(self, command: str) -> None:
-        self.backend.qmp(self.domain, {"execute": "human-monitor-command",
-                                       "arguments": {"command-line": command}})
+        self.channel.execute({"execute": "human-monitor-command", "arguments": {"command-line": command}})
 
     def start(self) -> None:
         if self.redirect_log:
@@ -130,7 +140,7 @@ class QemuTracer:
         """The disk's counters and when they were read (wall clock, the trace log's clock: QEMU's
         log backend stamps events with gettimeofday), the middle of the QMP round trip."""
         before = time.time()
-        counters = self.backend.host_counters(self.guest, self.disk)
+        counters = self.channel.counters()
         return counters, int((before + time.time()) / 2 * 1e6)
 
     def stop(self) -> HostTrace:
@@ -146,13 +156,13 @@ class QemuTracer:
             f.seek(self._offset)
             text = f.read().decode(errors="replace")
         requests = tuple(parse_qemu_trace(text, source=f"{self.log_path}",
-                                          scsi_block_bytes=self.disk.configured.logical_block_bytes))
+                                          scsi_block_bytes=self.logical_block_bytes))
         # Compared with the counters: data requests (QEMU 7.2's NVMe does not count its flushes in
         # query-blockstats) that completed between the two counter reads (the counters count
         # completions). The events were on a few QMP round trips longer than that: on a busy
         # 2-core TCG host 2.8 % more requests than the counters' window at depth 16.
         in_window = completed_between(requests, self._t0_us, t1_us)
-        what = f"trace of {self.disk.host_ref} in {self.domain}"
+        what = f"trace of {self.channel.device} in {self.domain}"
         check_isolated(in_window, own.requests, what)
         check_complete(in_window, own.requests, what, self.family)
         return HostTrace(histograms_from_requests(requests), requests, EXACT_SOURCE, own.requests,

@@ -17,16 +17,15 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Self
 
-import pytest
 from pyVmomi import vim
 
-from hypervisors.base import Guest, GuestRequest, HypervisorBackend
+from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.config import (
-    PASSWORD_ENV,
     TARGET_ENV,
     TARGET_EXAMPLE,
     ConfigError,
@@ -40,7 +39,8 @@ from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsSource, open_source
 from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
-from model.types import AttachedDisk, SshEndpoint
+from model.secret import PASSWORD_ENV
+from model.types import AttachedDisk, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.vsphere")
 
@@ -52,6 +52,15 @@ SIM_IP_PROPERTY = "SET.guest.ipAddress"
 
 def default_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class Clone:
+    """A guest's VM as this backend made it: the clone's name and the ESXi host it runs on."""
+
+    vm: vim.VirtualMachine
+    name: str
+    esxi_host: str
 
 
 class VSphereBackend(HypervisorBackend):
@@ -70,22 +79,21 @@ class VSphereBackend(HypervisorBackend):
         self.run_id = run_id or default_run_id()
         self._vc: VCenter | None = None
         self._perf: DiskPerf | None = None
-        self._vms: dict[str, vim.VirtualMachine] = {}
+        self._clones: dict[str, Clone] = {}
         self._trackers: dict[tuple[str, str], DiskCounterTracker] = {}
+        #: vscsiStats sources by (ESXi host, via, key): opened on first use, closed with the backend
+        self._sources: dict[tuple[str, str, Path | None], VscsiStatsSource] = {}
 
     @classmethod
-    def validate_options(cls, options: object) -> None:
-        """At configure time: a bad target (or no password) is a usage error, exit 4, with its one-line cause,
-        before any test runs, instead of the same traceback for every test."""
-        try:
-            parse_target(_target_of(options))
-        except ConfigError as e:
-            raise pytest.UsageError(str(e)) from None
+    def validate_options(cls, opts: BackendOptions) -> None:
+        """At configure time: a bad target (or no password) raises ConfigError with its one-line cause
+        (the session makes it a usage error, exit 4) before any test runs."""
+        parse_target(_target_of(opts))
 
     @classmethod
-    def from_options(cls, cleanup: CleanupStack, options: object) -> VSphereBackend:
-        """The suite's way in: ``options.vcenter`` (``--vcenter``: vsphere:// URL or TOML file), else $TARGET_ENV."""
-        return cls(cleanup, parse_target(_target_of(options)))
+    def from_options(cls, cleanup: CleanupStack, opts: BackendOptions) -> Self:
+        """The suite's way in: ``opts.vcenter`` (``--vcenter``: vsphere:// URL or TOML file), else $TARGET_ENV."""
+        return cls(cleanup, parse_target(_target_of(opts)))
 
     @property
     def vc(self) -> VCenter:
@@ -133,7 +141,6 @@ class VSphereBackend(HypervisorBackend):
                                 config=vim.vm.ConfigSpec(annotation=note))
         vm = self.vc.wait(template.CloneVM_Task(folder=folder, name=name, spec=spec),
                           f"cloning {cfg.template} to {name}")
-        self._vms[request.name] = vm
         datastore = cfg.datastore or (vm.datastore[0].name if vm.datastore else "")
         changes, planned = plan_devices(devices(vm), request.disks, datastore)
         if network is not None:
@@ -149,13 +156,15 @@ class VSphereBackend(HypervisorBackend):
         self.vc.wait(vm.PowerOnVM_Task(), f"powering on {name}")
         origin_ns = self.perf.server_now_ns()
         ip = self.wait_for_ip(vm, cfg.ip_timeout_s)
-        disks = tuple(AttachedDisk(p.spec, p.instance, configured_limits(p.spec)) for p in planned)
+        self._clones[request.name] = Clone(vm, name, host_name(vm))
+        wwns = _disk_wwns(vm, planned)
+        disks = tuple(AttachedDisk(p.spec, p.instance, configured_limits(p.spec), GuestDiskId("wwn", wwns[p.instance]))
+                      for p in planned)
         for p in planned:
             self._trackers[(request.name, p.instance)] = DiskCounterTracker(self.perf, vm, p.instance, origin_ns)
         key_path = cfg.guest_key_path or request.run_dir / "id_ed25519"
         endpoint = SshEndpoint(ip, cfg.guest_ssh_port, cfg.guest_user, Path(key_path), cfg.guest_host_key)
-        guest = Guest(request.name, endpoint, disks, accel="vsphere",
-                      extra={"vm": name, "esxi_host": host_name(vm), **_disk_uuids(vm, planned)})
+        guest = Guest(request.name, endpoint, disks, accel="vsphere")
         self.wait_for_ssh(guest, request.boot_timeout_s)
         return guest
 
@@ -181,18 +190,25 @@ class VSphereBackend(HypervisorBackend):
         try:
             SshTransport(guest.ssh, connect_timeout_s=timeout_s).close()
         except GuestUnreachable as e:
-            raise HypervisorError(f"{guest.extra['vm']} got IP {guest.ssh.host} but SSH failed: {e}; the template "
+            raise HypervisorError(f"{self.vm_name(guest)} got IP {guest.ssh.host} but SSH failed: {e}; the template "
                                   f"must trust the run key (see {KEY_PROPERTY}) or guest_key_path") from e
 
     def destroy_vm(self, name: str) -> None:
         """Power off and delete the VM ``name`` if it exists (the cleanup action of every clone)."""
         self.vc.destroy_vm(name)
 
-    def vm_of(self, guest: Guest) -> vim.VirtualMachine:
+    def clone_of(self, guest: Guest) -> Clone:
         try:
-            return self._vms[guest.name]
+            return self._clones[guest.name]
         except KeyError:
             raise HypervisorError(f"guest {guest.name} was not started by this vSphere backend") from None
+
+    def vm_of(self, guest: Guest) -> vim.VirtualMachine:
+        return self.clone_of(guest).vm
+
+    def vm_name(self, guest: Guest) -> str:
+        """The name of the guest's VM on vCenter (``vioconform-<run id>-<guest name>``)."""
+        return self.clone_of(guest).name
 
     def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
         """Cumulative counters from the realtime perf samples (see hypervisors.vsphere.perfdata)."""
@@ -209,25 +225,34 @@ class VSphereBackend(HypervisorBackend):
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> VscsiStatsTracer:
         """vscsiStats for the measured window: over SSH when the config gives ESXi SSH keys, else the service."""
         via = "ssh" if (self.config.esxi_key_path or self.config.esxi_host_key) else "service"
-        return VscsiStatsTracer(self, guest, disk, via)
+        return VscsiStatsTracer(self.vscsistats(guest, via), self.vm_name(guest), disk.host_ref, via)
 
     def vscsistats(self, guest: Guest, via: str = "ssh") -> VscsiStatsSource:
-        """A vscsiStats source for the guest's ESXi host: ``via`` is "ssh" or "service" (ServiceManager).
+        """The vscsiStats source for the guest's ESXi host: ``via`` is "ssh" or "service" (ServiceManager).
 
-        Over SSH the key is ``esxi_key_path``, or else the run key (the guest's).
+        Opened on first use and kept: every window of the run goes through it (over SSH, one
+        connection per ESXi host), and ``close()`` closes it. Over SSH the key is ``esxi_key_path``,
+        or else the run key (the guest's).
         """
-        key = self.config.esxi_key_path or guest.ssh.key_path
-        return open_source(self.vc, self.config, guest.extra["esxi_host"], via, key)
+        host = self.clone_of(guest).esxi_host
+        key = (self.config.esxi_key_path or guest.ssh.key_path) if via == "ssh" else None
+        source = self._sources.get((host, via, key))
+        if source is None:
+            source = self._sources[(host, via, key)] = open_source(self.vc, self.config, host, via, key)
+        return source
 
     def close(self) -> None:
+        sources, self._sources = list(self._sources.values()), {}
+        for source in sources:
+            source.close()
         if self._vc is not None:
             self._vc.close()
             self._vc = None
             self._perf = None
 
 
-def _target_of(options: object) -> str:
-    target = getattr(options, "vcenter", None) or os.environ.get(TARGET_ENV)
+def _target_of(opts: BackendOptions) -> str:
+    target = opts.vcenter or os.environ.get(TARGET_ENV)
     if not target:
         raise ConfigError(f"--hypervisor vsphere needs --vcenter {TARGET_EXAMPLE} or a config file "
                           f"(or ${TARGET_ENV}); the password comes from ${PASSWORD_ENV} or password_file")
@@ -256,10 +281,10 @@ def _switch_uuid(portgroup: vim.dvs.DistributedVirtualPortgroup) -> str:
     return str(switch.uuid)
 
 
-def _disk_uuids(vm: vim.VirtualMachine, planned: list[PlannedDisk]) -> dict[str, str]:
-    """``dut<i>.wwid_hex``: the disk UUID, which the guest sees as its WWN (disk.EnableUUID).
+def _disk_wwns(vm: vim.VirtualMachine, planned: list[PlannedDisk]) -> dict[str, str]:
+    """Disk instance -> the disk's UUID as lower-case hex, which the guest sees as its WWN (disk.EnableUUID).
 
-    vSphere cannot give a disk a custom serial such as ``vioc-dut0``: find the disk by this instead.
+    vSphere cannot give a disk a custom serial such as ``vioc-dut0``: the guest finds the disk by this instead.
     """
     attached = disk_instances(devices(vm))
     out: dict[str, str] = {}
@@ -268,5 +293,5 @@ def _disk_uuids(vm: vim.VirtualMachine, planned: list[PlannedDisk]) -> dict[str,
         if disk is None:
             raise HypervisorError(f"{vm.name}: disk {p.instance} is missing after the reconfigure")
         uuid = getattr(disk.backing, "uuid", None) or ""
-        out[f"dut{p.spec.index}.wwid_hex"] = uuid.replace("-", "").lower()
+        out[p.instance] = uuid.replace("-", "").lower()
     return out

@@ -33,10 +33,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from model.errors import HypervisorError
-from model.secret import Secret as Secret  # re-exported: the vSphere code and its tests take it from here
-from model.secret import register
+from model.secret import PASSWORD_ENV, Secret, register
 
-PASSWORD_ENV = "VIOCONFORM_VCENTER_PASSWORD"
 #: The target (URL or config file) when no --vcenter / --target is given.
 TARGET_ENV = "VIOCONFORM_VSPHERE_TARGET"
 #: The URL form as the README shows it; every error about a target quotes this one.

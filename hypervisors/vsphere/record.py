@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pyVmomi import vim
 
+from hypervisors.cli import emit
 from hypervisors.vsphere.config import TARGET_ENV, TARGET_EXAMPLE, parse_target
 from hypervisors.vsphere.controllers import disk_instances
 from hypervisors.vsphere.perf import REALTIME_INTERVAL_ID, DiskPerf
@@ -38,7 +39,6 @@ from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsInterval, open_source
 from model.errors import HypervisorError
 from model.histogram import HistogramSet
-from reports.cli import emit
 
 
 def counters_block(vm: str, disk: str, summary: PerfWindowSummary) -> str:
@@ -61,16 +61,18 @@ def record(args: argparse.Namespace) -> str:
         for disk in disks:
             perf.check_available(vm, disk)
         source = open_source(vc, vc.config, host_name(vm), args.source, args.esxi_key or vc.config.esxi_key_path)
-        intervals = [VscsiStatsInterval(source, args.vm, disk) for disk in disks]
-        for interval in intervals:
-            interval.begin()
-        start_ns = perf.server_now_ns()
-        time.sleep(args.seconds)
-        end_ns = perf.server_now_ns()
-        diffs = [interval.end() for interval in intervals]
-        for interval in intervals:
-            interval.stop()
-        source.close()
+        try:
+            intervals = [VscsiStatsInterval(source, args.vm, disk) for disk in disks]
+            for interval in intervals:
+                interval.begin()
+            start_ns = perf.server_now_ns()
+            time.sleep(args.seconds)
+            end_ns = perf.server_now_ns()
+            diffs = [interval.end() for interval in intervals]
+            for interval in intervals:
+                interval.stop()
+        finally:
+            source.close()
         counters = [counters_block(args.vm, disk, PerfWindowSummary.of(
             perf.window(vm, disk, start_ns, end_ns, min_samples=1, wait_s=2 * REALTIME_INTERVAL_ID + 10)))
             for disk in disks]

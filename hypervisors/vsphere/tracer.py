@@ -2,33 +2,29 @@
 
 vscsiStats gives histograms, not single requests: ``HostTrace.requests`` is empty and the
 rules read percentiles from the outstanding-I/O histogram, to vscsiStats's bucket resolution.
-Over SSH when the config names an ESXi key or host key, else through the host's
-ServiceManager "VscsiStats" service.
+The tracer takes a ``VscsiStatsSource`` (over SSH to the ESXi host, or the host's ServiceManager
+"VscsiStats" service) that the backend opened once and closes with itself: every window of a
+run goes through the same source, so over SSH through the same connection.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from hypervisors.base import Guest
-from hypervisors.vsphere.vscsistats import VscsiStatsInterval
+from hypervisors.vsphere.vscsistats import VscsiStatsInterval, VscsiStatsSource
 from model.errors import HypervisorError
-from model.types import AttachedDisk, HostTrace
-
-if TYPE_CHECKING:
-    from hypervisors.vsphere.backend import VSphereBackend
+from model.types import HostTrace
 
 SOURCE = "exact (vscsiStats histograms)"
 
 
 class VscsiStatsTracer:
-    def __init__(self, backend: "VSphereBackend", guest: Guest, disk: AttachedDisk, via: str) -> None:
-        self.backend, self.guest, self.disk, self.via = backend, guest, disk, via
+    """One window's histograms of disk ``label`` (e.g. ``scsi1:0``) of VM ``vm_name``; ``via`` names the source."""
+
+    def __init__(self, source: VscsiStatsSource, vm_name: str, label: str, via: str) -> None:
+        self.source, self.vm_name, self.label, self.via = source, vm_name, label, via
         self._interval: VscsiStatsInterval | None = None
 
     def start(self) -> None:
-        source = self.backend.vscsistats(self.guest, self.via)
-        self._interval = VscsiStatsInterval(source, self.guest.extra["vm"], self.disk.host_ref)
+        self._interval = VscsiStatsInterval(self.source, self.vm_name, self.label)
         self._interval.begin()
 
     def stop(self) -> HostTrace:
@@ -41,6 +37,7 @@ class VscsiStatsTracer:
         return HostTrace(histograms, (), f"{SOURCE} via {self.via}")
 
     def abort(self) -> None:
+        """Stop collection (the source stays open for the next window)."""
         if self._interval is not None:
             interval, self._interval = self._interval, None
             interval.stop()

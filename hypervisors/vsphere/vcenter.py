@@ -16,8 +16,9 @@ from typing import Any, TypeVar
 from pyVim.connect import SmartStubAdapter
 from pyVmomi import vim, vmodl
 
-from hypervisors.vsphere.config import PASSWORD_ENV, VSphereConfig
+from hypervisors.vsphere.config import VSphereConfig
 from model.errors import HypervisorError
+from model.secret import PASSWORD_ENV
 
 log = logging.getLogger("vioconform.vsphere")
 
@@ -54,7 +55,7 @@ class VCenter:
         except ssl.SSLCertVerificationError as e:
             raise HypervisorError(f"{where}: TLS certificate not trusted ({e.verify_message}); install the "
                                   f"vCenter CA certificate, or set insecure=true for a lab vCenter") from None
-        except (OSError, socket.timeout) as e:
+        except (TimeoutError, OSError) as e:
             raise HypervisorError(f"{where} is unreachable: {e}; check host, port and network "
                                   f"(waited at most {cfg.connect_timeout_s:.0f} s)") from None
         except vmodl.MethodFault as e:
@@ -143,7 +144,7 @@ def _login(session_manager: Any, cfg: VSphereConfig, where: str) -> None:
                   f"in {PASSWORD_ENV} or password_file")
     except vmodl.MethodFault as e:
         reason = f": login failed: {fault_text(e)}"
-    except (OSError, socket.timeout) as e:
+    except (TimeoutError, OSError) as e:
         reason = (f" is unreachable during login: {type(e).__name__}; check host, port and network "
                   f"(waited at most {cfg.connect_timeout_s:.0f} s)")
     except Exception as e:  # an answer pyVmomi cannot parse (not a vCenter): its frames hold the password

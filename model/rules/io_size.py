@@ -25,12 +25,6 @@ RULE = "io-size"
 #: 6.1 guest) and above the 128 KiB of MegaRAID and AHCI, where a split of 8 is expected.
 REQUEST_BYTES = 1 << 20
 
-#: The kernel's default cap on a request, BLK_DEF_MAX_SECTORS (2560 sectors = 1280 KiB in
-#: Linux 6.1, include/linux/blkdev.h): max_sectors_kb starts at min(max_hw_sectors_kb, this).
-#: Where the hypervisor's configured maximum transfer is unknown, the guest's own
-#: as-probed max_sectors_kb is the device's advertisement.
-KERNEL_DEFAULT_MAX_SECTORS_KB = 1280
-
 #: Highest split factor accepted, as a multiple of the expected one. Measured here (QEMU 7.2,
 #: TCG, 5 ms null-co disk, fio 1 MiB libaio reads at depth 4): every traced host request was
 #: exactly 1 MiB (split 1.00 on virtio-scsi and virtio-blk, 700-760 requests a window);
@@ -103,10 +97,3 @@ def judge_io_size(m: IoSizeMeasurement) -> RuleVerdict:
     if m.host_request_bytes_p50 is not None:
         props["host_request_bytes_p50"] = round(m.host_request_bytes_p50)
     return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props)
-
-
-def advertised_max_transfer(configured_bytes: int | None, probed_max_sectors_kb: int) -> tuple[int, str]:
-    """The maximum transfer to hold the guest to, and where it comes from."""
-    if configured_bytes:
-        return configured_bytes, "configured by the hypervisor"
-    return probed_max_sectors_kb * 1024, "the guest's max_sectors_kb as probed, before any guest setting"

@@ -17,8 +17,9 @@ import pytest
 
 from guest.tools.sysfs import Sysfs
 from hypervisors.base import GuestRequest
-from hypervisors.libvirt.backend import METADATA_NS, LibvirtBackend
+from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.controllers import CONTROLLERS, disk_file
+from hypervisors.libvirt.leftovers import METADATA_NS
 from measure.standalone import standalone_guest
 from tests.e2e.conftest import SuiteRun, active_vioconform_domains
 from tests.unit.test_controllers import two_disks_each

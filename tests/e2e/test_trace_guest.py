@@ -70,7 +70,7 @@ def test_trace_agrees_with_counters_and_guest(traced_guest, which: int) -> None:
 
 def test_unknown_event_is_reported_as_unavailable(traced_guest) -> None:  # type: ignore[no-untyped-def]
     backend, disks = traced_guest
-    tracer = trace.QemuTracer(backend, disks[0].guest, disks[0].attached, "scsi", Path("/nonexistent"))
+    tracer = trace.QemuTracer(backend.channel(disks[0].guest, disks[0].attached), "scsi", Path("/nonexistent"))
     saved = trace.FAMILY_EVENTS["scsi"]
     trace.FAMILY_EVENTS["scsi"] = saved + ("vioconform_no_such_event",)
     try:

@@ -7,15 +7,15 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from guest.tools.base import GuestTools
-from hypervisors.base import Guest, GuestRequest, HypervisorBackend
+from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack
 from measure.disk import GuestDisk
 from model.blockstats import HostBlockCounters
 from model.limits import ConfiguredLimits, parse_guest_limits
-from model.types import AttachedDisk, DiskSpec, SshEndpoint
+from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
 from transport.ssh import CommandResult, GuestCommandError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -73,6 +73,10 @@ class FakeBackend(HypervisorBackend):
         self.counters = counters
         self.reads: list[float] = []
 
+    @classmethod
+    def from_options(cls, cleanup: CleanupStack, opts: BackendOptions) -> Self:
+        raise NotImplementedError
+
     def _start_guest(self, request: GuestRequest) -> Guest:
         raise NotImplementedError
 
@@ -85,7 +89,8 @@ class FakeBackend(HypervisorBackend):
 def fake_disk(shell: FakeShell, backend: HypervisorBackend | None = None) -> GuestDisk:
     """The guest's vda (virtio-blk, limits as recorded in the embedded guest) behind ``shell``."""
     guest = Guest("vioconform-7", SshEndpoint("127.0.0.1", 22, "root", Path("key"), "ssh-ed25519 AAAA"), (), "tcg")
-    attached = AttachedDisk(DiskSpec("virtio-blk"), "vda", ConfiguredLimits(queue_depth=256))
+    spec = DiskSpec("virtio-blk")
+    attached = AttachedDisk(spec, "vda", ConfiguredLimits(queue_depth=256), GuestDiskId("serial", spec.serial))
     limits = parse_guest_limits((DATA / "guest" / "limits-virtio-blk.txt").read_text())
     return GuestDisk(guest, backend or FakeBackend(), GuestTools(shell, guest.name), attached, "vda", limits,
                      "fake:virtio-blk")

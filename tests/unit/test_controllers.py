@@ -23,6 +23,7 @@ from hypervisors.libvirt.controllers import (
     layout,
 )
 from hypervisors.libvirt.trace import qemu_user
+from model.disks import suite_disks
 from model.errors import HypervisorError
 from model.types import DiskSpec
 
@@ -36,13 +37,8 @@ MEASURED = {
 
 
 def two_disks_each(names: list[str] | None = None, backing: str = "latency") -> list[DiskSpec]:
-    """What the suite asks for (fixtures/session.disk_specs): a disk under test and a 4K scratch disk."""
-    specs = []
-    for i, name in enumerate(names or list(CONTROLLERS)):
-        specs.append(DiskSpec(name, 2 * i, backing=backing))
-        specs.append(DiskSpec(name, 2 * i + 1, backing="file", role="scratch", physical_block_bytes=4096,
-                              optimal_io_bytes=65536))
-    return specs
+    """What the suite asks for: a disk under test and a 4K scratch disk on each controller (all by default)."""
+    return suite_disks(names or list(CONTROLLERS), backing)
 
 
 def qemu_devices(args: list[str]) -> list[dict[str, object]]:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import MAX_DEPTH, _depths
-from hypervisors.base import Guest, GuestDied, kernel_panic
-from model.errors import HypervisorError
+from hypervisors.base import Guest, kernel_panic
+from model.errors import GuestDied, HypervisorError
 from model.types import SshEndpoint
 
 #: The embedded guest's console after `echo c > /proc/sysrq-trigger` (Debian 6.1, QEMU 7.2 TCG).

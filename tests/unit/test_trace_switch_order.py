@@ -9,29 +9,37 @@ The monitor is replaced by a recorder: what is checked is the sequence of QMP co
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from hypervisors.libvirt.trace import END_EVENTS_BY_FAMILY, FAMILY_EVENTS, QemuTracer
+from model.blockstats import HostBlockCounters
 from model.qemutrace import END_EVENTS, START_EVENTS
 
 
 class RecordingMonitor:
+    """A QmpChannel that records the events switched and has no counters."""
+
+    domain = "dom"
+    device = "ua-vioc-dut00"
+
     def __init__(self) -> None:
         self.switched: list[tuple[str, bool]] = []
 
-    def qmp(self, domain: str, command: dict[str, Any]) -> dict[str, Any]:
+    def execute(self, command: dict[str, Any]) -> dict[str, Any]:
         if command["execute"] == "trace-event-set-state":
             self.switched.append((command["arguments"]["name"], command["arguments"]["enable"]))
         return {"return": {}}
+
+    def counters(self) -> HostBlockCounters:
+        raise AssertionError("not read when only switching events")
 
 
 @pytest.mark.parametrize("family", sorted(FAMILY_EVENTS))
 def test_completions_are_on_before_starts_and_off_after_them(family: str, tmp_path: Path) -> None:
     mon = RecordingMonitor()
-    tracer = QemuTracer(mon, SimpleNamespace(name="dom"), None, family, tmp_path / "trace.log")  # type: ignore[arg-type]
+    tracer = QemuTracer(mon, family, tmp_path / "trace.log")
     tracer._set(True)
     on = [name for name, enabled in mon.switched if enabled]
     mon.switched.clear()

@@ -73,12 +73,12 @@ def one_disk_guest(backend: VSphereBackend, run_dir: Path, run_pubkey: str) -> G
 
 
 @pytest.fixture
-def make_esxi(tmp_path: Path, one_disk_guest: Guest, run_pubkey: str) -> Iterator[EsxiFactory]:
+def make_esxi(tmp_path: Path, backend: VSphereBackend, one_disk_guest: Guest, run_pubkey: str) -> Iterator[EsxiFactory]:
     """Starts the "ESXi host": a real SSH server trusting the run key, with or without a vscsiStats on its PATH."""
     servers: list[LoopbackSshd] = []
 
     def make(with_vscsistats: bool) -> tuple[LoopbackSshd, Path]:
-        root = fake_esxi_dir(tmp_path / "esxi", one_disk_guest.extra["vm"], with_vscsistats)
+        root = fake_esxi_dir(tmp_path / "esxi", backend.vm_name(one_disk_guest), with_vscsistats)
         servers.append(LoopbackSshd(tmp_path, lambda: [run_pubkey], path_prepend=[root / "bin"]))
         return servers[-1], root
 

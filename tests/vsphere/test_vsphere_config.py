@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from frames import ROOT, shown_locals
 
-from hypervisors.vsphere.config import PASSWORD_ENV, TARGET_EXAMPLE, ConfigError, Secret, parse_target
+from hypervisors.vsphere.config import TARGET_EXAMPLE, ConfigError, parse_target
 from model.errors import HypervisorError
-from model.secret import scrub
+from model.secret import PASSWORD_ENV, Secret, scrub
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_backend_from_suite_options(monkeypatch: pytest.MonkeyPatch) -> None:
     assert set(backend.controllers) == {"pvscsi", "lsilogic-sas", "lsilogic", "nvme"}
     monkeypatch.delenv(TARGET_ENV, raising=False)
     with pytest.raises(HypervisorError, match="needs --vcenter"):
-        cls.from_options(CleanupStack(), SimpleNamespace())
+        cls.from_options(CleanupStack(), SimpleNamespace(vcenter=None))
 
 
 
@@ -144,14 +144,15 @@ def test_a_password_written_into_the_target_is_masked_from_then_on(password: str
         assert scrub(f"<{typed}>") == "<***>"
 
 
-def test_bad_target_is_a_one_line_usage_error_at_configure(no_password: None) -> None:
+def test_bad_target_is_a_one_line_error_before_any_guest(no_password: None) -> None:
+    """The backend's check before any guest starts: one line, which the session makes a usage error (exit 4)."""
     from types import SimpleNamespace
 
     from hypervisors.vsphere.backend import VSphereBackend
 
     for vcenter, message in [("vsphere://user@/?datastore", "host and template missing"),
                              ("vsphere://u@vc/t", "no vCenter password"), (None, "needs --vcenter")]:
-        with pytest.raises(pytest.UsageError) as info:
+        with pytest.raises(ConfigError) as info:
             VSphereBackend.validate_options(SimpleNamespace(vcenter=vcenter))
         text = str(info.value)
         assert message in text and "\n" not in text, text

@@ -17,9 +17,9 @@ from vsphere_sshd import LoopbackSshd
 from hypervisors.base import GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import VSphereBackend
-from hypervisors.vsphere.config import Secret
 from hypervisors.vsphere.vcenter import VCenter
 from model.errors import HypervisorError
+from model.secret import Secret
 from model.types import DiskSpec
 
 #: The issue's bound for every bad-input error.

@@ -11,7 +11,7 @@ from hypervisors.base import GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere import leftovers
 from hypervisors.vsphere.backend import VSphereBackend
-from hypervisors.vsphere.config import PASSWORD_ENV
+from model.secret import PASSWORD_ENV
 from model.types import DiskSpec
 
 

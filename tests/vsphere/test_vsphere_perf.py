@@ -29,7 +29,7 @@ NVME_VALUES = {"virtualDisk.readOIO.latest": 1, "virtualDisk.numberReadAveraged.
 def guest(backend: VSphereBackend, vcsim: Sim, run_dir: Path, run_pubkey: str) -> Guest:
     g = backend.start_guest(GuestRequest("perf", (DiskSpec("pvscsi", 0), DiskSpec("nvme", 1)), run_dir, run_pubkey,
                                          boot_timeout_s=20))
-    vm = g.extra["vm"]
+    vm = backend.vm_name(g)
     vcsim.set_perf({"vms": {vm: {g.disks[0].host_ref: PVSCSI_VALUES, g.disks[1].host_ref: NVME_VALUES}}})
     time.sleep(2 * SAMPLE_S)  # a real run measures a guest that has been up for more than a sample
     return g

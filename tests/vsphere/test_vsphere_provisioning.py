@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def vm_devices(sim: Sim, name: str) -> list[tuple[str, int | None, int | None, i
 def test_round_trip_one_disk_per_controller(backend: VSphereBackend, vcsim: Sim, cleanup: CleanupStack,
                                             run_dir: Path, run_pubkey: str) -> None:
     guest = backend.start_guest(request_for(run_dir, run_pubkey))
-    name = guest.extra["vm"]
+    name = backend.vm_name(guest)
     assert name == f"vioconform-{backend.run_id}-g1"
     assert vcsim.vms(name) == [name]
     # one disk per requested controller, each on its own new controller, with its size
@@ -56,7 +57,10 @@ def test_round_trip_one_disk_per_controller(backend: VSphereBackend, vcsim: Sim,
         bus = int(family.removeprefix("scsi").removeprefix("nvme"))
         assert (f"vim.vm.device.{kind}", bus, int(unit), disk.spec.size_bytes // 1024) in devices, devices
     assert len({d.host_ref for d in guest.disks}) == 4
-    assert all(guest.extra[f"dut{d.spec.index}.wwid_hex"] for d in guest.disks)
+    # vSphere sets no serial: the guest finds each disk by its UUID, which it sees as its WWN (disk.EnableUUID)
+    assert all(d.guest_id.kind == "wwn" and re.fullmatch(r"[0-9a-f]{32}", d.guest_id.value) for d in guest.disks), \
+        [d.guest_id for d in guest.disks]
+    assert len({d.guest_id.value for d in guest.disks}) == 4
     # a VMDK has no settable block sizes: the configured side says what vSphere gives, not what was asked
     assert {(d.configured.physical_block_bytes, d.configured.optimal_io_bytes, d.configured.queue_depth)
             for d in guest.disks} == {(512, 0, None)}

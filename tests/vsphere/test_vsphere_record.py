@@ -10,15 +10,15 @@ from vsphere_sim import EsxiFactory, Sim, write_target
 from hypervisors.base import Guest
 from hypervisors.vsphere import record
 from hypervisors.vsphere.backend import VSphereBackend
-from hypervisors.vsphere.config import PASSWORD_ENV
 from model.histogram import HistogramKind
+from model.secret import PASSWORD_ENV
 from model.vscsistats import parse_vscsistats_csv
 
 
 def test_record_prints_counters_and_histograms(backend: VSphereBackend, vcsim: Sim, one_disk_guest: Guest,
                                                make_esxi: EsxiFactory, run_dir: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    vm, disk = one_disk_guest.extra["vm"], one_disk_guest.disks[0].host_ref
+    vm, disk = backend.vm_name(one_disk_guest), one_disk_guest.disks[0].host_ref
     vcsim.set_perf({"vms": {vm: {disk: {"virtualDisk.readOIO.latest": 31, "virtualDisk.readIOSize.latest": 4096,
                                         "virtualDisk.numberReadAveraged.average": 5000}}}})
     server, _ = make_esxi(True)

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from vsphere_sim import CLUSTER, SIM_USER, TEMPLATE, Sim, closed_port
 
-from hypervisors.vsphere.config import PASSWORD_ENV, TARGET_EXAMPLE
+from hypervisors.vsphere.config import TARGET_EXAMPLE
+from model.secret import PASSWORD_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 

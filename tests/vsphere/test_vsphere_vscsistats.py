@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import replace
 
@@ -62,7 +63,7 @@ def test_ssh_interval_gives_the_difference(backend: VSphereBackend, one_disk_gue
                                            make_esxi: EsxiFactory) -> None:
     server, root = make_esxi(True)
     source = esxi_backend(backend, server).vscsistats(one_disk_guest, "ssh")
-    interval = VscsiStatsInterval(source, one_disk_guest.extra["vm"], one_disk_guest.disks[0].host_ref)
+    interval = VscsiStatsInterval(source, backend.vm_name(one_disk_guest), one_disk_guest.disks[0].host_ref)
     interval.begin()
     diff = interval.end()
     interval.stop()
@@ -78,7 +79,7 @@ def test_missing_vscsistats_is_named(backend: VSphereBackend, one_disk_guest: Gu
     server, _ = make_esxi(False)
     source = esxi_backend(backend, server).vscsistats(one_disk_guest, "ssh")
     with pytest.raises(HypervisorError, match=r"ESXi host root@127.0.0.1:\d+: vscsiStats not found"):
-        source.find(one_disk_guest.extra["vm"], one_disk_guest.disks[0].host_ref)
+        source.find(backend.vm_name(one_disk_guest), one_disk_guest.disks[0].host_ref)
 
 
 def test_esxi_ssh_refused_fails_within_30_s(backend: VSphereBackend, one_disk_guest: Guest) -> None:
@@ -92,7 +93,7 @@ def test_esxi_ssh_refused_fails_within_30_s(backend: VSphereBackend, one_disk_gu
 
 
 def test_service_manager_interval(backend: VSphereBackend, vcsim: Sim, one_disk_guest: Guest) -> None:
-    vm = one_disk_guest.extra["vm"]
+    vm = backend.vm_name(one_disk_guest)
     xml = [(DATA / f"fetch-all-histograms-{n}.xml").read_text().replace(SAMPLE_VM, vm) for n in (1, 2)]
     vcsim.vscsi_xml_path.write_text(xml[0])
     source = backend.vscsistats(one_disk_guest, "service")
@@ -112,7 +113,7 @@ def test_unknown_source_is_refused(backend: VSphereBackend, one_disk_guest: Gues
 
 def test_request_tracer_gives_the_suite_vscsistats(backend: VSphereBackend, vcsim: Sim, one_disk_guest: Guest) -> None:
     """The suite's exact host source on vSphere: the backend's request_tracer, through the service here."""
-    vm = one_disk_guest.extra["vm"]
+    vm = backend.vm_name(one_disk_guest)
     xml = [(DATA / f"fetch-all-histograms-{n}.xml").read_text().replace(SAMPLE_VM, vm) for n in (1, 2)]
     vcsim.vscsi_xml_path.write_text(xml[0])
     tracer = backend.request_tracer(one_disk_guest, one_disk_guest.disks[0])
@@ -122,3 +123,27 @@ def test_request_tracer_gives_the_suite_vscsistats(backend: VSphereBackend, vcsi
     read_added_burst(trace.histograms)
     assert trace.requests == () and trace.count == 1205
     assert trace.source == "exact (vscsiStats histograms) via service"
+
+
+def test_one_esxi_connection_serves_every_window_and_closes_with_the_backend(
+        backend: VSphereBackend, one_disk_guest: Guest, make_esxi: EsxiFactory) -> None:
+    """The suite's windows over SSH: one connection to the ESXi host for the whole run, closed with the backend."""
+    server, root = make_esxi(True)
+    esxi_backend(backend, server)
+    windows = 3
+    for n in range(3, 2 * windows + 1):  # each window reads two snapshots: the recorded pair again
+        shutil.copy(root / f"snap{2 - n % 2}.csv", root / f"snap{n}.csv")
+    disk = one_disk_guest.disks[0]
+    for _ in range(windows):
+        tracer = backend.request_tracer(one_disk_guest, disk)
+        tracer.start()
+        trace = tracer.stop()
+        read_added_burst(trace.histograms)
+        assert trace.source == "exact (vscsiStats histograms) via ssh"
+    assert len(server.transports) == 1, f"{len(server.transports)} SSH connections for {windows} windows"
+    assert server.open_connections() == 1
+    backend.close()
+    deadline = time.monotonic() + 10  # the server sees the close as soon as the socket shuts (milliseconds)
+    while server.open_connections() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.open_connections() == 0, "the backend left its ESXi SSH connection open"

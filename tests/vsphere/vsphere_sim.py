@@ -28,7 +28,8 @@ from vsphere_sshd import LoopbackSshd
 
 from guest.cache import cache_dir
 from hypervisors.vsphere.backend import VSphereBackend
-from hypervisors.vsphere.config import Secret, VSphereConfig
+from hypervisors.vsphere.config import VSphereConfig
+from model.secret import Secret
 
 SIM_USER = "vioconform@vsphere.local"
 #: The simulator's model has this VM; the session fixture turns it into the template.

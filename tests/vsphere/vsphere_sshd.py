@@ -66,6 +66,8 @@ class LoopbackSshd:
         self.authorized = authorized
         self.path_prepend = [str(p) for p in path_prepend]
         self.commands: list[str] = []
+        #: every connection a client opened, in order (its transport tells whether it is still open)
+        self.transports: list[paramiko.Transport] = []
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -84,6 +86,7 @@ class LoopbackSshd:
 
     def _serve(self, conn: socket.socket) -> None:
         transport = paramiko.Transport(conn)
+        self.transports.append(transport)
         transport.add_server_key(self._host_key)
         server = _Server(self.authorized)
         try:
@@ -110,6 +113,10 @@ class LoopbackSshd:
         channel.sendall_stderr(proc.stderr)
         channel.send_exit_status(proc.returncode)
         channel.close()
+
+    def open_connections(self) -> int:
+        """How many client connections are open now (the server sees a client's close at once)."""
+        return sum(t.is_active() for t in self.transports)
 
     def stop(self) -> None:
         self._stopping = True

@@ -1,4 +1,5 @@
-"""Shared ending of the record commands: the CSV to a file or to standard output."""
+"""Shared ending of the record commands (``python -m hypervisors.libvirt.record``,
+``python -m hypervisors.vsphere.record``): the CSV to a file or to standard output."""
 
 from __future__ import annotations
 

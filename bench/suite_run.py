@@ -1,0 +1,89 @@
+"""Run the conformance suite as a user does (``python -m pytest suites ...``) and read its JUnit file.
+
+Shared by the benchmarks (``python -m bench.rules``) and the end-to-end tests (tests/e2e), which
+both judge a whole run by its exit code, its output and the verdict of each test case.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX
+from hypervisors.libvirt.qemulog import QEMU_LOG_DIR
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class SuiteRun:
+    """One finished run: its exit code, its output (stdout and stderr together), its results directory."""
+
+    returncode: int
+    output: str
+    results: Path
+    pid: int
+
+    @property
+    def junit(self) -> Path:
+        return self.results / "junit.xml"
+
+    def cases(self) -> dict[str, ET.Element]:
+        """Test case name (``queue-depth[libvirt:virtio-scsi:latency5ms]``) -> its JUnit element."""
+        root = ET.parse(self.junit).getroot()
+        return {c.get("name", ""): c for c in root.iter("testcase")}
+
+    def outcomes(self) -> dict[str, str]:
+        """Test case name -> passed, failed, skipped or error."""
+        out = {}
+        for name, case in self.cases().items():
+            kind = next((k for k in ("failure", "error", "skipped") if case.find(k) is not None), "passed")
+            out[name] = {"failure": "failed"}.get(kind, kind)
+        return out
+
+    @staticmethod
+    def props(case: ET.Element) -> dict[str, str]:
+        props = case.find("properties")
+        return {} if props is None else {p.get("name", ""): p.get("value", "") for p in props}
+
+    @property
+    def left_behind(self) -> list[str]:
+        """What this run left on the host: its domains (the suite names them vioconform-<pid>),
+        its run directories (owner.pid) and libvirt's QEMU logs of its domains."""
+        return left_behind_by(self.pid)
+
+
+def left_behind_by(pid: int) -> list[str]:
+    names = (f"vioconform-{pid}", f"vioconform-kvmprobe-{pid}")
+    domains = [d for d in active_vioconform_domains() if d in names]
+    run_dirs = [str(d) for d in Path("/tmp").glob(f"{RUN_DIR_PREFIX}*")
+                if (d / OWNER_FILE).exists() and (d / OWNER_FILE).read_text().strip() == str(pid)]
+    logs = [str(p) for p in (QEMU_LOG_DIR / f"{n}.log" for n in names) if p.exists()]
+    return domains + run_dirs + logs
+
+
+def active_vioconform_domains() -> list[str]:
+    out = subprocess.run(["virsh", "-c", "qemu:///system", "list", "--name"], capture_output=True, text=True,
+                         check=False).stdout
+    return [n for n in out.split() if n.startswith("vioconform-")]
+
+
+def run_suite_at(results: Path, *args: str, timeout: float | None = 900, env: dict[str, str] | None = None) -> SuiteRun:
+    """Run the conformance suite in a subprocess with extra arguments (and ``env`` added to the
+    environment); results go to ``results``. A run past ``timeout`` seconds gets SIGTERM (the
+    suite removes its guest as on Ctrl-C) and fails with its output."""
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
+                             "--results-dir", str(results), *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})})
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=60)
+        raise AssertionError(f"the suite did not finish in {timeout} s:\n{out[-3000:]}") from None
+    return SuiteRun(proc.returncode, out, results, proc.pid)

@@ -1,0 +1,51 @@
+"""What killed runs leave on a libvirt host, and its removal (``LibvirtBackend.sweep_leftovers``).
+
+Every domain the suite starts is named ``vioconform-...`` and carries its owner's pid in its
+metadata; run directories carry an ``owner.pid`` file and QEMU logs the pid in their name.
+Only what belongs to a process that is gone is removed: a running suite's, or anyone else's,
+is left alone. The suite's session sweeps before it starts its guest; nothing else does.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import libvirt
+
+from hypervisors.cleanup import owner_alive, sweep_run_dirs
+from hypervisors.libvirt import qemulog
+
+log = logging.getLogger("vioconform.libvirt")
+
+#: Every domain the suite starts has this name prefix and carries its owner's pid in its
+#: metadata, so leftovers of a killed run can be found (``virsh list | grep vioconform-``).
+DOMAIN_PREFIX = "vioconform-"
+METADATA_NS = "https://vioconform.invalid/run/1"
+
+
+def destroy(dom: libvirt.virDomain) -> None:
+    """Destroy a domain; one that is gone already (or not running) is no error."""
+    try:
+        dom.destroy()
+    except libvirt.libvirtError as e:
+        if e.get_error_code() not in (libvirt.VIR_ERR_NO_DOMAIN, libvirt.VIR_ERR_OPERATION_INVALID):
+            raise
+
+
+def sweep(conn: libvirt.virConnect) -> None:
+    """Destroy ``vioconform-*`` domains whose owning process is gone (a killed earlier run), then
+    remove their run directories and QEMU logs."""
+    for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
+        if not dom.name().startswith(DOMAIN_PREFIX):
+            continue
+        try:
+            meta = dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS)
+        except libvirt.libvirtError:
+            continue
+        m = re.search(r"pid=['\"](\d+)['\"]", meta)
+        if m and not owner_alive(int(m.group(1))):
+            log.warning("destroying leftover domain %s of dead process %s", dom.name(), m.group(1))
+            destroy(dom)
+    sweep_run_dirs()  # after the domains: their QEMU may still hold the disk files
+    qemulog.sweep_logs()

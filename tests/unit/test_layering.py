@@ -1,0 +1,201 @@
+"""The import graph of the project's code points one way: no module cycles, no upward package edges.
+
+Every module's imports are read with ``ast`` (nothing is imported, so the check needs no libvirt or
+pyVmomi). Imports inside ``if TYPE_CHECKING:`` blocks and inside functions count like any other:
+an annotation that names a class of a higher layer is a dependency on that layer all the same,
+and a cycle hidden behind ``TYPE_CHECKING`` still means two modules cannot be read one without
+the other. Narrow Protocols in the lower layer take their place (``hypervisors.base.BackendOptions``,
+``hypervisors.libvirt.trace.QmpChannel``, ``transport.ssh.SshTarget``).
+
+The layers, lowest first: a module may import its own package and the packages listed
+below its own, never a sibling or a higher one::
+
+    model                       pure data, parsers, verdicts
+    transport                   SSH to a guest
+    guest                       the guest image, its cache, the tools run in it
+    hypervisors                 the backends
+    measure                     one measured window, a guest outside pytest
+    fixtures                    pytest fixtures and options
+    suites                      the rules
+    bench, reports.plugin, conftest   entry points that wire the rest together
+
+``reports`` (typed records, JUnit, HTML, the results directory, redaction) reads typed records
+only: it imports ``model`` and nothing else, and only ``fixtures``, ``suites`` and the entry
+points import it. Its pytest plugin (``reports.plugin``) reads the session's options and the
+rules' failures and is an entry point.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: The chain of layers, lowest first: each may import every one before it.
+CHAIN = ("model", "transport", "guest", "hypervisors", "measure", "fixtures", "suites")
+#: Package (or module) -> the packages it may import besides itself. The longest matching name wins,
+#: so a module can sit above its package. ``None``: an entry point, which may import anything.
+MAY_IMPORT: dict[str, frozenset[str] | None] = {
+    **{name: frozenset(CHAIN[:i]) for i, name in enumerate(CHAIN)},
+    "fixtures": frozenset(CHAIN[:CHAIN.index("fixtures")]) | {"reports"},
+    "suites": frozenset(CHAIN[:CHAIN.index("suites")]) | {"reports"},
+    "reports": frozenset({"model"}),
+    "bench": None, "reports.plugin": None, "conftest": None,
+}
+#: The project's own tests import whatever they test: checked for cycles only by not being listed.
+SOURCES = ("model", "transport", "reports", "guest", "hypervisors", "measure", "fixtures", "suites", "bench",
+           "conftest.py")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def project_modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for top in SOURCES:
+        path = ROOT / top
+        for file in [path] if path.suffix == ".py" else sorted(path.rglob("*.py")):
+            found[module_name(file)] = file
+    return found
+
+
+def imported(tree: ast.AST, importer: str, is_package: bool) -> Iterator[tuple[str, int]]:
+    """Every name an ``import`` statement of the module brings in, with its line."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the importer's package
+                base = importer.split(".")
+                base = base[:len(base) - node.level + (1 if is_package else 0)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            yield module, node.lineno
+            for alias in node.names:  # ``from pkg import submodule``
+                yield f"{module}.{alias.name}", node.lineno
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    """module -> {project module it imports: line of the import}."""
+    modules = project_modules()
+    graph: dict[str, dict[str, int]] = {}
+    for name, path in modules.items():
+        edges: dict[str, int] = {}
+        for target, line in imported(ast.parse(path.read_text(), str(path)), name, path.name == "__init__.py"):
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                edges.setdefault(target, line)
+        graph[name] = edges
+    return graph
+
+
+def place(module: str) -> str:
+    """The entry of MAY_IMPORT that places ``module`` (its package, or the module itself)."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        key = ".".join(parts[:n])
+        if key in MAY_IMPORT:
+            return key
+    raise AssertionError(f"module {module} is in no layer: add its package to MAY_IMPORT in {__file__}")
+
+
+def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def upward_edges(graph: dict[str, dict[str, int]]) -> list[str]:
+    """Imports of a package the importer's layer may not import, as ``a -> b at line N``."""
+    bad = []
+    for importer, edges in sorted(graph.items()):
+        home = place(importer)
+        allowed = MAY_IMPORT[home]
+        if allowed is None:
+            continue
+        for target, line in sorted(edges.items()):
+            where = place(target)
+            if where != home and where.split(".")[0] != home.split(".")[0] and where not in allowed:
+                bad.append(f"{importer} ({home}) imports {target} ({where}) at line {line}; "
+                           f"{home} may import {', '.join(sorted(allowed)) or 'nothing of the project'}")
+    return bad
+
+
+def test_no_import_cycle_between_modules() -> None:
+    found = cycles(import_graph())
+    assert not found, "import cycles (each a set of modules that import each other):\n" + "\n".join(
+        " <-> ".join(c) for c in found)
+
+
+def test_packages_import_only_lower_layers() -> None:
+    bad = upward_edges(import_graph())
+    assert not bad, "imports against the layering (model <- transport <- guest <- hypervisors <- measure <- " \
+                    "fixtures <- suites; reports imports model only):\n" + "\n".join(bad)
+
+
+# The checker itself, on small graphs: it must see what it is meant to see.
+def test_checker_finds_a_cycle_hidden_behind_type_checking(tmp_path: Path) -> None:
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hypervisors.x import B\n")
+    assert ("hypervisors.x", 3) in list(imported(tree, "hypervisors.y", False))
+    assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
+
+
+def test_checker_resolves_relative_imports() -> None:
+    tree = ast.parse("from . import trace\nfrom ..base import Guest\n")
+    names = [n for n, _ in imported(tree, "hypervisors.libvirt.backend", False)]
+    assert "hypervisors.libvirt.trace" in names and "hypervisors.base" in names
+
+
+@pytest.mark.parametrize(("importer", "target", "allowed"), [
+    ("hypervisors.base", "model.types", True),
+    ("hypervisors.libvirt.record", "reports.cli", False),  # reports is not below hypervisors
+    ("hypervisors.libvirt.backend", "fixtures.options", False),  # a higher layer
+    ("measure.window", "hypervisors.base", True),
+    ("reports.redact", "hypervisors.vsphere.config", False),
+    ("transport.ssh", "hypervisors.base", False),
+    ("reports.plugin", "fixtures.session", True),  # the plugin sits on top
+    ("fixtures.session", "reports.results", True),
+    ("hypervisors.libvirt.accel", "hypervisors.libvirt.backend", True),  # inside a package: cycles decide
+])
+def test_checker_places_edges(importer: str, target: str, allowed: bool) -> None:
+    assert (upward_edges({importer: {target: 1}}) == []) is allowed
