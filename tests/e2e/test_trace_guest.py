@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from guest.tools.fio import Fio, FioJob
+from guest.tools.sysfs import Sysfs
 from guest.tools.system import WorkDir
 from hypervisors.libvirt import trace
 from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.record import check_local
-from measure.standalone import standalone_guest
 from measure.disk import GuestDisk
+from measure.standalone import standalone_guest
 from measure.window import measure
 from model.errors import HypervisorError
 from model.histogram import HistogramKind
@@ -26,14 +27,25 @@ from tests.e2e.conftest import ROOT
 #: Traced requests completed between the two counter reads vs the disk's QMP counter delta:
 #: each read's moment is known to half a QMP round trip (a few ms when the host is busy).
 HOST_TOLERANCE = 0.02
-#: Traced rate vs the guest's /proc/diskstats rate over its own (overlapping) window.
-GUEST_TOLERANCE = 0.06
+#: Traced completions inside the guest's /proc/diskstats window vs the guest's own count over
+#: it, on top of what the window's place allows (see the test). Rates over each side's own
+#: window were not like for like: the trace's window opens a QMP read and an SSH round trip
+#: before the guest's, and under load the rate moves that much (traced 2,276 vs guest 2,083
+#: IOPS, 9.3 % apart, on a fresh clone). Measured here, 50 windows (3 disks; load average 2-7
+#: on 2 cores from other jobs, plus none, one or two busy processes): counted over the same
+#: window -5.2 % to +1.2 % on the 31 windows of 1,000 requests or more, all 50 within 0.78 of
+#: the allowance; rates over each side's own window up to 21.9 % apart (7 of 31 beyond 6 %).
+GUEST_TOLERANCE = 0.02
 
 
 @pytest.fixture(scope="module")
 def traced_guest() -> Iterator[tuple[LibvirtBackend, list[GuestDisk]]]:
     specs = (DiskSpec("virtio-scsi", 0), DiskSpec("virtio-blk", 1), DiskSpec("ahci", 2))
     with standalone_guest(specs, "vioconform-trace-test") as g:
+        # No merging: fio's random offsets are sometimes adjacent, and the guest then sends two
+        # requests as one of twice the size (seen: one 8 KiB request among 3,366 of 4 KiB, under load).
+        for disk in g[1]:
+            disk.tool(Sysfs).write(disk.kernel_name, "queue/nomerges", "2")
         yield g
 
 
@@ -50,12 +62,16 @@ def test_trace_agrees_with_counters_and_guest(traced_guest, which: int) -> None:
     assert traced > 1000, (traced, host)
     assert abs(traced - host) <= HOST_TOLERANCE * host + 10, (traced, host)
     assert traced <= whole <= 1.2 * traced, (whole, traced)
-    # The guest's window is its own (two SSH round trips, 50-150 ms each under TCG, from the
-    # host's), so compare rates: completions per second in the guest vs traced per second.
-    guest_iops = m.guest.read_iops + m.guest.write_iops
-    traced_iops = m.host_trace.iops
-    assert traced_iops is not None
-    assert abs(traced_iops - guest_iops) <= GUEST_TOLERANCE * guest_iops, (traced_iops, guest_iops)
+    # The guest's window is its own (two SSH round trips, 50-150 ms each under TCG): place it on
+    # the host's clock (both ends off by the same amount, at most ``unc``) and count the traced
+    # completions inside it. A shift by ``unc`` moves at most rate x unc requests across each end
+    # (the rate while fio runs; twice that for its bursts), and up to the offered depth may have
+    # completed on the host and not yet in the guest.
+    start_s, end_s, unc = m.guest_window_on_host_clock()
+    traced_in_guest_window = trace.completed_between(m.host_trace.requests, int(start_s * 1e6), int(end_s * 1e6))
+    guest = m.guest.reads_completed + m.guest.writes_completed
+    allowed = GUEST_TOLERANCE * guest + 2 * unc * m.fio.jobs[0].total_iops + m.job.offered_depth
+    assert abs(traced_in_guest_window - guest) <= allowed, (traced_in_guest_window, guest, allowed, unc)
     for h in m.host_trace.histograms.histograms:
         assert sum(h.counts) == h.count, h
     length = m.host_trace.histograms.get(HistogramKind.IO_LENGTH)
