@@ -43,21 +43,22 @@ def main() -> int:
         for disk in (d for d in disks if d.attached.spec.role == "dut"):
             t = time.monotonic()
             points = [depth_point(measure(disk, FioJob(f"qd{n}", iodepth=n), args.window_s)) for n in depths]
-            verdict = judge_queue_depth(points, disk.attached.configured.queue_depth)
-            rows.append((disk.attached.spec.controller, verdict, time.monotonic() - t))
+            device_depth = disk.attached.configured.queue_depth
+            verdict = judge_queue_depth(points, device_depth)
+            rows.append((disk.attached.spec.controller, verdict, points, device_depth, time.monotonic() - t))
     t_end = time.monotonic()
     print(f"accelerator: {guest.accel}; {len(names)} controllers, {len(disks)} disks in one guest")
     print(f"boot to SSH:           {guest.boot_seconds:6.1f} s (start to all disks found {t_ssh - t0:.1f} s)")
-    for name, verdict, seconds in rows:
-        top = verdict.points[-1]
+    for name, verdict, points, device_depth, seconds in rows:
+        top = points[-1]  # measured in increasing depth
         print(f"  {name:<13} {'pass' if verdict.passed else 'FAIL'} in {seconds:5.1f} s: device depth "
-              f"{verdict.device_queue_depth}, qd{top.offered_depth} host depth {top.host_depth:.1f}, "
-              f"IOPS {verdict.points[0].iops:,.0f} -> {top.iops:,.0f}"
+              f"{device_depth}, qd{top.offered_depth} host depth {top.host_depth:.1f}, "
+              f"IOPS {points[0].iops:,.0f} -> {top.iops:,.0f}"
               + "".join(f"; {n}" for n in verdict.notes))
     total = t_end - t0
     print(f"whole matrix:          {total:6.1f} s (goal {GOAL_S:.0f} s: {'met' if total <= GOAL_S else 'MISSED'}), "
           f"teardown included")
-    return 0 if all(v.passed for _, v, _ in rows) else 1
+    return 0 if all(row[1].passed for row in rows) else 1
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ class CleanupStack:
                 what, undo = self._items.pop()
             try:
                 undo()
-            except Exception as e:  # keep cleaning: one failure must not leak the rest
+            except Exception as e:  # noqa: BLE001 keep cleaning: one failure must not leak the rest
                 log.warning("cleanup of %s failed: %s", what, e)
                 failed.append(f"{what}: {e}")
 

@@ -51,11 +51,12 @@ def parse_qmp_blockstats(reply: str | Mapping[str, Any], device_match: str, take
     or its bare list. Raises ParseError listing the disks present when none or several match.
     """
     if isinstance(reply, str):
+        text = reply
         try:
-            reply = json.loads(reply)
+            reply = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ParseError(f"query-blockstats reply is not JSON ({exc.msg} at line {exc.lineno}): "
-                             f"{reply[:200]!r}") from None
+                             f"{text[:200]!r}") from None
     entries = reply.get("return") if isinstance(reply, Mapping) else reply
     if isinstance(reply, Mapping) and "error" in reply:
         raise ParseError(f"query-blockstats failed: {reply['error']}")

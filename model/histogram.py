@@ -59,8 +59,8 @@ _SEEK_LIMITS = (1, 2, 4, 6, 8, 16, 32, 64, 128, 500, 1000, 5000, 10000, 50000, 1
 _LIMITS: dict[HistogramKind, tuple[int, ...]] = {
     HistogramKind.IO_LENGTH: (512, 1024, 2048, 4095, 4096, 8191, 8192, 16383, 16384, 32768, 49152,
                               65535, 65536, 81920, 131072, 262144, 524288),
-    HistogramKind.SEEK_DISTANCE: tuple(-x for x in reversed(_SEEK_LIMITS)) + (0,) + _SEEK_LIMITS,
-    HistogramKind.SEEK_DISTANCE_PREV16: tuple(-x for x in reversed(_SEEK_LIMITS)) + (0,) + _SEEK_LIMITS,
+    HistogramKind.SEEK_DISTANCE: (*tuple(-x for x in reversed(_SEEK_LIMITS)), 0, *_SEEK_LIMITS),
+    HistogramKind.SEEK_DISTANCE_PREV16: (*tuple(-x for x in reversed(_SEEK_LIMITS)), 0, *_SEEK_LIMITS),
     HistogramKind.LATENCY_US: (1, 10, 100, 500, 1000, 5000, 15000, 30000, 50000, 100000),
     HistogramKind.OUTSTANDING_IOS: (1, 2, 4, 6, 8, 12, 16, 20, 24, 28, 32, 64),
     HistogramKind.INTERARRIVAL_US: (1, 10, 100, 500, 1000, 5000, 15000, 30000, 50000, 100000),
@@ -106,7 +106,7 @@ class Histogram:
         if len(self.counts) != len(self.bucket_limits) + 1:
             raise ParseError(f"{name}: {len(self.counts)} counts for {len(self.bucket_limits)} limits "
                              "(expected one more count, the overflow)")
-        if any(b <= a for a, b in zip(self.bucket_limits, self.bucket_limits[1:])):
+        if any(b <= a for a, b in zip(self.bucket_limits, self.bucket_limits[1:], strict=False)):
             raise ParseError(f"{name}: bucket limits are not increasing: {self.bucket_limits}")
         if any(c < 0 for c in self.counts):
             raise ParseError(f"{name}: negative count in {self.counts}")
@@ -143,7 +143,7 @@ class Histogram:
             raise ParseError(f"histogram {self.kind.value}/{self.direction} is empty: no percentile")
         rank = math.ceil(p / 100 * self.count)
         seen = 0
-        for limit, n in zip(self.bucket_limits, self.counts):
+        for limit, n in zip(self.bucket_limits, self.counts, strict=False):
             seen += n
             if seen >= rank:
                 return limit
@@ -153,7 +153,7 @@ class Histogram:
         """Share of values in buckets whose upper limit is <= ``limit`` (0 for an empty histogram)."""
         if not self.count:
             return 0.0
-        return sum(n for lim, n in zip(self.bucket_limits, self.counts) if lim <= limit) / self.count
+        return sum(n for lim, n in zip(self.bucket_limits, self.counts, strict=False) if lim <= limit) / self.count
 
     def minus(self, earlier: Histogram) -> Histogram:
         """What was added between two cumulative snapshots (vscsiStats counts accumulate).
@@ -166,7 +166,7 @@ class Histogram:
                                                                           self.bucket_limits):
             raise ParseError(f"cannot subtract histogram {earlier.kind.value}/{earlier.direction} from "
                              f"{self.kind.value}/{self.direction}: different kind, direction or limits")
-        counts = tuple(a - b for a, b in zip(self.counts, earlier.counts))
+        counts = tuple(a - b for a, b in zip(self.counts, earlier.counts, strict=False))
         if any(c < 0 for c in counts):
             raise ParseError(f"histogram {self.kind.value}/{self.direction}: a count went down between snapshots "
                              "(vscsiStats was reset or restarted); take both snapshots in one collection")
@@ -182,7 +182,7 @@ def _bucket_index(limits: tuple[int, ...], value: int) -> int:
     return len(limits)
 
 
-def _csv_number(value: float | int | None) -> str:
+def _csv_number(value: float | None) -> str:
     if value is None:
         return "0"
     return str(int(value)) if float(value).is_integer() else f"{value:.3f}".rstrip("0").rstrip(".")
@@ -242,6 +242,6 @@ class HistogramSet:
             lines.append(f"Histogram: {h.kind.title(h.direction)}{suffix}")
             lines += [f"min,{_csv_number(h.min)}", f"max,{_csv_number(h.max)}",
                       f"mean,{_csv_number(h.mean)}", f"count,{h.count}", "Frequency,Histogram Bucket Limit"]
-            lines += [f"{n},{limit}" for n, limit in zip(h.counts, h.bucket_limits)]
+            lines += [f"{n},{limit}" for n, limit in zip(h.counts, h.bucket_limits, strict=False)]
             lines.append(f"{h.counts[-1]},{h.bucket_limits[-1]}")
         return "\n".join(lines) + "\n"

@@ -33,6 +33,7 @@ the trace ends are dropped.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -169,7 +170,7 @@ def _time_us(m: re.Match[str], where: str) -> int:
     if m.group("sec") is not None:
         return int(m.group("sec")) * 1_000_000 + int(m.group("usec"))
     if m.group("iso") is not None:
-        stamp = datetime.fromisoformat(m.group("iso").replace("Z", "+00:00"))
+        stamp = datetime.fromisoformat(m.group("iso"))
         return int(stamp.timestamp()) * 1_000_000 + stamp.microsecond
     raise ParseError(f"{where}: trace line has no timestamp; run QEMU with -msg timestamp=on "
                      "so that the log backend writes PID@SEC.USEC: before each event")
@@ -283,11 +284,11 @@ def histograms_from_requests(requests: Iterable[TracedRequest]) -> HistogramSet:
         out += [
             Histogram.from_values(HistogramKind.IO_LENGTH, direction, (r.length_bytes for r in data)),
             Histogram.from_values(HistogramKind.SEEK_DISTANCE, direction,
-                                  (_distance(b, a) for a, b in zip(data, data[1:]))),
+                                  (_distance(b, a) for a, b in itertools.pairwise(data))),
             Histogram.from_values(HistogramKind.LATENCY_US, direction, (r.latency_us for r in reqs)),
             Histogram.from_values(HistogramKind.OUTSTANDING_IOS, direction, depth),
             Histogram.from_values(HistogramKind.INTERARRIVAL_US, direction,
-                                  (b.start_us - a.start_us for a, b in zip(reqs, reqs[1:]))),
+                                  (b.start_us - a.start_us for a, b in itertools.pairwise(reqs))),
         ]
     data = [r for r in ordered if not r.is_flush]
     closest = [min((_distance(r, p) for p in data[max(0, i - 16):i]), key=abs) for i, r in enumerate(data) if i]

@@ -1,52 +1,59 @@
-"""A one-file HTML report: verdict table, and per configuration a picture of the depths.
+"""A one-file HTML report: verdict table, and per configuration the pictures of its verdict.
 
-For the queue-depth rule the picture is the whole story at a glance: for each offered depth,
-three bars: what the workload offered, what the guest block layer held (aqu-sz) and what the
-host saw. A healthy guest has three similar bars; the Solaris TCQ signature is a tall guest
-bar over a host bar of about 1. Plain inline SVG: no JavaScript, no external files.
+The pictures come from the verdict's typed figures (``model.rules.figures``), never from the
+names of its JUnit properties. For the queue-depth rule the picture is the whole story at a
+glance: for each offered depth, three bars: what the workload offered, what the guest block
+layer held (aqu-sz) and what the host saw. A healthy guest has three similar bars; the Solaris
+TCQ signature is a tall guest bar over a host bar of about 1. The other rules draw labelled
+pairs, the expected or guest side against the host side. Plain inline SVG: no JavaScript, no
+external files. Each kind of figure is drawn by one function (:func:`chart` picks it), so a
+kind can be drawn another way without touching the rest.
 """
 
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import assert_never
 
+from model.rules.figures import DepthFigure, Figure, PairFigure
 from reports.records import Record, RunStatus
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
 
 COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#6a1b9a", "skipped": "#757575", "not run": "#e65100"}
 BARS = (("offered", "#9e9e9e"), ("guest aqu-sz", "#1565c0"), ("host depth", "#ef6c00"))
+PAIR_COLORS = ("#1565c0", "#ef6c00")
 
 
-def depth_series(props: dict[str, str | float | int]) -> list[tuple[int, float, float]]:
-    """(offered, guest aqu-sz, host depth) per offered depth found in a record's properties."""
-    out = []
-    for key in props:
-        m = re.fullmatch(r"qd(\d+)_host_depth", key)
-        if m:
-            n = int(m.group(1))
-            out.append((n, float(props.get(f"qd{n}_guest_aqu_sz", 0)), float(props[key])))
-    return sorted(out)
+def chart(figure: Figure) -> str:
+    """One figure as inline SVG (empty when it has nothing to draw)."""
+    match figure:
+        case DepthFigure():
+            return depth_chart(figure)
+        case PairFigure():
+            return pair_chart(figure)
+        case _:
+            assert_never(figure)
 
 
-def depth_chart(series: list[tuple[int, float, float]], width: int = 420, height: int = 220) -> str:
-    """Grouped bars on a log-free linear scale up to the largest offered depth."""
-    if not series:
+def depth_chart(figure: DepthFigure, width: int = 420, height: int = 220) -> str:
+    """Grouped bars (offered, guest aqu-sz, host depth) on a linear scale up to the largest of them."""
+    groups = [(g.offered, (float(g.offered), g.guest_aqu_sz, g.host_depth)) for g in figure.groups]
+    if not groups:
         return ""
-    top = max(max(s[1:]) for s in series) or 1.0
-    left, bottom, plot_h = 40, 30, height - 50
-    group_w = (width - left - 10) / len(series)
+    top = max(max(values) for _, values in groups) or 1.0
+    left, bottom, plot_h = 40, 30, height - 62  # 32 px over the plot: the legend and the tallest bar's value
+    group_w = (width - left - 10) / len(groups)
     bar_w = group_w / (len(BARS) + 1)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">',
              f'<line x1="{left}" y1="{height - bottom}" x2="{width - 5}" y2="{height - bottom}" stroke="#333"/>']
     for frac in (0.0, 0.5, 1.0):
         y = height - bottom - frac * plot_h
         parts.append(f'<text x="{left - 4}" y="{y + 4:.0f}" font-size="10" text-anchor="end">{top * frac:.0f}</text>')
-    for gi, (offered, *values) in enumerate(series):
+    for gi, (offered, values) in enumerate(groups):
         x0 = left + gi * group_w + bar_w / 2
-        for bi, ((label, color), v) in enumerate(zip(BARS, (offered, *values))):
+        for bi, ((label, color), v) in enumerate(zip(BARS, values, strict=True)):
             h = plot_h * v / top
             x = x0 + bi * bar_w
             parts.append(f'<rect x="{x:.1f}" y="{height - bottom - h:.1f}" width="{bar_w * 0.9:.1f}" '
@@ -62,49 +69,25 @@ def depth_chart(series: list[tuple[int, float, float]], width: int = 420, height
     return "".join(parts)
 
 
-#: Per rule: the pairs a reader compares, as (group label, property of the expected or guest
-#: side, property of the host side, unit divisor). The picture shows them side by side.
-PAIRS: dict[str, tuple[tuple[str, str, str, float], ...]] = {
-    "io-size": (("request KiB: expected / host", "expected_request_bytes", "host_request_bytes_mean", 1024.0),),
-    "direct-io": (("1 KiB writes: guest / host", "w1k_guest_writes", "w1k_host_writes", 1.0),
-                  ("4 KiB writes: guest / host", "w4k_guest_writes", "w4k_host_writes", 1.0),
-                  ("O_DSYNC: syncs / host flushes", "dsync_guest_syncs", "dsync_host_flushes", 1.0),
-                  ("fsync: syncs / host flushes", "fsync_guest_syncs", "fsync_host_flushes", 1.0)),
-    "buffered-direct": (("buffered KiB: baseline / now", "buffered_request_bytes_baseline_median",
-                         "buffered_request_bytes_median", 1024.0),
-                        ("direct KiB: baseline / now", "direct_request_bytes_baseline_median",
-                         "direct_request_bytes_median", 1024.0)),
-    "alignment": (("host requests / crossing a boundary", "host_requests", "misaligned_requests", 1.0),),
-    "multi-queue": (("interrupts: queue 0 / queue 1", "queue0_count", "queue1_count", 1.0),),
-}
-PAIR_COLORS = ("#1565c0", "#ef6c00")
-
-
-def pair_chart(rule: str, props: dict[str, str | float | int], width: int = 420) -> str:
-    """Horizontal bar pairs (expected or guest side in blue, host side in orange) for one record."""
-    rows = []
-    for label, a_key, b_key, div in PAIRS.get(rule, ()):
-        if a_key in props and b_key in props:
-            try:
-                a, b = float(props[a_key]) / div, float(props[b_key]) / div
-            except ValueError:
-                continue
-            rows.append((label, a, b))
-    if not rows:
+def pair_chart(figure: PairFigure, width: int = 420) -> str:
+    """Horizontal bar pairs (expected or guest side in blue, host side in orange)."""
+    if not figure.pairs:
         return ""
-    top = max(max(a, b) for _, a, b in rows) or 1.0
+    top = max(max(p.first, p.second) for p in figure.pairs) or 1.0
     left, bar_h, row_h = 190, 12, 34
-    height = row_h * len(rows) + 6
+    height = row_h * len(figure.pairs) + 6
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
-    for i, (label, a, b) in enumerate(rows):
+    for i, p in enumerate(figure.pairs):
         y = 4 + i * row_h
         parts.append(f'<text x="{left - 6}" y="{y + bar_h + 4}" font-size="11" text-anchor="end">'
-                     f'{html.escape(label)}</text>')
-        for j, v in enumerate((a, b)):
+                     f"{html.escape(p.label)}</text>")
+        for j, v in enumerate((p.first, p.second)):
             w = (width - left - 60) * v / top
             yy = y + j * (bar_h + 2)
-            parts.append(f'<rect x="{left}" y="{yy}" width="{w:.1f}" height="{bar_h}" fill="{PAIR_COLORS[j]}"/>'
-                         f'<text x="{left + w + 4:.1f}" y="{yy + bar_h - 2}" font-size="10">{v:g}</text>')
+            value = html.escape(f"{v:g} {p.unit}".strip())
+            parts.append(f'<rect x="{left}" y="{yy}" width="{w:.1f}" height="{bar_h}" fill="{PAIR_COLORS[j]}">'
+                         f"<title>{value}</title></rect>"
+                         f'<text x="{left + w + 4:.1f}" y="{yy + bar_h - 2}" font-size="10">{value}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -127,12 +110,12 @@ def report_document(records: Iterable[Record], title: str = "vioconform report",
         first = html.escape(r.message.splitlines()[0]) if r.message else ""
         rows.append(f'<tr><td style="color:{color};font-weight:bold">{outcome.upper()}</td>'
                     f"<td>{html.escape(r.rule)}</td><td>{html.escape(r.config)}</td><td>{first}</td></tr>")
-        chart = depth_chart(depth_series(r.properties)) or pair_chart(r.rule, r.properties)
+        charts = "".join(chart(f) for f in r.verdict.figures) if r.verdict else ""
         props = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
-                        for k, v in sorted(r.properties.items()))
+                        for k, v in sorted(r.measured().items()))
         details = f"<pre>{html.escape(r.message)}</pre>" if outcome in ("failed", "error") else ""
         sections.append(f'<section><h2 style="color:{color}">{html.escape(r.rule)} — {html.escape(r.config)}</h2>'
-                        f"{chart}{details}<details><summary>measured numbers</summary>"
+                        f"{charts}{details}<details><summary>measured numbers</summary>"
                         f"<table>{props}</table></details></section>")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>

@@ -47,10 +47,11 @@ def junit_document(records: Iterable[Record], suite_name: str = "vioconform",
             cases.append(run)
     text = to_xml_report_string([TestSuite(suite_name, cases, properties=props or None)], encoding="utf-8")
     root = ET.fromstring(text)
-    for elem, r in zip(root.iter("testcase"), recs):  # the run[incomplete] case, if any, comes last
-        if r.properties:
+    for elem, r in zip(root.iter("testcase"), recs, strict=False):  # run[incomplete], if any, comes last
+        measured = r.measured()
+        if measured:
             case_props = ET.Element("properties")
-            for k, v in sorted(r.properties.items()):
+            for k, v in sorted(measured.items()):
                 ET.SubElement(case_props, "property", {"name": k, "value": str(v)})
             elem.insert(0, case_props)
     ET.indent(root)

@@ -161,9 +161,8 @@ def _update(rec: Record, item: pytest.Item, call: pytest.CallInfo[None], report:
             rec.details = report.longreprtext
         elif report.when == "call":
             rec.outcome = "passed"
-    for k, v in rec.properties.items():
-        if report.when == "call":
-            report.user_properties.append((k, v))
+    if report.when == "call":
+        report.user_properties.extend(rec.measured().items())
 
 
 def interrupt_name(exc: BaseException) -> str:

@@ -1,5 +1,9 @@
 """What each rule measured, kept per test so JUnit and the report can show the numbers.
 
+A record keeps its rule's verdict object (:class:`model.rules.verdict.RuleVerdict`): the
+report draws its typed figures, and its numbers are flattened to strings only for JUnit and
+the report's table of measured numbers (:meth:`Record.measured`).
+
 A record has no outcome until one of its test's phases decides it: a run interrupted in the
 middle of a rule must never show that rule as passed. At the end of the session,
 :func:`settle` turns what is still undecided into an honest outcome (``error`` for a rule
@@ -14,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from model.rules.verdict import Number, RuleVerdict
+
 Outcome = Literal["passed", "failed", "error", "skipped", "not run"]
 
 #: The message of a rule whose test started and never finished (its call phase never reported).
@@ -23,8 +29,10 @@ NOT_RUN = "not run"
 
 @dataclass
 class Record:
-    """One test's outcome: rule, configuration, measured properties, verdict text.
+    """One test's outcome: rule, configuration, verdict, measured properties, verdict text.
 
+    ``verdict`` is the rule's verdict once its judge ran (None before, or for a rule cut short);
+    ``properties`` the numbers the test added itself besides the verdict's (``record.add``).
     ``outcome`` stays None until a phase of the test decides it; ``started`` says the test's
     set-up began (so an undecided record was cut short rather than never reached).
     """
@@ -32,17 +40,22 @@ class Record:
     nodeid: str
     rule: str
     config: str
-    properties: dict[str, str | float | int] = field(default_factory=dict)
+    properties: dict[str, Number] = field(default_factory=dict)
     outcome: Outcome | None = None
     message: str = ""
     details: str = ""
     duration_s: float = 0.0
     started: bool = False
+    verdict: RuleVerdict | None = None
 
-    def add(self, **values: str | float | int) -> None:
+    def add(self, **values: Number) -> None:
         self.properties.update(values)
 
-    def settled(self, interrupted_by: str = "") -> "Record":
+    def measured(self) -> dict[str, Number]:
+        """Every measured number by name: the test's own, then the verdict's (JUnit's properties)."""
+        return {**self.properties, **(self.verdict.record_properties() if self.verdict else {})}
+
+    def settled(self, interrupted_by: str = "") -> Record:
         """This record with an outcome that never claims more than happened."""
         if self.outcome is not None:
             return self

@@ -33,8 +33,9 @@ def raw_dir_for(results_dir: Path, config_id: str) -> Path:
     return results_dir / "raw" / config_id.replace(":", "_")
 
 
-def conclude(verdict: "RuleVerdict", record: "Record", config: str, raw_dir: Path) -> None:
-    """Put the verdict's numbers in the record, then fail with its explanation unless it passed."""
+def conclude(verdict: RuleVerdict, record: Record, config: str, raw_dir: Path) -> None:
+    """Keep the verdict in the record (its numbers for JUnit, its figures for the report), then
+    fail with its explanation, every number in it, unless it passed."""
     __tracebackhide__ = True
-    record.add(**verdict.record_properties())
+    record.verdict = verdict
     fail_unless(verdict.passed, verdict.rule, config, verdict.explain(), raw_dir)

@@ -73,7 +73,7 @@ def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, re
     verdict = judge_regime(now, baseline, source)
     (raw / "regime.json").write_text(json.dumps(verdict.properties, indent=1))
     if baseline is None:
-        record.add(**verdict.record_properties())
+        record.verdict = verdict
         pytest.skip("buffered-direct measured only: no --baseline to compare with (make one with --save-baseline "
                     "PATH on the previous image or hypervisor version). " + " | ".join(verdict.lines))
     conclude(verdict, record, disk.config_id, raw)

@@ -15,7 +15,7 @@ from measure.disk import GuestDisk
 from measure.window import depth_point, measure, save_measurement
 from model.rules.queue_depth import judge_queue_depth
 from reports.records import Record
-from suites.assertions import fail_unless
+from suites.assertions import conclude
 
 
 @pytest.mark.rule("queue-depth")
@@ -34,6 +34,6 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
         points.append(depth_point(m))
     device_depth = disk.attached.configured.queue_depth
     verdict = judge_queue_depth(points, device_depth, suite_options.require_queuing)
-    record.add(**verdict.properties(), guest_queue_depth=disk.limits.scsi_queue_depth or 0,
-               guest_nr_requests=disk.limits.nr_requests, guest_driver=disk.limits.driver)
-    fail_unless(verdict.passed, "queue-depth", disk.config_id, verdict.explain(), raw)
+    record.add(guest_queue_depth=disk.limits.scsi_queue_depth or 0, guest_nr_requests=disk.limits.nr_requests,
+               guest_driver=disk.limits.driver)
+    conclude(verdict, record, disk.config_id, raw)

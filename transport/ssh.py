@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import logging
 import select
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ log = logging.getLogger("vioconform.ssh")
 class GuestCommandError(RuntimeError):
     """A guest command failed; carries its output so the failure can show it."""
 
-    def __init__(self, result: "CommandResult", hint: str = "") -> None:
+    def __init__(self, result: CommandResult, hint: str = "") -> None:
         self.result = result
         msg = (f"guest command failed (exit {result.exit_status}): {result.command}\n"
                f"stdout: {result.stdout.strip()[-1500:] or '(empty)'}\n"
@@ -160,7 +159,7 @@ class SshTransport:
             except paramiko.BadHostKeyException as e:
                 client.close()
                 raise GuestUnreachable(f"guest at {host_id} presented a host key other than the pinned one: {e}") from e
-            except (OSError, paramiko.SSHException, socket.timeout) as e:
+            except (TimeoutError, OSError, paramiko.SSHException) as e:
                 client.close()
                 last = e
                 time.sleep(0.5)

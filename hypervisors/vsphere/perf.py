@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pyVmomi import vim
 
@@ -32,7 +32,7 @@ REALTIME_KEPT_S = 3600
 
 
 def _utc(ns: int) -> datetime:
-    return datetime.fromtimestamp(ns / NS_PER_S, tz=timezone.utc)
+    return datetime.fromtimestamp(ns / NS_PER_S, tz=UTC)
 
 
 class DiskPerf:
@@ -46,7 +46,7 @@ class DiskPerf:
 
     def server_now_ns(self) -> int:
         """vCenter's clock: sample times are on it, so windows are measured on it too."""
-        now = self.vc.si.CurrentTime()
+        now: datetime = self.vc.si.CurrentTime()
         return int(now.timestamp()) * NS_PER_S + now.microsecond * 1000
 
     def counter_id(self, name: str) -> int:

@@ -62,7 +62,7 @@ class PerfSample:
 
 
 def _timestamp_ns(text: str) -> int:
-    stamp = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    stamp = datetime.fromisoformat(text.strip())
     return int(stamp.timestamp()) * NS_PER_S + stamp.microsecond * 1000
 
 
@@ -138,7 +138,7 @@ class PerfWindowSummary:
         def mean(counter: str, weight: str | None = None) -> float:
             w = [s.interval_s * (s.get(weight) if weight else 1) for s in samples]
             total = sum(w)
-            return sum(s.get(counter) * wi for s, wi in zip(samples, w)) / total if total else 0.0
+            return sum(s.get(counter) * wi for s, wi in zip(samples, w, strict=False)) / total if total else 0.0
 
         return cls(samples=len(samples), seconds=seconds,
                    read_oio=mean(READ_OIO), write_oio=mean(WRITE_OIO),

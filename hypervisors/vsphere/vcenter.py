@@ -126,7 +126,7 @@ class VCenter:
     def close(self) -> None:
         try:
             self.content.sessionManager.Logout()
-        except Exception as e:  # the session may already be gone; closing must not mask the real error
+        except Exception as e:  # noqa: BLE001 the session may already be gone; closing must not mask the real error
             log.debug("logout: %s", e)
         finally:
             self._stub.DropConnections()
@@ -147,7 +147,7 @@ def _login(session_manager: Any, cfg: VSphereConfig, where: str) -> None:
     except (TimeoutError, OSError) as e:
         reason = (f" is unreachable during login: {type(e).__name__}; check host, port and network "
                   f"(waited at most {cfg.connect_timeout_s:.0f} s)")
-    except Exception as e:  # an answer pyVmomi cannot parse (not a vCenter): its frames hold the password
+    except Exception as e:  # noqa: BLE001 an answer pyVmomi cannot parse (not a vCenter): its frames hold the password
         reason = f": login failed: {type(e).__name__} (is it a vCenter or ESXi SDK endpoint?)"
     raise HypervisorError(f"{where}{reason}")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from model.rules.figures import Pair, pair_figure
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "alignment"
@@ -71,10 +72,10 @@ def count_boundary_crossings(requests: Iterable[tuple[int, int]], physical: int,
 
 def judge_alignment(counts: BoundaryCounts, partition_start_bytes: int, workload: str,
                     host_source: str) -> RuleVerdict:
-    lines = [f"partition starts at {partition_start_bytes} bytes (sector {partition_start_bytes // 512}); "
-             f"device physical block {counts.physical_block_bytes} B, optimal I/O {kib(counts.optimal_io_bytes)}",
-             f"{workload}: host saw {counts.requests} data requests ({host_source}); {counts.misaligned} off the "
-             f"physical-block grid, {counts.extra_stripe} spanning an extra optimal-I/O unit"]
+    lines = [(f"partition starts at {partition_start_bytes} bytes (sector {partition_start_bytes // 512}); "
+              f"device physical block {counts.physical_block_bytes} B, optimal I/O {kib(counts.optimal_io_bytes)}"),
+             (f"{workload}: host saw {counts.requests} data requests ({host_source}); {counts.misaligned} off the "
+              f"physical-block grid, {counts.extra_stripe} spanning an extra optimal-I/O unit")]
     problems: list[str] = []
     if counts.requests == 0:
         problems.append("the host saw no data requests: the workload did not reach this disk")
@@ -93,4 +94,5 @@ def judge_alignment(counts: BoundaryCounts, partition_start_bytes: int, workload
         "optimal_io_bytes": counts.optimal_io_bytes, "host_requests": counts.requests,
         "misaligned_requests": counts.misaligned, "extra_stripe_requests": counts.extra_stripe,
         "crossing_fraction": round(counts.crossing_fraction, 4), "host_source": host_source}
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props)
+    figures = pair_figure(Pair("host requests / crossing a boundary", counts.requests, counts.crossing))
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props, figures)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from model.errors import ParseError
+from model.rules.figures import Pair, pair_figure
 from model.rules.verdict import Number, RuleVerdict, kib, spread
 
 RULE = "buffered-direct"
@@ -95,12 +96,15 @@ def judge_regime(now: dict[str, RegimeSeries], baseline: dict[str, RegimeSeries]
     if baseline is None:
         return RuleVerdict(RULE, tuple(lines), (), ("no baseline given: measured only",), props)
     props["baseline"] = baseline_source
+    pairs: list[Pair] = []
     for m, series in now.items():
         base = baseline.get(m)
         if base is None or not base.samples:
             problems.append(f"the baseline ({baseline_source}) has no {m} copy for this configuration")
             continue
         lines.append("baseline " + describe(base))
+        pairs.append(Pair(f"{m} size: baseline / now", base.stats("request_bytes")[0] / 1024,
+                          series.stats("request_bytes")[0] / 1024, "KiB"))
         for metric in METRICS:
             bmed, nmed = base.stats(metric)[0], series.stats(metric)[0]
             allowed = allowed_change(metric, base, series)
@@ -111,7 +115,7 @@ def judge_regime(now: dict[str, RegimeSeries], baseline: dict[str, RegimeSeries]
                     f"{m} copy: host {metric.replace('_bytes', ' size')} {_fmt(metric, nmed)} against "
                     f"{_fmt(metric, bmed)} in the baseline ({baseline_source}); the noise allows "
                     f"{_fmt(metric, allowed)} (spreads of both runs, at least {REL_FLOOR[metric]:.0%})")
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props)
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, pair_figure(*pairs))
 
 
 # --- baseline files -------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from model.rules.figures import Pair, pair_figure
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "direct-io"
@@ -82,12 +83,14 @@ def judge_direct_io(fidelity: list[OneForOne], durability: list[Durability], vol
     problems: list[str] = []
     notes: list[str] = []
     props: dict[str, Number] = {"volatile_write_cache": int(volatile_cache), "write_cache_source": cache_source}
+    pairs: list[Pair] = []
     for f in fidelity:
         k = f"w{f.request_bytes // 1024}k"
         lines.append(f"{kib(f.request_bytes)} O_DIRECT writes: guest {f.guest_writes}, host {f.host_writes} "
                      f"(ratio {f.ratio:.3f}), host mean size {kib(f.host_mean_bytes)}")
         props.update({f"{k}_guest_writes": f.guest_writes, f"{k}_host_writes": f.host_writes,
                       f"{k}_ratio": round(f.ratio, 4), f"{k}_host_mean_bytes": round(f.host_mean_bytes)})
+        pairs.append(Pair(f"{kib(f.request_bytes)} writes: guest / host", f.guest_writes, f.host_writes))
         if f.guest_writes == 0:
             problems.append(f"fio completed no {kib(f.request_bytes)} writes: nothing to compare")
         elif abs(f.ratio - 1.0) > ONE_FOR_ONE_TOLERANCE or abs(f.host_mean_bytes - f.request_bytes) > 0.5:
@@ -101,6 +104,8 @@ def judge_direct_io(fidelity: list[OneForOne], durability: list[Durability], vol
         notes.append(f"durability not checked: {durability_skipped}")
     for d in durability:
         k = "dsync" if "DSYNC" in d.kind else "fsync"
+        pairs.append(Pair(f"{'O_DSYNC' if k == 'dsync' else 'fsync'}: syncs / host flushes", d.guest_syncs,
+                          d.host_flushes))
         lines.append(f"{d.kind}: guest {d.guest_syncs} syncs, host {d.host_flushes} flushes (FUA included)")
         props.update({f"{k}_guest_syncs": d.guest_syncs, f"{k}_host_flushes": d.host_flushes})
         if d.guest_syncs == 0:
@@ -120,4 +125,4 @@ def judge_direct_io(fidelity: list[OneForOne], durability: list[Durability], vol
                       "latency_added_p50_us": round(latency.added_p50_us, 1),
                       "latency_guest_min_us": round(latency.guest_min_us, 1),
                       "latency_host_min_us": round(latency.host_min_us, 1)})
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props)
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, pair_figure(*pairs))

@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from model.rules.verdict import RuleVerdict, kib
+from model.rules.figures import Pair, pair_figure
+from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "io-size"
 
@@ -71,9 +72,9 @@ def judge_io_size(m: IoSizeMeasurement) -> RuleVerdict:
     """Pass if the host saw requests as large as the device allows."""
     problems: list[str] = []
     lines = [
-        f"workload: {kib(m.request_bytes)} O_DIRECT reads; device maximum transfer {kib(m.max_transfer_bytes)} "
-        f"({m.max_transfer_source}); guest max_sectors_kb {m.guest_max_sectors_kb}, "
-        f"max_hw_sectors_kb {m.guest_max_hw_sectors_kb}",
+        (f"workload: {kib(m.request_bytes)} O_DIRECT reads; device maximum transfer {kib(m.max_transfer_bytes)} "
+         f"({m.max_transfer_source}); guest max_sectors_kb {m.guest_max_sectors_kb}, "
+         f"max_hw_sectors_kb {m.guest_max_hw_sectors_kb}"),
         f"host: {m.host_requests} requests, mean {kib(m.host_request_bytes)}"
         + (f", median {kib(m.host_request_bytes_p50)}" if m.host_request_bytes_p50 is not None else "")
         + f" ({m.host_source}); split factor {m.split_factor:.2f} (expected {m.expected_split})",
@@ -87,13 +88,15 @@ def judge_io_size(m: IoSizeMeasurement) -> RuleVerdict:
             f"each {kib(m.request_bytes)} I/O reached the host as {m.split_factor:.1f} requests of "
             f"{kib(m.host_request_bytes)}; expected at most {MAX_SPLIT_OVER_EXPECTED} x {m.expected_split} "
             f"request(s) of {kib(m.expected_request_bytes)}.{cause}")
-    props = {"request_bytes": m.request_bytes, "max_transfer_bytes": m.max_transfer_bytes,
-             "max_transfer_source": m.max_transfer_source, "host_request_bytes_mean": round(m.host_request_bytes),
-             "host_requests": m.host_requests, "split_factor": round(m.split_factor, 3),
-             "expected_split": m.expected_split, "expected_request_bytes": m.expected_request_bytes,
-             "guest_max_sectors_kb": m.guest_max_sectors_kb,
-             "guest_max_hw_sectors_kb": m.guest_max_hw_sectors_kb, "host_source": m.host_source,
-             "fio_iops": round(m.fio_iops, 1)}
+    props: dict[str, Number] = {
+        "request_bytes": m.request_bytes, "max_transfer_bytes": m.max_transfer_bytes,
+        "max_transfer_source": m.max_transfer_source, "host_request_bytes_mean": round(m.host_request_bytes),
+        "host_requests": m.host_requests, "split_factor": round(m.split_factor, 3),
+        "expected_split": m.expected_split, "expected_request_bytes": m.expected_request_bytes,
+        "guest_max_sectors_kb": m.guest_max_sectors_kb, "guest_max_hw_sectors_kb": m.guest_max_hw_sectors_kb,
+        "host_source": m.host_source, "fio_iops": round(m.fio_iops, 1)}
     if m.host_request_bytes_p50 is not None:
         props["host_request_bytes_p50"] = round(m.host_request_bytes_p50)
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props)
+    figures = pair_figure(Pair("request size: expected / host", m.expected_request_bytes / 1024,
+                               m.host_request_bytes / 1024, "KiB"))
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props, figures)

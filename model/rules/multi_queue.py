@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 
 from model.errors import ParseError
+from model.rules.figures import Pair, pair_figure
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "multi-queue"
@@ -84,4 +85,6 @@ def judge_multiqueue(configured_queues: int, guest_hw_queues: int, vcpus: int,
                                 "vcpus": vcpus, "online_cpus": online, "queues_used": len(used), "evidence": evidence}
     for q, n in per_queue.items():
         props[f"queue{q}_count"] = n
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props)
+    pairs = [Pair("interrupts: queue 0 / queue 1", per_queue[0], per_queue[1])] if {0, 1} <= per_queue.keys() else []
+    figures = pair_figure(*pairs)
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, figures)

@@ -12,7 +12,12 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from model.rules.figures import DepthFigure, DepthGroup
+from model.rules.verdict import Number, RuleVerdict
+
+RULE = "queue-depth"
 
 #: Minimum host-observed depth as a fraction of the depth the guest gave the device:
 #: min(offered, device limit, what the guest's block layer held). Measured here (QEMU 7.2
@@ -69,51 +74,6 @@ class DepthPoint:
     host_depth_min: float
     host_depth_max: float
     host_source: str  # "average (Little's law on QMP counters)", "exact (traced requests)"
-
-
-@dataclass(frozen=True)
-class QueueDepthVerdict:
-    passed: bool
-    device_queue_depth: int | None
-    points: tuple[DepthPoint, ...]
-    problems: tuple[str, ...]
-    notes: tuple[str, ...] = field(default=())
-
-    def explain(self) -> str:
-        lines = [f"device queue depth: {self.device_queue_depth if self.device_queue_depth else 'unknown'}"]
-        for p in self.points:
-            bar = _depth_bar(p, self.device_queue_depth)
-            lines.append(
-                f"offered {p.offered_depth:>3}: IOPS {p.iops:,.0f}; guest: fio at depth {p.fio_depth_mode}, "
-                f"aqu-sz {p.guest_aqu_sz:.1f}, inflight {p.guest_inflight_mean:.1f}; host depth "
-                f"{p.host_depth:.1f} (per-second {p.host_depth_min:.1f}-{p.host_depth_max:.1f}, {p.host_source}); "
-                f"needs {bar.required:.1f} (from offered {bar.from_offered:.1f}, from guest-held "
-                f"{bar.from_guest:.1f}, floor {bar.absolute:.1f})")
-        lines += [f"FAIL: {m}" for m in self.problems] + [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
-
-    def properties(self) -> dict[str, str | float | int]:
-        props: dict[str, str | float | int] = {"device_queue_depth": self.device_queue_depth or 0}
-        for p in self.points:
-            k = f"qd{p.offered_depth}"
-            props.update({f"{k}_iops": round(p.iops, 1), f"{k}_host_depth": round(p.host_depth, 2),
-                          f"{k}_host_depth_min": round(p.host_depth_min, 2),
-                          f"{k}_host_depth_max": round(p.host_depth_max, 2),
-                          f"{k}_guest_aqu_sz": round(p.guest_aqu_sz, 2),
-                          f"{k}_guest_inflight_mean": round(p.guest_inflight_mean, 2),
-                          f"{k}_fio_depth_mode": p.fio_depth_mode, f"{k}_host_source": p.host_source})
-            bar = _depth_bar(p, self.device_queue_depth)
-            props.update({f"{k}_host_required": round(bar.required, 2),
-                          f"{k}_host_required_from_offered": round(bar.from_offered, 2),
-                          f"{k}_host_required_from_guest": round(bar.from_guest, 2)})
-        if len(self.points) > 1:
-            scaling = _scaling_bar(self.points[0], self.points[-1], self.device_queue_depth)
-            props.update({"iops_scaling": round(scaling.got, 2), "iops_scaling_required": round(scaling.required, 2),
-                          "iops_scaling_required_from_offered": round(scaling.from_offered, 2),
-                          "iops_scaling_required_from_guest": round(scaling.from_guest, 2)})
-        if self.notes:
-            props["notes"] = "; ".join(self.notes)
-        return props
 
 
 def expected_depth(offered: int, device_queue_depth: int | None) -> int:
@@ -189,8 +149,45 @@ def _scaling_bar(base: DepthPoint, top: DepthPoint, device_queue_depth: int | No
     return Bar(got, want, held, IOPS_SCALING_MIN_FRACTION, IOPS_SCALING_ABSOLUTE_MIN_FRACTION)
 
 
+def _lines(pts: tuple[DepthPoint, ...], device_queue_depth: int | None) -> list[str]:
+    """What was measured at each offered depth, and the bar the host had to reach."""
+    lines = [f"device queue depth: {device_queue_depth if device_queue_depth else 'unknown'}"]
+    for p in pts:
+        bar = _depth_bar(p, device_queue_depth)
+        lines.append(
+            f"offered {p.offered_depth:>3}: IOPS {p.iops:,.0f}; guest: fio at depth {p.fio_depth_mode}, "
+            f"aqu-sz {p.guest_aqu_sz:.1f}, inflight {p.guest_inflight_mean:.1f}; host depth "
+            f"{p.host_depth:.1f} (per-second {p.host_depth_min:.1f}-{p.host_depth_max:.1f}, {p.host_source}); "
+            f"needs {bar.required:.1f} (from offered {bar.from_offered:.1f}, from guest-held "
+            f"{bar.from_guest:.1f}, floor {bar.absolute:.1f})")
+    return lines
+
+
+def _properties(pts: tuple[DepthPoint, ...], device_queue_depth: int | None) -> dict[str, Number]:
+    """Every number of every depth, by name, for the JUnit record (``qd32_host_depth``, ...)."""
+    props: dict[str, Number] = {"device_queue_depth": device_queue_depth or 0}
+    for p in pts:
+        k = f"qd{p.offered_depth}"
+        props.update({f"{k}_iops": round(p.iops, 1), f"{k}_host_depth": round(p.host_depth, 2),
+                      f"{k}_host_depth_min": round(p.host_depth_min, 2),
+                      f"{k}_host_depth_max": round(p.host_depth_max, 2),
+                      f"{k}_guest_aqu_sz": round(p.guest_aqu_sz, 2),
+                      f"{k}_guest_inflight_mean": round(p.guest_inflight_mean, 2),
+                      f"{k}_fio_depth_mode": p.fio_depth_mode, f"{k}_host_source": p.host_source})
+        bar = _depth_bar(p, device_queue_depth)
+        props.update({f"{k}_host_required": round(bar.required, 2),
+                      f"{k}_host_required_from_offered": round(bar.from_offered, 2),
+                      f"{k}_host_required_from_guest": round(bar.from_guest, 2)})
+    if len(pts) > 1:
+        scaling = _scaling_bar(pts[0], pts[-1], device_queue_depth)
+        props.update({"iops_scaling": round(scaling.got, 2), "iops_scaling_required": round(scaling.required, 2),
+                      "iops_scaling_required_from_offered": round(scaling.from_offered, 2),
+                      "iops_scaling_required_from_guest": round(scaling.from_guest, 2)})
+    return props
+
+
 def judge_queue_depth(points: list[DepthPoint] | tuple[DepthPoint, ...], device_queue_depth: int | None,
-                      require_queuing: bool = False) -> QueueDepthVerdict:
+                      require_queuing: bool = False) -> RuleVerdict:
     """Judge the points (at least one; the lowest offered depth is the IOPS baseline).
 
     The host is judged against what reached the guest's block layer (aqu-sz) as well as
@@ -234,4 +231,6 @@ def judge_queue_depth(points: list[DepthPoint] | tuple[DepthPoint, ...], device_
         elif bar.offered_ref > 1 and bar.excused_by_guest:
             notes.append(f"{scaled}: under {bar.from_offered:.1f}x, but the guest's block layer held less than "
                          f"offered, and it meets {bar.text(offered, guest, 'x')}")
-    return QueueDepthVerdict(not problems, device_queue_depth, pts, tuple(problems), tuple(notes))
+    figure = DepthFigure(tuple(DepthGroup(p.offered_depth, p.guest_aqu_sz, p.host_depth) for p in pts))
+    return RuleVerdict(RULE, tuple(_lines(pts, device_queue_depth)), tuple(problems), tuple(notes),
+                       _properties(pts, device_queue_depth), (figure,))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from model.rules.figures import Figure
+
 Number = str | float | int
 
 
@@ -13,7 +15,8 @@ class RuleVerdict:
 
     ``lines`` describe what was measured (always shown), ``problems`` why it failed (empty
     when it passed), ``notes`` what a reader should know but does not fail the rule.
-    ``properties`` are the measured numbers for the JUnit record.
+    ``properties`` are the measured numbers for the JUnit record (flat, by name);
+    ``figures`` what the report draws, typed: the report never reads ``properties``' names.
     """
 
     rule: str
@@ -21,6 +24,7 @@ class RuleVerdict:
     problems: tuple[str, ...]
     notes: tuple[str, ...] = ()
     properties: dict[str, Number] = field(default_factory=dict)
+    figures: tuple[Figure, ...] = ()
 
     @property
     def passed(self) -> bool:

@@ -57,7 +57,7 @@ def test_libvirt_block_stats() -> None:
         parse_libvirt_block_stats(params, "sda", 0)
     with pytest.raises(ParseError, match=r"block.1.fl.times should be a non-negative integer, got None"):
         parse_libvirt_block_stats({k: v for k, v in params.items() if k != "block.1.fl.times"}, "vdb", 0)
-    with pytest.raises(ParseError, match="no integer 'block.count'"):
+    with pytest.raises(ParseError, match=r"no integer 'block\.count'"):
         parse_libvirt_block_stats({"state.state": 1}, "vdb", 0)
 
 

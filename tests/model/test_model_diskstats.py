@@ -48,7 +48,9 @@ def test_delta_gives_iostat_figures() -> None:
 
 
 def test_delta_without_flush_fields_has_no_flush_count() -> None:
-    cut = lambda text: "\n".join(" ".join(l.split()[:18]) for l in text.splitlines())  # noqa: E731
+    def cut(text: str) -> str:
+        return "\n".join(" ".join(line.split()[:18]) for line in text.splitlines())
+
     d = DiskStatsDelta.between(diskstats_for(cut(snapshot("before")), "vda"),
                                diskstats_for(cut(snapshot("after")), "vda"), ELAPSED_MS)
     assert d.flushes_completed is None and d.reads_completed == 161951

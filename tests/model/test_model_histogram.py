@@ -11,7 +11,7 @@ from model.vscsistats import parse_vscsistats_csv
 
 def test_buckets_follow_vscsistats_semantics() -> None:
     h = Histogram.from_values(HistogramKind.IO_LENGTH, "read", [512, 4095, 4096, 4096, 4097, 1 << 20])
-    counts = dict(zip(h.bucket_limits, h.counts))
+    counts = dict(zip(h.bucket_limits, h.counts, strict=False))
     # a bucket with limit L holds (previous limit, L]: 4095 and 4096 are separate buckets
     assert (counts[512], counts[4095], counts[4096], counts[8191]) == (1, 1, 2, 1)
     assert h.counts[-1] == 1  # 1 MiB is above the last limit (524288)
@@ -84,8 +84,8 @@ def test_csv_layout_is_vscsistats() -> None:
     hs = HistogramSet((Histogram.from_values(HistogramKind.OUTSTANDING_IOS, "all", [1, 1, 2, 40, 70]),))
     lines = hs.to_vscsistats_csv(7, 8193, "scsi0:1").splitlines()
     assert lines[:6] == [
-        "Histogram: number of outstanding IOs when a new IO is issued,virtual machine worldGroupID,7,"
-        "virtual disk handleID,8193 (scsi0:1)",
+        ("Histogram: number of outstanding IOs when a new IO is issued,virtual machine worldGroupID,7,"
+         "virtual disk handleID,8193 (scsi0:1)"),
         "min,1", "max,70", "mean,22.8", "count,5", "Frequency,Histogram Bucket Limit"]
     assert lines[6:8] == ["2,1", "1,2"]
     assert lines[-2:] == ["1,64", "1,64"]  # the overflow row repeats the last limit

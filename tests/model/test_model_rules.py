@@ -19,9 +19,11 @@ from model.rules.buffered_direct import (
     parse_baseline,
 )
 from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io
+from model.rules.figures import PairFigure
 from model.rules.io_size import IoSizeMeasurement, judge_io_size
 from model.rules.limits import compare_limits, judge_limits
 from model.rules.multi_queue import judge_multiqueue, parse_queue_interrupts
+from model.rules.verdict import RuleVerdict
 
 DATA = Path(__file__).parent.parent / "data" / "guest"
 MIB = 1 << 20
@@ -142,7 +144,7 @@ def test_no_baseline_records_only() -> None:
 
 
 def test_bad_baseline_files_are_named_errors() -> None:
-    with pytest.raises(ParseError, match="x.json: not JSON"):
+    with pytest.raises(ParseError, match=r"x\.json: not JSON"):
         parse_baseline("{", "x.json")
     with pytest.raises(ParseError, match="not a vioconform baseline"):
         parse_baseline('{"a": 1}', "x.json")
@@ -233,3 +235,36 @@ def test_multiqueue_fails_on_one_queue() -> None:
     assert not v.passed and "only 1 queue(s)" in v.explain()
     v = judge_multiqueue(2, 1, 2, {0: 1900})
     assert any("set up 1 hardware queue" in p for p in v.problems)
+
+
+# --- figures: what the report draws, built by each judge from its own inputs ----------------------
+def _pairs(v: RuleVerdict) -> list[tuple[str, float, float, str]]:
+    return [(p.label, p.first, p.second, p.unit) for f in v.figures if isinstance(f, PairFigure) for p in f.pairs]
+
+
+def test_io_size_figure_is_expected_against_host_request_size() -> None:
+    assert _pairs(judge_io_size(_io(65536, max_sectors_kb=64))) == [
+        ("request size: expected / host", 1024.0, 64.0, "KiB")]
+
+
+def test_direct_io_figure_pairs_each_run() -> None:
+    assert _pairs(judge_direct_io(HEALTHY_FIDELITY, [Durability("O_DSYNC writes", 100, 0),
+                                                     Durability("fsync after each buffered write", 99, 99)],
+                                  True, "x")) == [
+        ("1 KiB writes: guest / host", 200, 200, ""), ("4 KiB writes: guest / host", 200, 200, ""),
+        ("O_DSYNC: syncs / host flushes", 100, 0, ""), ("fsync: syncs / host flushes", 99, 99, "")]
+
+
+def test_regime_figure_needs_a_baseline() -> None:
+    base = _baseline()["libvirt:virtio-scsi:latency5ms"]
+    now = {"buffered": RegimeSeries("buffered", (RegimeSample(4096, 0.8),) * 3)}
+    assert _pairs(judge_regime(now, base, "b.json")) == [
+        ("buffered size: baseline / now", base["buffered"].stats("request_bytes")[0] / 1024, 4.0, "KiB")]
+    assert judge_regime(now, None).figures == ()
+
+
+def test_alignment_and_multiqueue_figures() -> None:
+    c = count_boundary_crossings(_file_writes(63), 4096, 65536)
+    assert _pairs(judge_alignment(c, 63 * 512, "w", "exact")) == [("host requests / crossing a boundary", 400, 400, "")]
+    assert _pairs(judge_multiqueue(2, 2, 2, {0: 1024, 1: 971})) == [("interrupts: queue 0 / queue 1", 1024, 971, "")]
+    assert judge_multiqueue(2, 1, 2, {0: 1900}).figures == ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import stat
@@ -10,8 +11,20 @@ from pathlib import Path
 
 import pytest
 
+from model.rules.io_size import judge_io_size
 from reports.junit import write_junit
 from reports.records import Record, RunStatus, settle
+from tests.unit.test_html import IO_BREAKUP
+
+
+def _find(elem: ET.Element | None, tag: str) -> ET.Element:
+    found = elem.find(tag) if elem is not None else None
+    assert found is not None, tag
+    return found
+
+
+def _props(elem: ET.Element) -> dict[str, str | None]:
+    return {p.get("name") or "": p.get("value") for p in _find(elem, "properties")}
 
 
 def test_cases_outcomes_and_properties(tmp_path: Path) -> None:
@@ -28,12 +41,21 @@ def test_cases_outcomes_and_properties(tmp_path: Path) -> None:
     assert [c.get("name") for c in cases] == ["queue-depth[libvirt:virtio-scsi:latency5ms]",
                                               "queue-depth[libvirt:virtio-blk:latency5ms]",
                                               "queue-depth[libvirt:ide:latency5ms]"]
-    props = {p.get("name"): p.get("value") for p in cases[0].find("properties")}
-    assert props == {"qd32_host_depth": "25.37"}
-    assert cases[1].find("failure").get("message") == "host saw 0.8"
+    assert _props(cases[0]) == {"qd32_host_depth": "25.37"}
+    assert _find(cases[1], "failure").get("message") == "host saw 0.8"
     assert cases[2].find("skipped") is not None
-    suite = root.find("testsuite")
+    suite = _find(root, "testsuite")
     assert suite.get("failures") == "1" and suite.get("skipped") == "1"
+
+
+def test_a_verdicts_numbers_are_flattened_into_its_case_with_the_tests_own(tmp_path: Path) -> None:
+    verdict = judge_io_size(IO_BREAKUP)
+    rec = Record("n1", "io-size", "c", {"guest_avg_request_bytes": 65536}, "failed", "split",
+                 verdict=dataclasses.replace(verdict, notes=("a note",)))
+    props = _props(_find(ET.parse(write_junit([rec], tmp_path / "j.xml")).getroot(), ".//testcase"))
+    assert props["split_factor"] == "16.0" and props["expected_request_bytes"] == "1048576"
+    assert props["guest_avg_request_bytes"] == "65536" and props["notes"] == "a note"
+    assert set(props) == {*verdict.properties, "guest_avg_request_bytes", "notes"}
 
 
 def _interrupted_run() -> tuple[list[Record], RunStatus]:
@@ -49,12 +71,12 @@ def test_interrupted_run_is_an_error_and_incomplete_never_a_pass(tmp_path: Path)
     root = ET.parse(write_junit(records, tmp_path / "j.xml", status=status)).getroot()
     cases = {c.get("name"): c for c in root.iter("testcase")}
     qd = cases["queue-depth[libvirt:virtio-blk:latency5ms]"]
-    assert qd.find("error").get("message") == "interrupted by SIGINT: did not finish" and qd.find("failure") is None
-    assert cases["io-size[libvirt:virtio-blk:latency5ms]"].find("skipped").get("message").startswith("not run")
-    run = cases["run[incomplete]"].find("error")
-    assert run is not None and run.get("message").startswith("RUN INCOMPLETE: interrupted by SIGINT")
-    suite = root.find("testsuite")
-    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert _find(qd, "error").get("message") == "interrupted by SIGINT: did not finish" and qd.find("failure") is None
+    assert str(_find(cases["io-size[libvirt:virtio-blk:latency5ms]"], "skipped").get("message")).startswith("not run")
+    run = _find(cases["run[incomplete]"], "error")
+    assert str(run.get("message")).startswith("RUN INCOMPLETE: interrupted by SIGINT")
+    suite = _find(root, "testsuite")
+    props = _props(suite)
     assert props["complete"] == "false" and props["interrupted_by"] == "SIGINT"
     assert suite.get("errors") == "2" and suite.get("failures") == "0"
 
@@ -62,8 +84,7 @@ def test_interrupted_run_is_an_error_and_incomplete_never_a_pass(tmp_path: Path)
 def test_complete_run_is_marked_complete(tmp_path: Path) -> None:
     records, status = settle([Record("n1", "limits", "c", {}, "passed", started=True)])
     root = ET.parse(write_junit(records, tmp_path / "j.xml", status=status)).getroot()
-    props = {p.get("name"): p.get("value") for p in root.find("testsuite").find("properties")}
-    assert props == {"complete": "true"} and len(list(root.iter("testcase"))) == 1
+    assert _props(_find(root, "testsuite")) == {"complete": "true"} and len(list(root.iter("testcase"))) == 1
 
 
 def test_harness_error_is_an_error_element_and_an_undecided_record_is_never_passed(tmp_path: Path) -> None:
@@ -71,7 +92,7 @@ def test_harness_error_is_an_error_element_and_an_undecided_record_is_never_pass
             Record("n2", "io-size", "a")]  # not settled: a writer must still not show it as passed
     root = ET.parse(write_junit(recs, tmp_path / "j.xml")).getroot()
     cases = list(root.iter("testcase"))
-    assert cases[0].find("error").get("message") == "RuntimeError: fio exited 1" and cases[0].find("failure") is None
+    assert _find(cases[0], "error").get("message") == "RuntimeError: fio exited 1" and cases[0].find("failure") is None
     assert cases[1].find("error") is not None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from model.rules.figures import DepthFigure, DepthGroup
 from model.rules.queue_depth import (
     HOST_DEPTH_ABSOLUTE_MIN_FRACTION,
     HOST_DEPTH_MIN_FRACTION,
@@ -134,13 +135,21 @@ def test_threshold_boundary(aqu: float, bar: float) -> None:
 
 
 def test_properties_carry_every_number() -> None:
-    props = judge_queue_depth(HEALTHY, 128).properties()
+    props = judge_queue_depth(HEALTHY, 128).properties
     assert props["qd32_host_depth"] == 25.37 and props["qd1_iops"] == 151.7
     assert props["qd32_host_source"] == AVG and props["device_queue_depth"] == 128
     assert props["qd32_host_required_from_offered"] == 12.8
     assert props["qd32_host_required_from_guest"] == round(0.4 * 27.03, 2) == props["qd32_host_required"]
     assert props["iops_scaling"] == round(4851.4 / 151.7, 2) and props["iops_scaling_required_from_offered"] == 12.8
     assert props["iops_scaling_required"] == round(0.4 * 27.03 / 0.92, 2)  # the aqu-sz ratio, 29.4, is lower
+
+
+def test_verdict_is_a_rule_verdict_with_the_depth_picture() -> None:
+    v = judge_queue_depth(list(reversed(TCQ_OFF)), 128)
+    assert v.rule == "queue-depth"
+    assert v.figures == (DepthFigure((DepthGroup(1, 0.9, 0.8), DepthGroup(32, 30.1, 0.8))),)  # by offered depth
+    no_queuing = judge_queue_depth([point(1, 150, 0.85, 0.9, 0.8), point(32, 152, 0.9, 31, 1.0)], 1)
+    assert no_queuing.record_properties()["notes"] == "no command queuing: the device accepts one command at a time"
 
 
 def test_needs_a_point() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from model.rules.verdict import RuleVerdict
 from reports.records import Record, settle
 
 
@@ -41,3 +42,12 @@ def test_a_complete_run_says_so_and_has_no_banner() -> None:
 def test_an_interrupt_after_every_verdict_still_marks_the_run_incomplete() -> None:
     _, status = settle([_rec("a", outcome="passed", started=True)], "SIGTERM")
     assert not status.complete and status.properties()["interrupted_by"] == "SIGTERM"
+
+
+def test_a_record_keeps_its_verdict_and_measures_its_numbers_and_the_verdicts() -> None:
+    verdict = RuleVerdict("queue-depth", (), ("host saw 1.0",), ("no command queuing",), {"qd32_host_depth": 1.0})
+    rec = _rec("queue-depth", started=True, properties={"qd32_host_exact_requests": 153})
+    rec.verdict = verdict
+    assert rec.measured() == {"qd32_host_exact_requests": 153, "qd32_host_depth": 1.0, "notes": "no command queuing"}
+    settled, _ = settle([rec], "SIGINT")
+    assert settled[0].verdict is verdict and settled[0].outcome == "error"  # cut short after its verdict: kept

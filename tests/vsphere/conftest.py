@@ -7,13 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from vsphere_sim import EsxiFactory, Sim, fake_esxi_dir, sim_config, start_sim, stop_sim
-from vsphere_sshd import LoopbackSshd
 
 from hypervisors.base import Guest, GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import VSphereBackend
 from model.types import DiskSpec
+from tests.vsphere.vsphere_sim import EsxiFactory, Sim, fake_esxi_dir, sim_config, start_sim, stop_sim
+from tests.vsphere.vsphere_sshd import LoopbackSshd
 from transport.ssh import generate_run_key
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from frames import ROOT, shown_locals
 
 from hypervisors.vsphere.config import TARGET_EXAMPLE, ConfigError, parse_target
 from model.errors import HypervisorError
 from model.secret import PASSWORD_ENV, Secret, scrub
+from tests.vsphere.frames import ROOT, shown_locals
 
 
 @pytest.fixture

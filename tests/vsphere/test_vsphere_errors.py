@@ -10,9 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from frames import shown_locals
-from vsphere_sim import Sim, closed_port, sim_config
-from vsphere_sshd import LoopbackSshd
 
 from hypervisors.base import GuestRequest
 from hypervisors.cleanup import CleanupStack
@@ -21,6 +18,9 @@ from hypervisors.vsphere.vcenter import VCenter
 from model.errors import HypervisorError
 from model.secret import Secret
 from model.types import DiskSpec
+from tests.vsphere.frames import shown_locals
+from tests.vsphere.vsphere_sim import Sim, closed_port, sim_config
+from tests.vsphere.vsphere_sshd import LoopbackSshd
 
 #: The issue's bound for every bad-input error.
 ERROR_WITHIN_S = 30.0
@@ -35,21 +35,22 @@ def start_with(backend: VSphereBackend, run_dir: Path, run_pubkey: str) -> tuple
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (dict(password=Secret("wrong-password-5e1f")),
+    ({"password": Secret("wrong-password-5e1f")},
      r"rejected the login of 'vioconform@vsphere.local'.*VIOCONFORM_VCENTER_PASSWORD"),
-    (dict(port=0), r"vCenter 127.0.0.1:\d+ is unreachable"),
-    (dict(template="no-such-template"), r"template 'no-such-template' not found.*existing: .*DC0_C0_RP0_VM0"),
-    (dict(datastore="no-such-ds"), r"datastore 'no-such-ds' not found.*LocalDS_0"),
-    (dict(cluster="no-such-cluster"), r"cluster 'no-such-cluster' not found.*DC0_C0"),
-    (dict(network="no-such-net"), r"network 'no-such-net' not found.*VM Network"),
+    ({"port": 0}, r"vCenter 127.0.0.1:\d+ is unreachable"),
+    ({"template": "no-such-template"}, r"template 'no-such-template' not found.*existing: .*DC0_C0_RP0_VM0"),
+    ({"datastore": "no-such-ds"}, r"datastore 'no-such-ds' not found.*LocalDS_0"),
+    ({"cluster": "no-such-cluster"}, r"cluster 'no-such-cluster' not found.*DC0_C0"),
+    ({"network": "no-such-net"}, r"network 'no-such-net' not found.*VM Network"),
 ], ids=["bad-credentials", "unreachable", "template", "datastore", "cluster", "network"])
 def test_bad_input_fails_fast_without_a_clone(vcsim: Sim, guest_sshd: LoopbackSshd, cleanup: CleanupStack,
                                               run_dir: Path, run_pubkey: str, change: dict[str, object],
                                               message: str) -> None:
     if change.get("port") == 0:
-        change = dict(port=closed_port())
+        change = {"port": closed_port()}
     before = vcsim.vms("vioconform-")
-    backend = VSphereBackend(cleanup, replace(sim_config(vcsim, guest_sshd), **change), run_id="bad")
+    backend = VSphereBackend(cleanup, replace(sim_config(vcsim, guest_sshd), **change),  # type: ignore[arg-type]
+                             run_id="bad")
     try:
         elapsed, text = start_with(backend, run_dir, run_pubkey)
     finally:

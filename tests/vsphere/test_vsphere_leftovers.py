@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from vsphere_sim import TEMPLATE, Sim, write_target
 
 from hypervisors.base import GuestRequest
 from hypervisors.cleanup import CleanupStack
@@ -13,6 +12,7 @@ from hypervisors.vsphere import leftovers
 from hypervisors.vsphere.backend import VSphereBackend
 from model.secret import PASSWORD_ENV
 from model.types import DiskSpec
+from tests.vsphere.vsphere_sim import TEMPLATE, Sim, write_target
 
 
 def test_leftovers_of_one_run_are_listed_then_destroyed(backend: VSphereBackend, vcsim: Sim, run_dir: Path,

@@ -67,7 +67,8 @@ def test_window_summary_weights_size_by_requests() -> None:
     samples = parse_perf_csv(INFO, series())
     assert inside(samples, T0 + 20 * NS_PER_S, T0 + 60 * NS_PER_S) == samples[1:]
     s = PerfWindowSummary.of(samples)
-    assert (s.samples, s.seconds, s.read_oio) == (3, 60, pytest.approx((2 + 8 + 32) / 3))
+    assert (s.samples, s.seconds) == (3, 60)
+    assert s.read_oio == pytest.approx((2 + 8 + 32) / 3)
     assert s.read_io_size_bytes == pytest.approx((100 * 4096 + 400 * 4096 + 1600 * 8192) / 2100)
     assert s.write_io_size_bytes == 0.0
     with pytest.raises(HypervisorError, match="measure for longer"):

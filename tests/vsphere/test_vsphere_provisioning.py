@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 from pyVmomi import vim
-from vsphere_sim import Sim
 
 from hypervisors.base import GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import KEY_PROPERTY, VSphereBackend
 from model.errors import HypervisorError
 from model.types import DiskSpec
+from tests.vsphere.vsphere_sim import Sim
 from transport.ssh import SshTransport
 
 GIB = 1024**3
@@ -76,7 +76,7 @@ def test_round_trip_one_disk_per_controller(backend: VSphereBackend, vcsim: Sim,
 
 def test_unknown_controller_is_refused_before_anything_is_created(backend: VSphereBackend, vcsim: Sim,
                                                                   run_dir: Path, run_pubkey: str) -> None:
-    with pytest.raises(HypervisorError, match="unknown controller.*virtio-blk.*pvscsi"):
+    with pytest.raises(HypervisorError, match=r"unknown controller.*virtio-blk.*pvscsi"):
         backend.start_guest(request_for(run_dir, run_pubkey, ("virtio-blk",)))
     assert vcsim.vms(f"vioconform-{backend.run_id}") == []
 

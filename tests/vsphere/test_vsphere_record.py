@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from vsphere_sim import EsxiFactory, Sim, write_target
 
 from hypervisors.base import Guest
 from hypervisors.vsphere import record
@@ -13,6 +12,7 @@ from hypervisors.vsphere.backend import VSphereBackend
 from model.histogram import HistogramKind
 from model.secret import PASSWORD_ENV
 from model.vscsistats import parse_vscsistats_csv
+from tests.vsphere.vsphere_sim import EsxiFactory, Sim, write_target
 
 
 def test_record_prints_counters_and_histograms(backend: VSphereBackend, vcsim: Sim, one_disk_guest: Guest,

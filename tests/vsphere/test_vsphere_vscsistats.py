@@ -7,8 +7,6 @@ import time
 from dataclasses import replace
 
 import pytest
-from vsphere_sim import DATA, SAMPLE_VM, EsxiFactory, Sim, closed_port
-from vsphere_sshd import LoopbackSshd
 
 from hypervisors.base import Guest
 from hypervisors.cleanup import CleanupStack
@@ -17,6 +15,8 @@ from hypervisors.vsphere.vscsidata import find_disk, parse_fetch_all_histograms,
 from hypervisors.vsphere.vscsistats import VscsiStatsInterval
 from model.errors import HypervisorError
 from model.histogram import HistogramKind, HistogramSet
+from tests.vsphere.vsphere_sim import DATA, SAMPLE_VM, EsxiFactory, Sim, closed_port
+from tests.vsphere.vsphere_sshd import LoopbackSshd
 
 #: A well-formed host key for a server that is never reached.
 UNUSED_HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"

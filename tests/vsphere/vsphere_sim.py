@@ -24,12 +24,12 @@ from typing import IO, Any
 
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim
-from vsphere_sshd import LoopbackSshd
 
 from guest.cache import cache_dir
 from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.config import VSphereConfig
 from model.secret import Secret
+from tests.vsphere.vsphere_sshd import LoopbackSshd
 
 SIM_USER = "vioconform@vsphere.local"
 #: The simulator's model has this VM; the session fixture turns it into the template.
@@ -116,7 +116,8 @@ def start_sim(directory: Path) -> Sim:
     perf, xml = directory / "perf.json", directory / "vscsistats.xml"
     perf.write_text("{}")
     xml.write_text("<vscsiStats></vscsiStats>")
-    stderr = open(directory / "vcsim.stderr", "wb")
+    # The simulator outlives this function: its stderr file stays open with it (the child holds its own copy).
+    stderr = open(directory / "vcsim.stderr", "wb")  # noqa: SIM115
     proc = subprocess.Popen([str(exe), "-l", "127.0.0.1:0", "-username", SIM_USER, "-perf-source", str(perf),
                              "-vscsistats-xml", str(xml), "-realtime-interval", str(SAMPLE_S)],
                             stdout=subprocess.PIPE, stderr=stderr,
@@ -157,11 +158,11 @@ def stop_sim(sim: Sim) -> None:
 
 def sim_config(sim: Sim, sshd: LoopbackSshd, **overrides: object) -> VSphereConfig:
     """A config for the simulator whose guests answer SSH on ``sshd``."""
-    values: dict[str, object] = dict(
-        host="127.0.0.1", port=sim.port, user="vioconform@vsphere.local", template=TEMPLATE,
-        datastore=DATASTORE, cluster=CLUSTER, insecure=True, guest_host_key=sshd.host_key_line,
-        guest_ssh_port=sshd.port, simulate_guest_ip="127.0.0.1", ip_timeout_s=5.0, connect_timeout_s=10.0,
-        task_timeout_s=30.0)
+    values: dict[str, object] = {
+        "host": "127.0.0.1", "port": sim.port, "user": "vioconform@vsphere.local", "template": TEMPLATE,
+        "datastore": DATASTORE, "cluster": CLUSTER, "insecure": True, "guest_host_key": sshd.host_key_line,
+        "guest_ssh_port": sshd.port, "simulate_guest_ip": "127.0.0.1", "ip_timeout_s": 5.0, "connect_timeout_s": 10.0,
+        "task_timeout_s": 30.0}
     values.update(overrides)
     return VSphereConfig(password=Secret(sim.password), **values)  # type: ignore[arg-type]
 
@@ -178,9 +179,6 @@ def fake_esxi_dir(root: Path, vm_name: str, with_vscsistats: bool = True) -> Pat
     return root
 
 
-EsxiFactory = Callable[[bool], tuple[LoopbackSshd, Path]]
-
-
 #: make_esxi(with_vscsistats) -> (server, its state directory)
 EsxiFactory = Callable[[bool], tuple[LoopbackSshd, Path]]
 
@@ -189,7 +187,7 @@ def closed_port() -> int:
     """A loopback port nothing listens on (bound, then released)."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
+    port: int = s.getsockname()[1]
     s.close()
     return port
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from paramiko.common import AUTH_FAILED, AUTH_SUCCESSFUL, OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED, OPEN_SUCCEEDED
 
 KeySource = Callable[[], Iterable[str]]
 
@@ -34,12 +35,13 @@ class _Server(paramiko.ServerInterface):
         return "publickey"
 
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
+        # paramiko's stubs do not re-export its result codes at the top level: take them from paramiko.common
         if key.get_base64() in set(self.authorized()):
-            return paramiko.AUTH_SUCCESSFUL
-        return paramiko.AUTH_FAILED
+            return AUTH_SUCCESSFUL
+        return AUTH_FAILED
 
     def check_channel_request(self, kind: str, chanid: int) -> int:
-        return paramiko.OPEN_SUCCEEDED if kind == "session" else paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+        return OPEN_SUCCEEDED if kind == "session" else OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
 
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
         with self.changed:
@@ -108,7 +110,7 @@ class LoopbackSshd:
     def _run(self, channel: paramiko.Channel, command: str) -> None:
         self.commands.append(command)
         env = dict(os.environ, PATH=os.pathsep.join([*self.path_prepend, os.environ.get("PATH", "")]))
-        proc = subprocess.run(["/bin/sh", "-c", command], capture_output=True, env=env, timeout=120)
+        proc = subprocess.run(["/bin/sh", "-c", command], check=False, capture_output=True, env=env, timeout=120)
         channel.sendall(proc.stdout)
         channel.sendall_stderr(proc.stderr)
         channel.send_exit_status(proc.returncode)
