@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.suite_run import run_suite_at
-from fixtures.faults import FAULTS
+from model.faults import FAULTS
 
 GOAL_S = 600.0
 CONTROLLERS = "virtio-scsi,virtio-blk"

@@ -179,3 +179,17 @@ class DiskStatsDelta:
         if not self.requests:
             return 0.0
         return (self.read_time_ms + self.write_time_ms) / self.requests
+
+
+def inflight_in_window(text: str, start_ms: float, end_ms: float) -> tuple[int, ...]:
+    """Requests in flight (reads + writes) from ``/sys/block/X/inflight`` samples taken between
+    ``start_ms`` and ``end_ms`` of guest uptime. ``text`` has one ``<uptime s> <reads> <writes>``
+    line per sample (the guest's in-flight sampler writes them); other lines (a sample cut short
+    when the sampler stopped) are ignored."""
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and all(p.replace(".", "", 1).isdigit() for p in parts) \
+                and start_ms <= float(parts[0]) * 1000.0 <= end_ms:
+            out.append(int(parts[1]) + int(parts[2]))
+    return tuple(out)

@@ -68,36 +68,12 @@ class GuestLimits:
         return self.nr_requests
 
 
-#: The shell snippet that prints ``key=value`` lines parse_guest_limits understands;
-#: ``{disk}`` is the kernel name of the disk (sdb, vda, nvme0n1).
-GUEST_LIMITS_SCRIPT = r"""
-d=/sys/block/{disk}
-r() { [ -r "$1" ] && echo "$2=$(cat "$1")"; }
-echo name={disk}
-r $d/queue/nr_requests nr_requests
-r $d/queue/max_sectors_kb max_sectors_kb
-r $d/queue/max_hw_sectors_kb max_hw_sectors_kb
-r $d/queue/logical_block_size logical_block_size
-r $d/queue/physical_block_size physical_block_size
-r $d/queue/optimal_io_size optimal_io_size
-r $d/queue/write_cache write_cache
-r $d/queue/discard_max_bytes discard_max_bytes
-r $d/queue/rotational rotational
-r $d/queue/read_ahead_kb read_ahead_kb
-r $d/queue/fua fua
-echo nr_hw_queues=$(ls -d $d/mq/* 2>/dev/null | wc -l)
-r $d/device/queue_depth scsi_queue_depth
-h=$(ls -d $d/device/../../../host*/scsi_host/host* 2>/dev/null | head -1)
-[ -n "$h" ] && r $h/can_queue can_queue && r $h/cmd_per_lun cmd_per_lun
-drv=$(readlink $d/device/driver 2>/dev/null || readlink $d/device/device/driver 2>/dev/null)
-echo driver=${drv##*/}
-"""
-
 _INT_FIELDS = {f.name for f in fields(GuestLimits) if f.name not in ("name", "write_cache", "driver")}
 
 
 def parse_guest_limits(text: str) -> GuestLimits:
-    """Parse the output of GUEST_LIMITS_SCRIPT."""
+    """Parse ``key=value`` lines, one per field of GuestLimits (the guest's sysfs tool prints them:
+    guest/tools/sysfs.py)."""
     values: dict[str, object] = {}
     for line in text.splitlines():
         key, sep, val = line.strip().partition("=")

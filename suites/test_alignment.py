@@ -12,7 +12,10 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
-from measure.window import GuestDisk, run_counted
+from guest.tools.mkfs import Filesystem
+from guest.tools.partitioning import Partitioning, partition_name
+from measure.counted import run_counted
+from measure.disk import GuestDisk
 from model.rules.alignment import (
     HEALTHY_START_SECTOR,
     MISALIGNED_START_SECTOR,
@@ -21,36 +24,33 @@ from model.rules.alignment import (
 )
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for
+from suites.needs import needed
 
 FILE_BYTES = 32 << 20
 WRITES = 400
 MOUNT = "/mnt/vioc-align"
 
 
-def partition_name(disk: str) -> str:
-    """sdb -> sdb1, vdb -> vdb1, nvme0n1 -> nvme0n1p1."""
-    return f"{disk}p1" if disk[-1].isdigit() else f"{disk}1"
-
-
-def make_filesystem(disk: GuestDisk, start_sector: int) -> int:
+def make_filesystem(disk: GuestDisk, parts: Partitioning, fs: Filesystem, start_sector: int) -> int:
     """One primary partition from ``start_sector`` to the end, ext2 (4 KiB blocks) on it, mounted
     at MOUNT with a laid-out file; returns the partition's start in bytes as the guest sees it."""
-    dev, part = disk.device_path, partition_name(disk.kernel_name)
-    disk.ssh.run(f"umount {MOUNT} 2>/dev/null; dd if=/dev/zero of={dev} bs=1M count=1 oflag=direct 2>/dev/null; "
-                 f"printf 'o\\nn\\np\\n1\\n{start_sector}\\n\\nw\\n' | fdisk {dev} >/dev/null 2>&1; "
-                 f"blockdev --rereadpt {dev}")
+    fs.unmount(MOUNT)
+    parts.wipe(disk.kernel_name)
+    start = parts.create_one(disk.kernel_name, start_sector)
     disk.reapply_settings()  # the re-read revalidated the disk: faults and --guest-setup again
-    start = int(disk.ssh.run(f"cat /sys/block/{disk.kernel_name}/{part}/start").stdout.strip())
     if start != start_sector:
-        raise RuntimeError(f"fdisk made the partition of {dev} start at sector {start}, not {start_sector}")
-    disk.ssh.run(f"mke2fs -q -F -b 4096 /dev/{part} && mkdir -p {MOUNT} && mount -o noatime /dev/{part} {MOUNT} && "
-                 f"dd if=/dev/zero of={MOUNT}/data bs=1M count={FILE_BYTES >> 20} 2>/dev/null && sync")
+        raise RuntimeError(f"fdisk made the partition of {disk.device_path} start at sector {start}, "
+                           f"not {start_sector}")
+    part = f"/dev/{partition_name(disk.kernel_name)}"
+    fs.make_ext2(part, 4096)
+    fs.mount(part, MOUNT)
+    fs.lay_out_file(f"{MOUNT}/data", FILE_BYTES)
     return start * 512
 
 
-def remove_filesystem(disk: GuestDisk) -> None:
-    disk.ssh.run(f"umount {MOUNT} 2>/dev/null; dd if=/dev/zero of={disk.device_path} bs=1M count=1 oflag=direct "
-                 f"2>/dev/null; blockdev --rereadpt {disk.device_path}", check=False)
+def remove_filesystem(disk: GuestDisk, parts: Partitioning, fs: Filesystem) -> None:
+    fs.unmount(MOUNT)
+    parts.wipe(disk.kernel_name)
     disk.reapply_settings()
 
 
@@ -64,14 +64,15 @@ def test_alignment(scratch_disk: GuestDisk, suite_options: SuiteOptions, record:
     if disk.backend.request_tracer(disk.guest, disk.attached) is None:
         pytest.skip(f"the {disk.backend.name} backend has no per-request host trace: alignment needs each "
                     "request's offset")
+    parts, fs = needed(disk, Partitioning, "alignment"), needed(disk, Filesystem, "alignment")
     start_sector = MISALIGNED_START_SECTOR if "misaligned" in suite_options.inject else HEALTHY_START_SECTOR
     try:
-        start_bytes = make_filesystem(disk, start_sector)
+        start_bytes = make_filesystem(disk, parts, fs, start_sector)
         job = FioJob("align4k", rw="randwrite", bs_bytes=4096, iodepth=4, io_bytes=4096 * WRITES,
                      size_bytes=FILE_BYTES, randseed=1, runtime_s=120)
         run = run_counted(disk, job, trace=True, raw_dir=raw, target=f"{MOUNT}/data")
     finally:
-        remove_filesystem(disk)
+        remove_filesystem(disk, parts, fs)
     if run.host_trace is None:
         pytest.skip(f"alignment needs each request's offset, and the host trace is incomplete: {run.host_trace_gap}")
     requests = [(r.offset_lbn * 512, r.length_bytes) for r in run.host_trace.requests if not r.is_flush]

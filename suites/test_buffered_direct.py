@@ -16,11 +16,14 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
-from measure.window import GuestDisk, measure
+from guest.tools.system import PageCache, Uname
+from measure.disk import GuestDisk
+from measure.window import measure
 from model.errors import ParseError
 from model.rules.buffered_direct import RegimeSample, RegimeSeries, judge_regime, merge_baseline, parse_baseline
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for
+from suites.needs import needed
 
 #: The copy's read requests: 1 MiB, a typical cp/dd buffer; the page cache turns them into
 #: readahead-sized requests, O_DIRECT sends them as they are.
@@ -50,19 +53,20 @@ def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, re
         if baseline is None:
             pytest.skip(f"the baseline {source} has no measurements of {disk.config_id} "
                         f"(it has {', '.join(sorted(all_configs)) or 'none'})")
+    cache = needed(disk, PageCache, "buffered-direct")
     now: dict[str, RegimeSeries] = {}
     for mode in ("buffered", "direct"):
         samples = []
         for i in range(suite_options.repeats):
             # Every copy starts cold: what an earlier run left in the page cache never reaches the host.
-            disk.ssh.run("sync; echo 3 > /proc/sys/vm/drop_caches")
+            cache.drop()
             m = measure(disk, _copy_job(mode), COPY_WINDOW_S, raw_dir=raw / f"{mode}{i}", exact=False)
             samples.append(RegimeSample(m.host.avg_request_size_bytes, m.host_depth_median))
         now[mode] = RegimeSeries(mode, tuple(samples))
     if suite_options.save_baseline is not None:
         path = suite_options.save_baseline
         meta = {"saved": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
-                "guest_kernel": disk.ssh.run("uname -r").stdout.strip(), "accel": disk.guest.accel,
+                "guest_kernel": disk.tool(Uname).kernel_release(), "accel": disk.guest.accel,
                 "guest_read_ahead_kb": str(disk.limits.read_ahead_kb)}
         path.write_text(merge_baseline(path.read_text() if path.exists() else None, disk.config_id, now, meta))
         record.add(baseline_saved_to=str(path))

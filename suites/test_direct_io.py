@@ -13,7 +13,8 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
-from measure.window import CountedRun, GuestDisk, run_counted
+from measure.counted import CountedRun, run_counted
+from measure.disk import GuestDisk
 from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for

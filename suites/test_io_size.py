@@ -13,7 +13,8 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
-from measure.window import GuestDisk, measure, save_measurement
+from measure.disk import GuestDisk
+from measure.window import measure, save_measurement
 from model.rules.io_size import REQUEST_BYTES, IoSizeMeasurement, judge_io_size
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fixtures.options import SuiteOptions
-from measure.window import GuestDisk
+from measure.disk import GuestDisk
 from model.rules.limits import judge_limits
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for

@@ -11,7 +11,8 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
-from measure.window import GuestDisk, depth_point, measure, save_measurement
+from measure.disk import GuestDisk
+from measure.window import depth_point, measure, save_measurement
 from model.rules.queue_depth import judge_queue_depth
 from reports.records import Record
 from suites.assertions import conclude

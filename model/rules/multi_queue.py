@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from model.errors import ParseError
 from model.rules.figures import Pair, pair_figure
 from model.rules.verdict import Number, RuleVerdict
 
@@ -40,6 +41,18 @@ def parse_queue_interrupts(text: str, virtio_dev: str) -> dict[int, int]:
     counts = [sum(int(x) for x in m.group(1).split())
               for m in map(_VQ.match, text.splitlines()) if m and m.group(2) == virtio_dev]
     return dict(enumerate(counts))
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """A kernel CPU list (``/sys/devices/system/cpu/online``: "0-1", "0,2-3") as CPU numbers."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        try:
+            cpus.extend(range(int(lo), int(hi or lo) + 1))
+        except ValueError:
+            raise ParseError(f"CPU list {text.strip()!r}: {part!r} is not a CPU number or range") from None
+    return cpus
 
 
 def judge_multiqueue(configured_queues: int, guest_hw_queues: int, vcpus: int,

@@ -64,7 +64,8 @@ def test_failing_guest_setup_and_missing_fio(run_suite) -> None:  # type: ignore
     assert run.left_behind == []
     run = run_suite("--controllers", "virtio-blk", "--guest-setup", "rm -f /usr/bin/fio")
     assert run.returncode == 1, run.output
-    assert "fio is missing in guest" in run.output
+    assert f"vioconform set-up failed: fio is missing in guest vioconform-{run.pid} (`command -v` found no fio; " \
+           "the fio tool runs fio): install fio in the guest image" in run.output, run.output
     assert run.left_behind == []
 
 

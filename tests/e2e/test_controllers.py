@@ -15,6 +15,7 @@ from pathlib import Path
 import libvirt
 import pytest
 
+from guest.tools.sysfs import Sysfs
 from hypervisors.base import GuestRequest
 from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.controllers import CONTROLLERS, disk_file
@@ -35,11 +36,6 @@ TCQ_FIXED = ("lsi53c895a",)
 
 def case_name(controller: str) -> str:
     return f"queue-depth[libvirt:{controller}:latency5ms]"
-
-
-#: Lists the Linux drivers bound along a block device's sysfs path (disk, SCSI host, HBA).
-DRIVERS_SCRIPT = ("p=$(readlink -f /sys/block/{disk}); while [ \"$p\" != /sys/devices ]; do "
-                  "[ -e $p/driver ] && basename $(readlink $p/driver); p=${{p%/*}}; done")
 
 
 def test_libvirt_accepts_every_controller_with_either_backing(tmp_path: Path) -> None:
@@ -68,7 +64,7 @@ def test_every_controller_boots_and_advertises_its_limits() -> None:
         for d in disks:
             ctl = CONTROLLERS[d.attached.spec.controller]
             lim, what = d.limits, f"{d.config_id} {d.attached.spec.role} ({d.kernel_name}): {d.limits}"
-            drivers = d.ssh.run(DRIVERS_SCRIPT.format(disk=d.kernel_name)).stdout.split()
+            drivers = d.tool(Sysfs).drivers(d.kernel_name)
             assert ctl.guest_driver in drivers, (drivers, what)
             if ctl.disk_bus in ("virtio", "nvme"):
                 assert lim.scsi_queue_depth is None and lim.nr_requests == ctl.queue_depth, what

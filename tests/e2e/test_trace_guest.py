@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from guest.tools.fio import FioJob
+from guest.tools.fio import Fio, FioJob
+from guest.tools.sysfs import Sysfs
+from guest.tools.system import WorkDir
 from hypervisors.libvirt import trace
 from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.record import check_local
+from measure.disk import GuestDisk
 from measure.standalone import standalone_guest
-from measure.window import GuestDisk, measure
+from measure.window import measure
 from model.errors import HypervisorError
 from model.histogram import HistogramKind
 from model.types import DiskSpec
@@ -42,7 +45,7 @@ def traced_guest() -> Iterator[tuple[LibvirtBackend, list[GuestDisk]]]:
         # No merging: fio's random offsets are sometimes adjacent, and the guest then sends two
         # requests as one of twice the size (seen: one 8 KiB request among 3,366 of 4 KiB, under load).
         for disk in g[1]:
-            disk.ssh.run(f"echo 2 > /sys/block/{disk.kernel_name}/queue/nomerges")
+            disk.tool(Sysfs).write(disk.kernel_name, "queue/nomerges", "2")
         yield g
 
 
@@ -114,7 +117,7 @@ def test_record_command_on_a_running_domain(traced_guest) -> None:  # type: igno
     _, disks = traced_guest
     disk = disks[0]
     job = FioJob("record", iodepth=32, runtime_s=6)
-    disk.ssh.run(f"setsid sh -c '{job.command(disk.device_path, '/tmp/record.json')}' </dev/null >/dev/null 2>&1 &")
+    disk.tool(Fio).start(job, disk.device_path, disk.tool(WorkDir).ensure(), "record")
     r = _record("--domain", disk.guest.name, "--disk", disk.attached.spec.serial, "--seconds", "2")
     assert r.returncode == 0, r.stderr
     sets = parse_vscsistats_csv(r.stdout)

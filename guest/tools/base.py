@@ -1,0 +1,125 @@
+"""What every guest tool shares: the shell it talks through, the programs it needs, and the
+check that they exist, made once per guest (the pattern of lisa's ``Tool``).
+
+A tool is one class per guest program or file (fio, /proc/diskstats, sysfs, ...). It builds
+its commands itself and returns typed results; a rule calls ``disk.tool(Fio).run(job, ...)``
+and never writes a shell string.
+
+Guests differ (busybox's ``fdisk`` or util-linux's ``sfdisk``, ``usleep`` or a fractional
+``sleep``). A tool with several ways of doing its work is an interface class whose
+``variants`` are its implementations, tried in order: ``GuestTools.get`` returns the first whose
+``programs`` all exist in the guest. Supporting another distribution is a new variant, not an
+``if`` in the callers.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import ClassVar, Protocol, TypeVar
+
+from transport.ssh import CommandResult
+
+#: What a guest command may take before the shell gives up on it (the transport's default).
+DEFAULT_TIMEOUT_S = 300.0
+
+
+class GuestShell(Protocol):
+    """The one thing a tool needs from the guest: run a /bin/sh command and get its result.
+    ``SshTransport`` is one; tests use a scripted fake. With ``check``, a non-zero exit raises
+    (``transport.ssh.GuestCommandError``)."""
+
+    def run(self, command: str, check: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S) -> CommandResult: ...
+
+
+class ToolMissing(RuntimeError):
+    """A program a tool needs is not in the guest. ``str()`` names the programs, the guest,
+    how they were looked for and how to get them: "fdisk is missing in guest vioconform-123 ...".
+
+    A rule that cannot run without the tool turns this into a skip with that text
+    (``suites/needs.py``); anywhere else it is an ERROR (no verdict reached)."""
+
+    def __init__(self, tool: str, missing: tuple[str, ...], ways: tuple[tuple[str, ...], ...], guest: str,
+                 hint: str) -> None:
+        self.tool = tool
+        self.missing = missing
+        self.guest = guest
+        names = ", ".join(missing)
+        runs = "; or ".join(", ".join(w) for w in ways)
+        text = (f"{names} {'is' if len(missing) == 1 else 'are'} missing in guest {guest} (`command -v` found "
+                f"no {names}; the {tool} tool runs {runs})")
+        super().__init__(f"{text}: {hint}" if hint else text)
+
+
+class GuestTool:
+    """Base of every tool. A subclass names the ``programs`` it runs (checked with ``command -v``
+    before first use, once per guest) and an ``install_hint``; an interface with several
+    implementations lists them in ``variants`` instead (see the module's docstring).
+
+    Programs every Linux guest has (sh and the POSIX utilities: cat, grep, dd, df, awk; mount, sync)
+    are not listed."""
+
+    #: what the tool is called in messages: "fio", "partitioning"
+    name: ClassVar[str] = ""
+    programs: ClassVar[tuple[str, ...]] = ()
+    install_hint: ClassVar[str] = ""
+    #: implementations of this interface, preferred first; empty: the class is its own implementation
+    variants: ClassVar[tuple[type[GuestTool], ...]] = ()
+
+    def __init__(self, shell: GuestShell, tools: GuestTools) -> None:
+        self.shell = shell
+        #: the guest's other tools, for a tool that builds on another (fio's work directory)
+        self.tools = tools
+
+    def _run(self, command: str, check: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S) -> CommandResult:
+        """Run one of this tool's own commands (tools build them; callers never pass one in)."""
+        return self.shell.run(command, check=check, timeout_s=timeout_s)
+
+
+T = TypeVar("T", bound=GuestTool)
+
+
+class GuestTools:
+    """The tools of one guest: ``get(Fio)`` gives its fio tool, checked to exist on first use.
+
+    One per guest, shared by its disks, so each program is looked up once. ``forget()`` drops
+    what was found, for when the guest changed (a ``--guest-setup`` command ran)."""
+
+    def __init__(self, shell: GuestShell, guest: str = "the guest") -> None:
+        self.shell = shell
+        self.guest = guest
+        self._found: dict[str, bool] = {}
+        self._tools: dict[type[GuestTool], GuestTool] = {}
+
+    def get(self, tool: type[T]) -> T:
+        """The guest's ``tool``: the first of its variants whose programs exist; ToolMissing if none."""
+        have = self._tools.get(tool)
+        if have is None:
+            have = self._tools[tool] = self._pick(tool)(self.shell, self)
+        assert isinstance(have, tool)
+        return have
+
+    def has(self, *programs: str) -> bool:
+        """Whether every one of ``programs`` exists in the guest (one command for those not looked up yet)."""
+        unknown = [p for p in dict.fromkeys(programs) if p not in self._found]
+        if unknown:
+            words = " ".join(shlex.quote(p) for p in unknown)
+            out = self.shell.run(f"for p in {words}; do command -v \"$p\" >/dev/null 2>&1 && echo \"$p\"; done; true",
+                                 check=True, timeout_s=60).stdout.split()
+            self._found.update({p: p in out for p in unknown})
+        return all(self._found[p] for p in programs)
+
+    def forget(self) -> None:
+        """Look programs up again on next use: the guest may have gained or lost some."""
+        self._found.clear()
+        self._tools.clear()
+
+    def _pick(self, tool: type[GuestTool]) -> type[GuestTool]:
+        # ``variants`` declared on the class itself: a variant inherits its interface's list
+        candidates = tool.variants if "variants" in vars(tool) and tool.variants else (tool,)
+        self.has(*(p for c in candidates for p in c.programs))
+        for c in candidates:
+            if self.has(*c.programs):
+                return c
+        missing = tuple(dict.fromkeys(p for c in candidates for p in c.programs if not self._found[p]))
+        raise ToolMissing(tool.name or tool.__name__, missing, tuple(c.programs for c in candidates), self.guest,
+                          tool.install_hint or candidates[0].install_hint)

@@ -1,0 +1,88 @@
+"""The guest block layer's own counters: ``/proc/diskstats`` snapshots stamped with the guest's
+uptime, and a sampler of ``/sys/block/X/inflight`` every 100 ms."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import ClassVar
+
+from guest.tools.base import GuestShell, GuestTool
+from model.diskstats import DiskStats, diskstats_for
+
+log = logging.getLogger("vioconform.diskstats")
+
+
+@dataclass(frozen=True)
+class DiskStatsSnapshot:
+    """``/proc/diskstats`` as read at ``uptime_ms`` of the guest's clock (both in one command)."""
+
+    uptime_ms: float
+    text: str
+
+    def of(self, disk: str) -> DiskStats:
+        return diskstats_for(self.text, disk)
+
+
+class ProcDiskStats(GuestTool):
+    """``/proc/uptime`` and ``/proc/diskstats``, read together."""
+
+    name = "diskstats"
+
+    def snapshot(self) -> DiskStatsSnapshot:
+        out = self._run("cat /proc/uptime /proc/diskstats").stdout
+        first, _, rest = out.partition("\n")
+        return DiskStatsSnapshot(float(first.split()[0]) * 1000.0, rest)
+
+
+class InflightSampler(GuestTool):
+    """Samples ``/sys/block/X/inflight`` every 100 ms into a guest file, with shell builtins only
+    (read/echo), so it costs the guest almost no CPU. The pause between samples is the one part
+    that differs between guests: busybox has ``usleep``, full distributions a fractional ``sleep``."""
+
+    name = "in-flight sampler"
+    install_hint = "the guest needs usleep (busybox) or a sleep that takes fractions of a second (coreutils)"
+    #: waits 100 ms
+    pause: ClassVar[str] = ""
+
+    def start(self, disk: str, work_dir: str, tag: str) -> InflightSampling:
+        sampling = InflightSampling(self.shell, f"{work_dir}/{tag}.inflight")
+        path, stop = sampling.path, sampling.stop_file
+        self._run(f"rm -f {path}; touch {stop}; (while [ -e {stop} ]; do read up _ < /proc/uptime; "
+                  f"read r w < /sys/block/{disk}/inflight; echo $up $r $w; {self.pause}; done >> {path}) "
+                  ">/dev/null 2>&1 &")
+        return sampling
+
+
+class UsleepInflightSampler(InflightSampler):
+    programs = ("usleep",)
+    pause = "usleep 100000"
+
+
+class SleepInflightSampler(InflightSampler):
+    programs = ("sleep",)
+    pause = "sleep 0.1"
+
+
+InflightSampler.variants = (UsleepInflightSampler, SleepInflightSampler)
+
+
+class InflightSampling:
+    """A running sampler (``InflightSampler.start``)."""
+
+    def __init__(self, shell: GuestShell, path: str) -> None:
+        self.shell = shell
+        self.path = path
+        self.stop_file = f"{path}.running"
+
+    def stop(self) -> str:
+        """Stop sampling; the samples, one ``<uptime s> <reads> <writes>`` line each
+        (``model.diskstats.inflight_in_window`` reads them). The file is removed."""
+        return self.shell.run(f"rm -f {self.stop_file}; cat {self.path}; rm -f {self.path}", check=False).stdout
+
+    def abandon(self) -> None:
+        """On an error: stop sampling and remove the file, best effort. Never raises."""
+        try:
+            self.shell.run(f"rm -f {self.stop_file} {self.path}", check=False, timeout_s=30)
+        except (RuntimeError, OSError) as e:
+            log.warning("could not stop the in-flight sampler in the guest: %s", e)

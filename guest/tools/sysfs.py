@@ -1,0 +1,95 @@
+"""A disk's files under ``/sys/block``: its limits, finding it by serial or WWN, its settings.
+
+The limits are printed as ``key=value`` lines that ``model.limits.parse_guest_limits`` reads
+(the parser stays pure, in model/). A setting is a path relative to ``/sys/block/<disk>/`` and a
+value; only plain sysfs names are accepted, so no caller can slip a shell command in.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from guest.tools.base import GuestTool
+from model.limits import GuestLimits, parse_guest_limits
+from transport.ssh import CommandResult
+
+#: Prints the ``key=value`` lines parse_guest_limits understands; ``{disk}`` is the kernel name
+#: of the disk (sdb, vda, nvme0n1).
+LIMITS_SCRIPT = r"""
+d=/sys/block/{disk}
+r() { [ -r "$1" ] && echo "$2=$(cat "$1")"; }
+echo name={disk}
+r $d/queue/nr_requests nr_requests
+r $d/queue/max_sectors_kb max_sectors_kb
+r $d/queue/max_hw_sectors_kb max_hw_sectors_kb
+r $d/queue/logical_block_size logical_block_size
+r $d/queue/physical_block_size physical_block_size
+r $d/queue/optimal_io_size optimal_io_size
+r $d/queue/write_cache write_cache
+r $d/queue/discard_max_bytes discard_max_bytes
+r $d/queue/rotational rotational
+r $d/queue/read_ahead_kb read_ahead_kb
+r $d/queue/fua fua
+echo nr_hw_queues=$(ls -d $d/mq/* 2>/dev/null | wc -l)
+r $d/device/queue_depth scsi_queue_depth
+h=$(ls -d $d/device/../../../host*/scsi_host/host* 2>/dev/null | head -1)
+[ -n "$h" ] && r $h/can_queue can_queue && r $h/cmd_per_lun cmd_per_lun
+drv=$(readlink $d/device/driver 2>/dev/null || readlink $d/device/device/driver 2>/dev/null)
+echo driver=${drv##*/}
+"""
+
+#: The Linux drivers bound along a block device's sysfs path (disk, SCSI host, HBA), one a line.
+DRIVERS_SCRIPT = ("p=$(readlink -f /sys/block/{disk}); while [ \"$p\" != /sys/devices ]; do "
+                  "[ -e $p/driver ] && basename $(readlink $p/driver); p=${{p%/*}}; done; true")
+
+_DISK = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
+_SETTING = re.compile(r"[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*")
+
+
+def valid_disk(name: str) -> str:
+    """``name`` if it is a plain block device name (sdb, nvme0n1), else ValueError."""
+    if not _DISK.fullmatch(name):
+        raise ValueError(f"not a block device name: {name!r}")
+    return name
+
+
+def _setting(path: str) -> str:
+    if not _SETTING.fullmatch(path):
+        raise ValueError(f"not a sysfs setting under /sys/block/<disk>/: {path!r}")
+    return path
+
+
+class Sysfs(GuestTool):
+    name = "sysfs"
+
+    def limits(self, disk: str) -> GuestLimits:
+        """The disk's limits as the guest sees them now."""
+        return parse_guest_limits(self._run(LIMITS_SCRIPT.replace("{disk}", valid_disk(disk))).stdout)
+
+    def block_devices(self) -> list[str]:
+        return self._run("ls /sys/block", check=False).stdout.split()
+
+    def find_disk(self, ident: str) -> str:
+        """The guest's name (sdb, vda, nvme0n1) of the disk whose serial (or WWN) is ``ident``;
+        LookupError, listing the guest's disks, unless exactly one has it."""
+        names = self._run(f"for d in /sys/block/*; do for f in serial device/serial device/vpd_pg80 device/wwid; do "
+                          f"[ -r $d/$f ] && grep -qiw {shlex.quote(ident)} $d/$f 2>/dev/null && echo ${{d##*/}}; "
+                          "done; done | sort -u").stdout.split()
+        if len(names) != 1:
+            raise LookupError(f"the guest shows {len(names)} disks with serial {ident} ({names}); its disks are "
+                              f"{self.block_devices()}. Did the driver for this controller load? See the console log.")
+        return names[0]
+
+    def read(self, disk: str, setting: str) -> str:
+        """``/sys/block/<disk>/<setting>``, stripped: ``read("sdb", "sdb1/start")``."""
+        return self._run(f"cat /sys/block/{valid_disk(disk)}/{_setting(setting)}").stdout.strip()
+
+    def write(self, disk: str, setting: str, value: str, check: bool = True) -> CommandResult:
+        """Write ``value`` to ``/sys/block/<disk>/<setting>``: ``write("sdb", "queue/nomerges", "2")``.
+        With ``check`` False a refusal is in the result (the kernel's words on stderr)."""
+        return self._run(f"echo {shlex.quote(value)} > /sys/block/{valid_disk(disk)}/{_setting(setting)}", check=check)
+
+    def drivers(self, disk: str) -> list[str]:
+        """The drivers bound along the disk's device path, the disk's own first: ["sd", "virtio_scsi", ...]."""
+        return self._run(DRIVERS_SCRIPT.format(disk=valid_disk(disk))).stdout.split()
