@@ -131,7 +131,7 @@ def _scrubbing_factory(make: Callable[..., logging.LogRecord]) -> Callable[..., 
             return record
         try:
             message = record.getMessage()
-        except Exception:  # a bad format string: logging reports it at emit time, as it would have
+        except Exception:  # noqa: BLE001 a bad format string: logging reports it at emit time, as it would have
             return record
         if has_secret(message):
             record.msg, record.args = scrub(message), None

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from guest.image import build
 from guest.cache import CacheNotWritable, cache_dir, writable_dir
+from guest.image import build
 from hypervisors.libvirt import accel
 
 

@@ -44,7 +44,7 @@ def two_disks_each(names: list[str] | None = None, backing: str = "latency") -> 
 def qemu_devices(args: list[str]) -> list[dict[str, object]]:
     """The decoded ``-device`` arguments, in order; fails on any key=value form."""
     out = []
-    for flag, value in zip(args[::2], args[1::2]):
+    for flag, value in zip(args[::2], args[1::2], strict=False):
         assert flag in ("-device", "-blockdev"), args
         # QEMU 7.2 creates key=value -device options before libvirt's JSON ones: all must be JSON.
         decoded = json.loads(value)
@@ -140,7 +140,7 @@ def test_file_disks_only_qemu_can_attach_are_given_to_the_qemu_user(tmp_path: Pa
         (tmp_path / f"dut{s.index}.img").write_bytes(b"")
     xml, args = disk_devices(specs, tmp_path)
     assert not [x for x in xml if x.startswith("<disk")]
-    blockdevs = [json.loads(v) for f, v in zip(args[::2], args[1::2]) if f == "-blockdev"]
+    blockdevs = [json.loads(v) for f, v in zip(args[::2], args[1::2], strict=False) if f == "-blockdev"]
     assert [b["driver"] for b in blockdevs] == ["raw"] * 4
     assert {b["file"]["filename"] for b in blockdevs} == {str(tmp_path / f"dut{i}.img") for i in range(4)}
     assert all(b["file"]["aio"] == "native" and b["cache"]["direct"] for b in blockdevs)

@@ -91,12 +91,19 @@ def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subpr
     (tmp_path / "rules" / "test_rules.py").write_text(RULES)
     return subprocess.run([sys.executable, "-m", "pytest", "rules", "-p", "no:cacheprovider", "--rootdir",
                            str(tmp_path), "-o", "pythonpath=.", *args],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin", **(env or {})})
 
 
 def _cases(junit: Path) -> dict[str, ET.Element]:
     return {c.get("name", "").split("[")[0]: c for c in ET.parse(junit).getroot().iter("testcase")}
+
+
+def _message(case: ET.Element, kind: str) -> str:
+    """The message of a test case's <failure>, <error> or <skipped> element."""
+    elem = case.find(kind)
+    assert elem is not None, f"{case.get('name')} has no <{kind}>"
+    return elem.get("message", "")
 
 
 def _kind(case: ET.Element) -> str:
@@ -111,11 +118,11 @@ def test_verdict_failures_fail_and_everything_else_is_an_error(tmp_path: Path) -
     assert {n: _kind(c) for n, c in cases.items()} == {
         "verdict": "failure", "own-assert": "failure", "fio-error": "error", "harness-assert": "error",
         "passes": "passed", "stopped": "passed", "after": "passed"}
-    assert cases["fio-error"].find("error").get("message") == "RuntimeError: fio exited 1: no space left in guest"
-    assert cases["verdict"].find("failure").get("message").startswith("verdict failed on default host saw 0.8")
+    assert _message(cases["fio-error"], "error") == "RuntimeError: fio exited 1: no space left in guest"
+    assert _message(cases["verdict"], "failure").startswith("verdict failed on default host saw 0.8")
     table = out.split("vioconform verdicts")[1]
     assert "ERROR    fio-error" in table and "ERROR    harness-assert" in table and "FAILED   verdict" in table
-    props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
+    props = {p.get("name"): p.get("value", "") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
     assert props["complete"] == "true" and "interrupted_by" not in props
     assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "out" / "junit.xml").stat().st_mode) == 0o600
@@ -128,10 +135,10 @@ def test_sigterm_mid_rule_is_an_error_an_incomplete_run_and_a_non_zero_exit(tmp_
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out  # pytest's "interrupted"
     cases = _cases(tmp_path / "out" / "junit.xml")
-    assert cases["stopped"].find("error").get("message") == "interrupted by SIGTERM: did not finish"
-    assert cases["after"].find("skipped").get("message").startswith("not run")
+    assert _message(cases["stopped"], "error") == "interrupted by SIGTERM: did not finish"
+    assert _message(cases["after"], "skipped").startswith("not run")
     assert _kind(cases["run"]) == "error" and _kind(cases["passes"]) == "passed"
-    props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
+    props = {p.get("name"): p.get("value", "") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
     assert props["complete"] == "false" and props["interrupted_by"] == "SIGTERM"
     table = out.split("vioconform verdicts")[1]
     assert "RUN INCOMPLETE: interrupted by SIGTERM; 1 rule test did not finish; 1 rule test not run" in table
@@ -143,7 +150,7 @@ def test_sigterm_mid_rule_is_an_error_an_incomplete_run_and_a_non_zero_exit(tmp_
 def test_maxfail_leaves_rules_not_run_and_says_what_stopped_it(tmp_path: Path) -> None:
     proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "-x")
     assert proc.returncode == 1, proc.stdout
-    props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
+    props = {p.get("name"): p.get("value", "") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
     assert props["complete"] == "false" and "stopping after 1 failures" in props["interrupted_by"]
     assert _kind(_cases(tmp_path / "out" / "junit.xml")["after"]) == "skipped"
 
