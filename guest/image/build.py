@@ -27,7 +27,7 @@ from guest.cache import CacheNotWritable, cache_dir, writable_dir
 HERE = Path(__file__).resolve().parent
 
 #: Drivers loaded at boot, in this order. Storage drivers for every controller
-#: QEMU emulates (see DESIGN.md), and virtio_net for the SSH port forward.
+#: QEMU emulates (the controller table in the README), and virtio_net for the SSH port forward.
 MODULES = (
     "virtio_pci", "virtio_net", "virtio_blk", "virtio_scsi", "sd_mod",
     "mptsas", "sym53c8xx", "megaraid_sas", "nvme", "ahci", "ata_piix",

@@ -31,7 +31,7 @@ def test_healthy_qd32_guest_fio() -> None:
 
 
 def test_tcq_off_fio_still_reports_depth_32() -> None:
-    # DESIGN.md: fio's iodepth_level counts what fio submitted, not what the device queued.
+    # fio's iodepth_level counts what fio submitted, not what the device queued.
     job = parse_fio_json((DATA / "fio-qd32-virtio-scsi-tcq-off.json").read_text()).jobs[0]
     assert job.iodepth_level_pct["32"] > 90
     assert job.read.iops < 300
