@@ -29,6 +29,12 @@ class SuiteRun:
     pid: int
 
     @property
+    def reports(self) -> str:
+        """The output before pytest's short test summary: each test's own report. Count repeated
+        messages here: the summary repeats them, whole when $CI is set, cut to the terminal's width otherwise."""
+        return self.output.split("short test summary info")[0]
+
+    @property
     def junit(self) -> Path:
         return self.results / "junit.xml"
 

@@ -49,8 +49,8 @@ def test_guest_that_never_reaches_ssh_shows_its_console(run_suite) -> None:  # t
     run: SuiteRun = run_suite("--boot-timeout", "3", "--controllers", "virtio-blk")
     assert run.returncode == 1, run.output
     cause = f"guest vioconform-{run.pid} did not reach VIOCONFORM-READY within 3 s"
-    assert run.output.count(f"vioconform set-up failed: {cause}") == 1, run.output
-    assert run.output.count("--- guest console (last lines) ---") == 1, run.output  # shown once, not per test
+    assert run.reports.count(f"vioconform set-up failed: {cause}") == 1, run.output
+    assert run.reports.count("--- guest console (last lines) ---") == 1, run.output  # shown once, not per test
     assert run.output.count(f"not run: {cause}") >= 6, run.output
     assert "Traceback" not in run.output, run.output
     assert (run.results / "logs" / f"vioconform-{run.pid}.qemu.log").exists()

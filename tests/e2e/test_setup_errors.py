@@ -43,7 +43,7 @@ def assert_session_error(run: SuiteRun, took_s: float, cause: str) -> None:
     """One ERROR shows the cause, every other test says ``not run: <cause>``; no tracebacks."""
     __tracebackhide__ = True
     assert run.returncode == 1, run.output
-    assert run.output.count(f"vioconform set-up failed: {cause}") == 1, run.output
+    assert run.reports.count(f"vioconform set-up failed: {cause}") == 1, run.output
     assert run.output.count(f"not run: {cause}") >= 6, run.output  # 7 rules on one controller
     assert "Traceback" not in run.output and "\nE " not in run.output, run.output
     assert " passed" not in run.output and " skipped" not in run.output, run.output
