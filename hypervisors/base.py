@@ -22,7 +22,7 @@ from typing import ClassVar, Protocol, Self
 from hypervisors.cleanup import CleanupStack
 from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
-from model.types import AttachedDisk, DiskSpec, HostTrace, SshEndpoint
+from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
 
 log = logging.getLogger("vioconform.hypervisor")
 
@@ -49,6 +49,8 @@ class Guest:
     accel: str  # "kvm", "tcg", "vsphere"
     console_log_path: Path | None = None
     boot_seconds: float = 0.0
+    #: the user's image it booted from (``--image``), or None for the embedded guest / a template
+    image: DiskImageInfo | None = None
     #: asks the hypervisor why the guest's VM no longer runs (None while it runs); set by
     #: ``HypervisorBackend.start_guest``
     vm_dead_reason: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)

@@ -111,3 +111,15 @@ class HostTrace:
     def count(self) -> int:
         return self.histograms.get(HistogramKind.OUTSTANDING_IOS).count
 
+
+
+@dataclass(frozen=True)
+class DiskImageInfo:
+    """A user's guest image as the suite found it before booting it (``--image``): the file is
+    never written; the guest runs on an overlay. ``sha256`` is of the file's bytes, so two runs
+    can tell whether they tested the same image."""
+
+    path: Path
+    format: str  # "qcow2" or "raw", as qemu-img reports it
+    virtual_size_bytes: int
+    sha256: str
