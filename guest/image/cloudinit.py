@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import serialization
@@ -68,10 +69,17 @@ def user_data(user: str, authorized_key_b64: str, host_key: HostKey) -> str:
     return "#cloud-config\n" + json.dumps(config, indent=2) + "\n"
 
 
-def meta_data(instance_id: str, hostname: str = GUEST_HOSTNAME) -> str:
+def meta_data(instance_id: str, hostname: str = GUEST_HOSTNAME, redact: Sequence[str] = ()) -> str:
     """The ``meta-data`` document. A new ``instance_id`` per guest makes cloud-init run its
-    per-instance modules even on an image that booted before."""
-    return json.dumps({"instance-id": instance_id, "local-hostname": hostname}, indent=2) + "\n"
+    per-instance modules even on an image that booted before.
+
+    ``redact`` (VMware datasource only) names guestinfo keys cloud-init clears inside the guest
+    once it has read them (``["userdata"]``: processes in the guest can no longer read the
+    host's private key with ``vmware-rpctool``); other datasources ignore the key."""
+    doc: dict[str, object] = {"instance-id": instance_id, "local-hostname": hostname}
+    if redact:
+        doc["redact"] = list(redact)
+    return json.dumps(doc, indent=2) + "\n"
 
 
 def vmware_guestinfo(user_data_text: str, meta_data_text: str) -> dict[str, str]:

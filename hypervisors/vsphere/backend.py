@@ -5,17 +5,35 @@ of a killed run are easy to find (``python -m hypervisors.vsphere.leftovers``). 
 action is registered with the cleanup stack *before* the clone task starts: whatever happens
 later (a failed reconfigure, no IP, Ctrl-C during the clone) the clone is removed.
 
-How the run's SSH key reaches the guest: the backend sets the VM property
-``guestinfo.vioconform.authorized_key`` (the base64 ed25519 key) before power-on. The template
-must either read it at boot (``vmware-rpctool "info-get guestinfo.vioconform.authorized_key"``
-into ``/root/.ssh/authorized_keys``) or already trust the key given as ``guest_key_path``.
-Clones keep the template's SSH host key: pin it with ``guest_host_key``.
+How a clone learns the run's SSH key, and which host key the suite pins, depends on how the
+template was prepared (``guest_prep`` in the config):
+
+- ``cloud-init`` (the default): before power-on the backend sets the extraConfig keys of
+  cloud-init's VMware datasource on the clone, ``guestinfo.userdata`` and ``guestinfo.metadata``
+  (base64, with ``guestinfo.userdata.encoding`` / ``guestinfo.metadata.encoding`` = ``base64``).
+  The user-data (``guest.image.cloudinit``) makes the login user (``vioconform`` unless
+  ``guest_user`` says otherwise) trust the run key, with passwordless sudo, and installs an
+  ed25519 host key generated for this clone alone; its public half is the pinned key, known
+  before the clone boots. The meta-data gives each clone its own ``instance-id`` (so cloud-init
+  applies the user-data even on a template that ran cloud-init before) and asks cloud-init to
+  clear ``guestinfo.userdata`` inside the guest once read (``redact``). The host key's private
+  half is in the clone's configuration until the clone is destroyed: vCenter users with the VM's
+  configuration privileges can read it there. It is per clone and thrown away with it.
+- ``rpctool``: the backend sets ``guestinfo.vioconform.authorized_key`` (the base64 ed25519 run
+  key). The template reads it at boot (``vmware-rpctool "info-get
+  guestinfo.vioconform.authorized_key"`` into ``/root/.ssh/authorized_keys``) or already trusts
+  ``guest_key_path``; the login is root. Clones keep the template's host key: ``guest_host_key``
+  pins it.
+
+No secret of the suite's own goes into guestinfo: the run key there is its public half, and the
+vCenter password is never sent to a guest.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +41,7 @@ from typing import ClassVar, Self
 
 from pyVmomi import vim
 
+from guest.image.cloudinit import generate_host_key, meta_data, user_data, vmware_guestinfo
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.config import (
@@ -45,13 +64,40 @@ from model.types import AttachedDisk, GuestDiskId, SshEndpoint
 log = logging.getLogger("vioconform.vsphere")
 
 NAME_PREFIX = "vioconform-"
+#: guest_prep = "rpctool": the run's public key (base64 ed25519) for the template's boot script.
 KEY_PROPERTY = "guestinfo.vioconform.authorized_key"
+#: guest_prep = "cloud-init": the guestinfo keys cloud-init clears in the guest once read (meta-data ``redact``).
+REDACTED = ("userdata",)
 #: vcsim only: a reconfigure setting this extraConfig key makes it report that guest IP.
 SIM_IP_PROPERTY = "SET.guest.ipAddress"
 
 
 def default_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class GuestAccess:
+    """How the suite reaches one clone: the guestinfo to set before power-on, the login user,
+    the private key it logs in with and the host key line it accepts."""
+
+    guestinfo: dict[str, str]
+    user: str
+    key_path: Path
+    host_key: str
+
+
+def guest_access(config: VSphereConfig, request: GuestRequest, clone_name: str) -> GuestAccess:
+    """The guestinfo and the SSH endpoint's credentials of a new clone, by ``config.guest_prep``."""
+    run_key = request.run_dir / "id_ed25519"
+    if config.guest_prep == "cloud-init":
+        host_key = generate_host_key()
+        instance_id = f"{clone_name}-{secrets.token_hex(4)}"  # unique per clone, even for a reused run id
+        info = vmware_guestinfo(user_data(config.login_user, request.authorized_key, host_key),
+                                meta_data(instance_id, redact=REDACTED))
+        return GuestAccess(info, config.login_user, run_key, host_key.public_line)
+    return GuestAccess({KEY_PROPERTY: request.authorized_key}, config.login_user,
+                       config.guest_key_path or run_key, config.guest_host_key)
 
 
 @dataclass(frozen=True)
@@ -145,8 +191,9 @@ class VSphereBackend(HypervisorBackend):
         changes, planned = plan_devices(devices(vm), request.disks, datastore)
         if network is not None:
             changes.extend(_nic_changes(vm, network))
-        extra = [vim.option.OptionValue(key=KEY_PROPERTY, value=request.authorized_key),
-                 vim.option.OptionValue(key="disk.EnableUUID", value="TRUE")]
+        access = guest_access(cfg, request, name)
+        extra = [vim.option.OptionValue(key=k, value=v) for k, v in access.guestinfo.items()]
+        extra.append(vim.option.OptionValue(key="disk.EnableUUID", value="TRUE"))
         if cfg.simulate_guest_ip:
             extra.append(vim.option.OptionValue(key=SIM_IP_PROPERTY, value=cfg.simulate_guest_ip))
         self.vc.wait(vm.ReconfigVM_Task(spec=vim.vm.ConfigSpec(
@@ -162,8 +209,7 @@ class VSphereBackend(HypervisorBackend):
                       for p in planned)
         for p in planned:
             self._trackers[(request.name, p.instance)] = DiskCounterTracker(self.perf, vm, p.instance, origin_ns)
-        key_path = cfg.guest_key_path or request.run_dir / "id_ed25519"
-        endpoint = SshEndpoint(ip, cfg.guest_ssh_port, cfg.guest_user, Path(key_path), cfg.guest_host_key)
+        endpoint = SshEndpoint(ip, cfg.guest_ssh_port, access.user, access.key_path, access.host_key)
         guest = Guest(request.name, endpoint, disks, accel="vsphere")
         self.wait_for_ssh(guest, request.boot_timeout_s)
         return guest
@@ -184,14 +230,18 @@ class VSphereBackend(HypervisorBackend):
     def wait_for_ssh(self, guest: Guest, timeout_s: float) -> None:
         """Connect once with the pinned host key, so a template that does not trust the key fails here."""
         from transport.ssh import GuestUnreachable, SshTransport  # the transport layer is optional for pure tests
-        if not guest.ssh.host_key:
-            raise HypervisorError("guest_host_key is not set: give the SSH host key line of the template "
-                                  "(ssh-keyscan -t ed25519 <a clone>) in the vsphere config")
         try:
             SshTransport(guest.ssh, connect_timeout_s=timeout_s).close()
         except GuestUnreachable as e:
-            raise HypervisorError(f"{self.vm_name(guest)} got IP {guest.ssh.host} but SSH failed: {e}; the template "
-                                  f"must trust the run key (see {KEY_PROPERTY}) or guest_key_path") from e
+            if self.config.guest_prep == "cloud-init":
+                remedy = (f"the template must run cloud-init (VMware datasource, with open-vm-tools) to take the "
+                          f"run key for {guest.ssh.user} and this clone's host key from guestinfo.userdata (see "
+                          f"'Preparing a template' in hypervisors/vsphere/README.md); a template without cloud-init "
+                          f"needs guest_prep = \"rpctool\"")
+            else:
+                remedy = f"the template must trust the run key (see {KEY_PROPERTY}) or guest_key_path"
+            raise HypervisorError(f"{self.vm_name(guest)} got IP {guest.ssh.host} but SSH failed: {e}; "
+                                  f"{remedy}") from e
 
     def destroy_vm(self, name: str) -> None:
         """Power off and delete the VM ``name`` if it exists (the cleanup action of every clone)."""

@@ -13,7 +13,8 @@ or the path of a TOML file with a ``[vsphere]`` table holding the same keys::
     template = "deb12-vioc"
     datastore = "ds1"
     cluster = "c1"
-    guest_host_key = "ssh-ed25519 AAAA..."
+    # guest_prep = "rpctool"        # a template without cloud-init: see VSphereConfig
+    # guest_host_key = "ssh-ed25519 AAAA..."
 
 The password comes from ``VIOCONFORM_VCENTER_PASSWORD`` or from ``password_file``; it is held in a
 ``Secret`` (model/secret.py) whose ``repr``/``str`` print ``***``, so it cannot reach logs, reports or
@@ -26,12 +27,14 @@ target is valid, so a malformed target is reported as malformed.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from guest.image.cloudinit import DEFAULT_GUEST_USER
 from model.errors import HypervisorError
 from model.secret import PASSWORD_ENV, Secret, register
 
@@ -39,6 +42,10 @@ from model.secret import PASSWORD_ENV, Secret, register
 TARGET_ENV = "VIOCONFORM_VSPHERE_TARGET"
 #: The URL form as the README shows it; every error about a target quotes this one.
 TARGET_EXAMPLE = "vsphere://USER@VCENTER/TEMPLATE?datastore=ds1&cluster=c1"
+#: How a clone learns the run's key and which SSH host key it presents (``guest_prep``); the first is the default.
+GUEST_PREPS = ("cloud-init", "rpctool")
+#: A login name cloud-init can create (what useradd accepts on every distribution, at most 32 characters).
+_USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 
 
 class ConfigError(HypervisorError):
@@ -49,10 +56,20 @@ class ConfigError(HypervisorError):
 class VSphereConfig:
     """Everything the vSphere backend needs, parsed once.
 
-    ``guest_key_path`` is the private key the template's root trusts; when unset the run key
-    (``<run_dir>/id_ed25519``) is used, which the template must then accept through the
-    ``guestinfo.vioconform.authorized_key`` property the backend sets before power-on.
-    ``guest_host_key`` pins the SSH host key every clone of the template presents.
+    ``guest_prep`` says how the template is prepared, which decides how a clone learns the run's
+    key, who logs in and which SSH host key is pinned:
+
+    - ``"cloud-init"`` (the default): cloud-init's VMware datasource reads the ``guestinfo.userdata``
+      and ``guestinfo.metadata`` the backend sets on each clone before power-on. The user-data makes
+      ``guest_user`` (default ``vioconform``, a passwordless sudoer the suite uses through
+      ``sudo -n``) trust the run key, and installs an SSH host key the suite generated for this
+      clone, which is then the pinned key: known before the clone boots, no trust on first use.
+      ``guest_host_key`` and ``guest_key_path`` do not apply (an error names them).
+    - ``"rpctool"``: the template's boot script reads ``guestinfo.vioconform.authorized_key`` with
+      ``vmware-rpctool`` into root's ``authorized_keys`` (or root already trusts ``guest_key_path``,
+      a private key given here); ``guest_user`` defaults to ``root``. Clones keep the template's
+      host key: ``guest_host_key`` pins it and is required.
+
     ``simulate_guest_ip`` is for the simulator only: vcsim reports a guest IP only after a
     reconfigure sets ``SET.guest.ipAddress``; real vCenter ignores the option, so leave it unset there.
     """
@@ -68,7 +85,8 @@ class VSphereConfig:
     resource_pool: str = ""
     network: str = ""
     insecure: bool = False
-    guest_user: str = "root"
+    guest_prep: str = GUEST_PREPS[0]
+    guest_user: str = ""
     guest_key_path: Path | None = None
     guest_host_key: str = ""
     guest_ssh_port: int = 22
@@ -82,10 +100,48 @@ class VSphereConfig:
     task_timeout_s: float = 600.0
     simulate_guest_ip: str = ""
 
+    def __post_init__(self) -> None:
+        """The guest access checks hold however the config was made (a target, a file, or in code)."""
+        problem = guest_access_problem(self.guest_prep, self.guest_user, bool(self.guest_host_key),
+                                       self.guest_key_path is not None)
+        if problem:
+            raise ConfigError(problem)
+
+    @property
+    def login_user(self) -> str:
+        """Who the suite logs in as: ``guest_user``, else cloud-init's user or root (``rpctool``)."""
+        return login_user(self.guest_prep, self.guest_user)
+
     @property
     def label(self) -> str:
         """The test id: ``vsphere://user@host:port/template`` (no password)."""
         return f"vsphere://{self.user}@{self.host}:{self.port}/{self.template}"
+
+
+def login_user(guest_prep: str, guest_user: str) -> str:
+    return guest_user or (DEFAULT_GUEST_USER if guest_prep == "cloud-init" else "root")
+
+
+def guest_access_problem(guest_prep: str, guest_user: str, has_host_key: bool, has_key_path: bool) -> str | None:
+    """What is wrong with the guest access settings, as one line, or None."""
+    if guest_prep not in GUEST_PREPS:
+        return f"vsphere config: guest_prep={guest_prep!r} is not one of {', '.join(GUEST_PREPS)}"
+    if guest_prep == "rpctool":
+        if not has_host_key:
+            return ("vsphere config: guest_prep = \"rpctool\" needs guest_host_key, the SSH host key line every "
+                    "clone of the template presents (ssh-keyscan -t ed25519 <a clone>)")
+        return None
+    misplaced = [k for k, given in (("guest_host_key", has_host_key), ("guest_key_path", has_key_path)) if given]
+    if misplaced:
+        return (f"vsphere config: {' and '.join(misplaced)} {'are' if len(misplaced) > 1 else 'is'} for "
+                f"guest_prep = \"rpctool\" only; with cloud-init (the default) each clone trusts the run key and "
+                f"gets a host key the suite generates: remove {'them' if len(misplaced) > 1 else 'it'}, "
+                f"or set guest_prep = \"rpctool\"")
+    user = login_user(guest_prep, guest_user)
+    if not _USER_NAME.fullmatch(user) or user == "root":
+        return (f"vsphere config: guest_user={guest_user!r} cannot be the user cloud-init creates: give a non-root "
+                f"login name such as {DEFAULT_GUEST_USER!r} (for root, use guest_prep = \"rpctool\")")
+    return None
 
 
 _BOOL = {"1": True, "true": True, "yes": True, "on": True,
@@ -168,6 +224,10 @@ def _build(values: dict[str, Any]) -> VSphereConfig:
         raise ConfigError(f"vsphere config: {'; '.join(problems)} (example: {TARGET_EXAMPLE})")
     password_file = values.pop("password_file", None)
     typed = {k: _convert(k, v) for k, v in values.items()}
+    access = guest_access_problem(str(typed.get("guest_prep", GUEST_PREPS[0])), str(typed.get("guest_user", "")),
+                                  bool(typed.get("guest_host_key")), typed.get("guest_key_path") is not None)
+    if access:
+        raise ConfigError(access)
     return VSphereConfig(password=_read_password(password_file), **typed)
 
 

@@ -12,7 +12,16 @@ from hypervisors.base import Guest, GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import VSphereBackend
 from model.types import DiskSpec
-from tests.vsphere.vsphere_sim import EsxiFactory, Sim, fake_esxi_dir, sim_config, start_sim, stop_sim
+from tests.vsphere.vsphere_sim import (
+    EsxiFactory,
+    Sim,
+    SimBackend,
+    SimGuestSshd,
+    fake_esxi_dir,
+    sim_config,
+    start_sim,
+    stop_sim,
+)
 from tests.vsphere.vsphere_sshd import LoopbackSshd
 from transport.ssh import generate_run_key
 
@@ -28,9 +37,9 @@ def vcsim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
 
 
 @pytest.fixture(scope="session")
-def guest_sshd(vcsim: Sim, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackSshd]:
-    """The "guest": it trusts exactly the keys the backend handed to VMs through guestinfo."""
-    server = LoopbackSshd(tmp_path_factory.mktemp("guest-sshd"), vcsim.authorized_keys)
+def guest_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimGuestSshd]:
+    """The "guest": it trusts exactly the keys the backend handed to the last booted clone through guestinfo."""
+    server = SimGuestSshd(tmp_path_factory.mktemp("guest-sshd"))
     yield server
     server.stop()
 
@@ -59,8 +68,9 @@ def cleanup() -> Iterator[CleanupStack]:
 
 
 @pytest.fixture
-def backend(vcsim: Sim, guest_sshd: LoopbackSshd, cleanup: CleanupStack) -> Iterator[VSphereBackend]:
-    b = VSphereBackend(cleanup, sim_config(vcsim, guest_sshd), run_id=f"t{uuid.uuid4().hex[:8]}")
+def backend(vcsim: Sim, guest_sshd: SimGuestSshd, cleanup: CleanupStack) -> Iterator[VSphereBackend]:
+    """A backend on the simulator with the default template preparation (cloud-init)."""
+    b = SimBackend(cleanup, sim_config(vcsim, guest_sshd), guest_sshd, run_id=f"t{uuid.uuid4().hex[:8]}")
     yield b
     cleanup.run()
     b.close()
@@ -79,7 +89,7 @@ def make_esxi(tmp_path: Path, backend: VSphereBackend, one_disk_guest: Guest, ru
 
     def make(with_vscsistats: bool) -> tuple[LoopbackSshd, Path]:
         root = fake_esxi_dir(tmp_path / "esxi", backend.vm_name(one_disk_guest), with_vscsistats)
-        servers.append(LoopbackSshd(tmp_path, lambda: [run_pubkey], path_prepend=[root / "bin"]))
+        servers.append(LoopbackSshd(tmp_path, lambda user: [run_pubkey], path_prepend=[root / "bin"]))
         return servers[-1], root
 
     yield make

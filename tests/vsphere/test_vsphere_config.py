@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from guest.image.cloudinit import DEFAULT_GUEST_USER
 from hypervisors.vsphere.config import TARGET_EXAMPLE, ConfigError, parse_target
 from model.errors import HypervisorError
 from model.secret import PASSWORD_ENV, Secret, scrub
@@ -25,7 +26,8 @@ def no_password(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_url_target_with_sso_user_and_options(password: str) -> None:
     cfg = parse_target("vsphere://administrator@vsphere.local@vc.example.com:8443/deb12"
-                       "?datastore=ds1&cluster=c1&insecure=yes&ip_timeout_s=90&guest_key_path=~/k")
+                       "?datastore=ds1&cluster=c1&insecure=yes&ip_timeout_s=90&guest_key_path=~/k"
+                       "&guest_prep=rpctool&guest_host_key=ssh-ed25519%20AAAA")
     assert (cfg.user, cfg.host, cfg.port) == ("administrator@vsphere.local", "vc.example.com", 8443)
     assert cfg.template == "deb12"
     assert (cfg.datastore, cfg.cluster, cfg.insecure, cfg.ip_timeout_s) == ("ds1", "c1", True, 90.0)
@@ -44,10 +46,35 @@ def test_toml_file_with_relative_password_file(tmp_path: Path, no_password: None
     (tmp_path / "pw").write_text("from-file\n")
     conf = tmp_path / "vsphere.toml"
     conf.write_text('[vsphere]\nhost = "vc"\ntemplate = "t"\npassword_file = "pw"\nesxi_ssh_port = 2222\n'
-                    'insecure = true\nguest_host_key = "ssh-ed25519 AAAA"\n')
+                    'insecure = true\nguest_prep = "rpctool"\nguest_host_key = "ssh-ed25519 AAAA"\n')
     cfg = parse_target(str(conf))
     assert cfg.password == Secret("from-file")
     assert (cfg.esxi_ssh_port, cfg.insecure, cfg.guest_host_key) == (2222, True, "ssh-ed25519 AAAA")
+    assert (cfg.guest_prep, cfg.login_user) == ("rpctool", "root")
+
+
+def test_cloud_init_is_the_default_template_preparation(password: str) -> None:
+    cfg = parse_target("vsphere://u@vc/t")
+    assert (cfg.guest_prep, cfg.login_user, cfg.guest_host_key, cfg.guest_key_path) == \
+        ("cloud-init", DEFAULT_GUEST_USER, "", None)
+    assert parse_target("vsphere://u@vc/t?guest_user=qa").login_user == "qa"
+    rpctool = parse_target("vsphere://u@vc/t?guest_prep=rpctool&guest_host_key=ssh-ed25519%20AAAA&guest_user=admin")
+    assert (rpctool.login_user, rpctool.guest_host_key) == ("admin", "ssh-ed25519 AAAA")
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("guest_prep=ansible", "guest_prep='ansible' is not one of cloud-init, rpctool"),
+    ("guest_host_key=ssh-ed25519%20AAAA", 'guest_host_key is for guest_prep = "rpctool" only.*remove it'),
+    ("guest_key_path=~/k&guest_host_key=x", 'guest_host_key and guest_key_path are for guest_prep = "rpctool"'),
+    ("guest_user=root", "guest_user='root' cannot be the user cloud-init creates.*rpctool"),
+    ("guest_user=Bad%20Name", "guest_user='Bad Name' cannot be the user cloud-init creates"),
+    ("guest_prep=rpctool", 'guest_prep = "rpctool" needs guest_host_key.*ssh-keyscan'),
+])
+def test_guest_access_errors_come_before_the_password(query: str, message: str, no_password: None) -> None:
+    """One line naming the key and the fix, before the password is looked for (none is set here)."""
+    with pytest.raises(ConfigError, match=message) as info:
+        parse_target(f"vsphere://u@vc/t?{query}")
+    assert "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize(("target", "message"), [

@@ -12,15 +12,16 @@ from hypervisors.vsphere import leftovers
 from hypervisors.vsphere.backend import VSphereBackend
 from model.secret import PASSWORD_ENV
 from model.types import DiskSpec
-from tests.vsphere.vsphere_sim import TEMPLATE, Sim, write_target
+from tests.vsphere.vsphere_sim import TEMPLATE, Sim, SimBackend, SimGuestSshd, write_target
 
 
 def test_leftovers_of_one_run_are_listed_then_destroyed(backend: VSphereBackend, vcsim: Sim, run_dir: Path,
+                                                        guest_sshd: SimGuestSshd,
                                                         run_pubkey: str, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     # a "killed" run: its cleanup stack never runs
-    dead = VSphereBackend(CleanupStack(), backend.config, run_id=f"{backend.run_id}dead")
+    dead = SimBackend(CleanupStack(), backend.config, guest_sshd, run_id=f"{backend.run_id}dead")
     for name in ("a", "b"):
         dead.start_guest(GuestRequest(name, (DiskSpec("lsilogic"),), run_dir, run_pubkey, boot_timeout_s=20))
     dead.close()

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from pyVmomi import vim
 
+from guest.image.cloudinit import DEFAULT_GUEST_USER
 from hypervisors.base import GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import KEY_PROPERTY, VSphereBackend
 from model.errors import HypervisorError
 from model.types import DiskSpec
-from tests.vsphere.vsphere_sim import Sim
+from tests.vsphere.vsphere_sim import Sim, SimBackend, SimGuestSshd, cloud_init_documents, sim_config
 from transport.ssh import SshTransport
 
 GIB = 1024**3
@@ -64,9 +65,13 @@ def test_round_trip_one_disk_per_controller(backend: VSphereBackend, vcsim: Sim,
     # a VMDK has no settable block sizes: the configured side says what vSphere gives, not what was asked
     assert {(d.configured.physical_block_bytes, d.configured.optimal_io_bytes, d.configured.queue_depth)
             for d in guest.disks} == {(512, 0, None)}
-    # the IP came from the (simulated) Tools, the key through guestinfo, and SSH works with both
+    # the IP came from the (simulated) Tools, the key and the host key through cloud-init's guestinfo,
+    # and SSH works with both
     assert guest.ssh.host == "127.0.0.1" and guest.accel == "vsphere"
-    assert run_pubkey in vcsim.authorized_keys()
+    assert (guest.ssh.user, guest.ssh.key_path) == (DEFAULT_GUEST_USER, run_dir / "id_ed25519")
+    documents = cloud_init_documents(vcsim.guestinfo(name))
+    assert documents is not None
+    assert documents[0]["ssh_authorized_keys"][0].split()[:2] == ["ssh-ed25519", run_pubkey]
     ssh = SshTransport(guest.ssh, connect_timeout_s=10)
     assert ssh.run("echo vioconform-$((6*7))").stdout.strip() == "vioconform-42"
     ssh.close()
@@ -115,14 +120,22 @@ def test_tools_never_reporting_an_ip_says_how_long_it_waited(vcsim: Sim, guest_s
     no_ip.close()
 
 
-def test_guest_that_does_not_trust_the_key_fails_clearly(vcsim: Sim, backend: VSphereBackend, cleanup: CleanupStack,
-                                                         run_dir: Path,
-                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
+@pytest.mark.parametrize(("guest_prep", "remedy"), [
+    ("cloud-init", r"cloud-init \(VMware datasource.*run key for vioconform.*guestinfo\.userdata"),
+    ("rpctool", KEY_PROPERTY),
+])
+def test_guest_that_does_not_trust_the_key_fails_clearly(vcsim: Sim, guest_sshd: SimGuestSshd, cleanup: CleanupStack,
+                                                         run_dir: Path, tmp_path_factory: pytest.TempPathFactory,
+                                                         guest_prep: str, remedy: str) -> None:
     from transport.ssh import generate_run_key
     other_dir = tmp_path_factory.mktemp("other-key")
     _, other_pub = generate_run_key(other_dir)
+    backend = SimBackend(cleanup, sim_config(vcsim, guest_sshd, guest_prep), guest_sshd, run_id=f"untrusted-{guest_prep}")
     # the guest is told to trust other_pub, but the backend logs in with run_dir's key
-    with pytest.raises(HypervisorError, match=f"SSH failed.*{KEY_PROPERTY}"):
+    t0 = time.monotonic()
+    with pytest.raises(HypervisorError, match=f"SSH failed.*{remedy}"):
         backend.start_guest(GuestRequest("g2", (DiskSpec("pvscsi"),), run_dir, other_pub, boot_timeout_s=3))
+    assert time.monotonic() - t0 < 30
     cleanup.run()
     assert vcsim.vms(f"vioconform-{backend.run_id}") == []
+    backend.close()

@@ -3,10 +3,17 @@
 The simulator is a real vCenter API server (govmomi's), started on a random loopback port with
 a login user and password, a JSON file feeding its virtualDisk counters and a file its
 VscsiStats service answers FetchAllHistograms with.
+
+vcsim runs no guest OS: ``SimGuestSshd`` plays the guest of the clone that booted last. When the
+backend (``SimBackend``) has powered a clone on, the "guest" reads the clone's guestinfo as the
+template would: cloud-init's VMware datasource (``guestinfo.userdata``: the login user, its
+key and the host key) or the rpctool boot script (``guestinfo.vioconform.authorized_key`` for
+root, the template's own host key).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -16,7 +23,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +33,9 @@ from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim
 
 from guest.cache import cache_dir
-from hypervisors.vsphere.backend import VSphereBackend
+from hypervisors.base import Guest
+from hypervisors.cleanup import CleanupStack
+from hypervisors.vsphere.backend import KEY_PROPERTY, VSphereBackend
 from hypervisors.vsphere.config import VSphereConfig
 from model.secret import Secret
 from tests.vsphere.vsphere_sshd import LoopbackSshd
@@ -53,6 +62,24 @@ case "$1" in
       n=$(cat "$d/n$h" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$d/n$h"; cat "$d/snap$n.csv" ;;
   *) echo "vscsiStats: bad option $1" >&2; exit 1 ;;
 esac
+"""
+
+
+FAKE_SUDO = r"""#!/bin/sh
+# Plays sudo for a user cloud-init made a passwordless sudoer (NOPASSWD). Like the real one for such
+# a user without a terminal, it runs the command only with -n; the command runs as the SSH server's user.
+n=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --) shift; break ;;
+    -u|-g|-p|-C|-D|-h|-r|-t|-U) shift 2 ;;
+    -*n*) n=1; shift ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+[ -n "$n" ] || { echo "sudo: a terminal is required to read the password" >&2; exit 1; }
+exec "$@"
 """
 
 
@@ -86,12 +113,12 @@ class Sim:
             view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
             return sorted(vm.name for vm in view.view if vm.name.startswith(prefix))
 
-    def authorized_keys(self) -> list[str]:
-        """The run keys the backend put into VMs' ``guestinfo.vioconform.authorized_key``."""
+    def guestinfo(self, vm_name: str) -> dict[str, str]:
+        """The ``guestinfo.*`` keys of the VM's extraConfig, as vCenter stores them."""
         with self.session() as content:
             view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-            return [o.value for vm in view.view if vm.config is not None for o in vm.config.extraConfig
-                    if o.key == "guestinfo.vioconform.authorized_key"]
+            vm = next(v for v in view.view if v.name == vm_name)
+            return {o.key: str(o.value) for o in vm.config.extraConfig if o.key.startswith("guestinfo.")}
 
     def set_perf(self, data: dict[str, Any]) -> None:
         tmp = self.perf_path.with_suffix(".tmp")
@@ -156,15 +183,78 @@ def stop_sim(sim: Sim) -> None:
     sim.stderr.close()
 
 
-def sim_config(sim: Sim, sshd: LoopbackSshd, **overrides: object) -> VSphereConfig:
-    """A config for the simulator whose guests answer SSH on ``sshd``."""
+def sim_config(sim: Sim, sshd: LoopbackSshd, guest_prep: str = "cloud-init", **overrides: object) -> VSphereConfig:
+    """A config for the simulator whose guests answer SSH on ``sshd``; with ``rpctool`` the pinned
+    host key is ``sshd``'s own (the template's, which clones keep)."""
     values: dict[str, object] = {
         "host": "127.0.0.1", "port": sim.port, "user": "vioconform@vsphere.local", "template": TEMPLATE,
-        "datastore": DATASTORE, "cluster": CLUSTER, "insecure": True, "guest_host_key": sshd.host_key_line,
+        "datastore": DATASTORE, "cluster": CLUSTER, "insecure": True, "guest_prep": guest_prep,
         "guest_ssh_port": sshd.port, "simulate_guest_ip": "127.0.0.1", "ip_timeout_s": 5.0, "connect_timeout_s": 10.0,
         "task_timeout_s": 30.0}
+    if guest_prep == "rpctool":
+        values["guest_host_key"] = sshd.host_key_line
     values.update(overrides)
     return VSphereConfig(password=Secret(sim.password), **values)  # type: ignore[arg-type]
+
+
+def decoded(info: Mapping[str, str], name: str) -> str:
+    """The text of ``guestinfo.<name>``, decoded as its ``.encoding`` key says (cloud-init's rule)."""
+    value, encoding = info[f"guestinfo.{name}"], info.get(f"guestinfo.{name}.encoding", "")
+    assert encoding == "base64", f"guestinfo.{name}.encoding is {encoding!r}"
+    return base64.b64decode(value, validate=True).decode()
+
+
+def cloud_init_documents(info: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(user-data, meta-data) as cloud-init's VMware datasource reads them from guestinfo, or None.
+
+    Both are JSON, which YAML reads the same; the user-data's first line is ``#cloud-config``."""
+    if "guestinfo.userdata" not in info:
+        return None
+    header, _, body = decoded(info, "userdata").partition("\n")
+    assert header == "#cloud-config", header
+    return json.loads(body), json.loads(decoded(info, "metadata"))
+
+
+class SimGuestSshd(LoopbackSshd):
+    """The guest OS of the clone that booted last: ``boot`` applies that clone's guestinfo."""
+
+    def __init__(self, directory: Path) -> None:
+        sudo = directory / "sudo-bin"
+        sudo.mkdir()
+        (sudo / "sudo").write_text(FAKE_SUDO)
+        (sudo / "sudo").chmod(0o755)
+        self.users: dict[str, set[str]] = {}
+        super().__init__(directory, lambda user: self.users.get(user, set()), path_prepend=[sudo])
+
+    def boot(self, extra_config: Mapping[str, str], has_cloud_init: bool = True) -> None:
+        """What the template makes of the guestinfo at boot: cloud-init installs the user, its key and
+        the host key; without cloud-init (or with the rpctool script) root trusts the rpctool key and
+        the template's own host key stays."""
+        documents = cloud_init_documents(extra_config) if has_cloud_init else None
+        if documents is not None:
+            user_data, _ = documents
+            self.use_host_key(user_data["ssh_keys"]["ed25519_private"])
+            self.users = {user_data["user"]["name"]: {k.split()[1] for k in user_data["ssh_authorized_keys"]}}
+        else:
+            self.use_host_key(None)
+            self.users = {"root": {extra_config[KEY_PROPERTY]}} if KEY_PROPERTY in extra_config else {}
+
+
+class SimBackend(VSphereBackend):
+    """The backend as the tests run it: once a clone is powered on and has an IP, its guest "boots"
+    (``SimGuestSshd.boot``) before the backend's first SSH connection."""
+
+    def __init__(self, cleanup: CleanupStack, config: VSphereConfig, guest: SimGuestSshd, run_id: str | None = None,
+                 has_cloud_init: bool = True) -> None:
+        super().__init__(cleanup, config, run_id)
+        self.guest = guest
+        self.has_cloud_init = has_cloud_init
+
+    def wait_for_ssh(self, guest: Guest, timeout_s: float) -> None:
+        config = self.vm_of(guest).config
+        assert config is not None
+        self.guest.boot({o.key: str(o.value) for o in config.extraConfig}, self.has_cloud_init)
+        super().wait_for_ssh(guest, timeout_s)
 
 
 def fake_esxi_dir(root: Path, vm_name: str, with_vscsistats: bool = True) -> Path:

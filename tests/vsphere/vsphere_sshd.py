@@ -5,11 +5,14 @@ through ``/root/.ssh/authorized_keys``, which a test must not touch. This server
 real SSH protocol (paramiko's server side: key exchange, host key, public-key auth, exec
 channels), so the backend's client code runs unchanged against it; commands run with
 ``/bin/sh -c`` in a subprocess, with ``path_prepend`` in front of ``PATH`` (where a test puts
-a recorded ``vscsiStats``).
+a recorded ``vscsiStats``, or a ``sudo`` that serves ``sudo -n``). Which keys may log in is
+asked per user name; the host key can be swapped between connections (``use_host_key``), as a
+guest's cloud-init installs the one the suite chose.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import subprocess
@@ -22,7 +25,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from paramiko.common import AUTH_FAILED, AUTH_SUCCESSFUL, OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED, OPEN_SUCCEEDED
 
-KeySource = Callable[[], Iterable[str]]
+#: user name -> the base64 public keys that may log in as that user
+KeySource = Callable[[str], Iterable[str]]
 
 
 class _Server(paramiko.ServerInterface):
@@ -36,7 +40,7 @@ class _Server(paramiko.ServerInterface):
 
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
         # paramiko's stubs do not re-export its result codes at the top level: take them from paramiko.common
-        if key.get_base64() in set(self.authorized()):
+        if key.get_base64() in set(self.authorized(username)):
             return AUTH_SUCCESSFUL
         return AUTH_FAILED
 
@@ -56,15 +60,17 @@ class _Server(paramiko.ServerInterface):
 
 
 class LoopbackSshd:
-    """Serves SSH on a random loopback port until ``stop()``; ``host_key_line`` is what clients pin."""
+    """Serves SSH on a random loopback port until ``stop()``; ``host_key_line`` is what clients pin
+    (the key it was made with; ``use_host_key`` serves another one to new connections)."""
 
     def __init__(self, directory: Path, authorized: KeySource, path_prepend: Iterable[Path] = ()) -> None:
         key = Ed25519PrivateKey.generate()
         key_file = directory / "sshd_host_ed25519"
         key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                                serialization.NoEncryption()))
-        self._host_key = paramiko.Ed25519Key.from_private_key_file(str(key_file))
-        self.host_key_line = f"ssh-ed25519 {self._host_key.get_base64()}"
+        self._own_key = paramiko.Ed25519Key.from_private_key_file(str(key_file))
+        self._host_key = self._own_key
+        self.host_key_line = f"ssh-ed25519 {self._own_key.get_base64()}"
         self.authorized = authorized
         self.path_prepend = [str(p) for p in path_prepend]
         self.commands: list[str] = []
@@ -115,6 +121,16 @@ class LoopbackSshd:
         channel.sendall_stderr(proc.stderr)
         channel.send_exit_status(proc.returncode)
         channel.close()
+
+    def use_host_key(self, private_openssh: str | None) -> None:
+        """Present this ed25519 key (OpenSSH private key text) to new connections; None: the server's own."""
+        self._host_key = (self._own_key if private_openssh is None
+                          else paramiko.Ed25519Key.from_private_key(io.StringIO(private_openssh)))
+
+    @property
+    def serving_host_key_line(self) -> str:
+        """The host key line new connections see now."""
+        return f"ssh-ed25519 {self._host_key.get_base64()}"
 
     def open_connections(self) -> int:
         """How many client connections are open now (the server sees a client's close at once)."""
