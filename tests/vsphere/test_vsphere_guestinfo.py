@@ -39,10 +39,10 @@ def public_line(private_openssh: str) -> str:
                                          serialization.PublicFormat.OpenSSH).decode()
 
 
-def echo(guest: Guest) -> str:
+def echo(guest: Guest, prefix: str = "") -> str:
     ssh = SshTransport(guest.ssh, connect_timeout_s=10)
     try:
-        return ssh.run("echo guest-$((6*7))").stdout.strip()
+        return ssh.run(f"{prefix}echo guest-$((6*7))").stdout.strip()
     finally:
         ssh.close()
 
@@ -71,6 +71,7 @@ def test_each_clone_gets_its_cloud_init_guestinfo(backend: VSphereBackend, vcsim
         seen[name] = (meta_data["instance-id"], guest.ssh.host_key)
         # the simulated guest applied this clone's guestinfo: SSH as that user, pinning that key, works
         assert echo(guest) == "guest-42"
+        assert echo(guest, "sudo -n ") == "guest-42"  # the user's passwordless sudo, as the suite uses it
     assert len({iid for iid, _ in seen.values()}) == 2, seen
     assert len({key for _, key in seen.values()}) == 2, seen
 
