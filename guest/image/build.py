@@ -225,6 +225,8 @@ def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None
             shutil.copy2(modroot / extra, root / "lib/modules" / kver / extra)
     _run(["busybox", "depmod", "-b", str(root), kver])
     (root / "etc/vioconform-modules").write_text("\n".join(MODULES) + "\n")
+    # What the guest says it is (guest/tools/facts.py reads it): there is no /etc/os-release here.
+    (root / "etc/vioconform-image").write_text(f"RECIPE={recipe_hash(r)}\nKERNEL={kver}\n")
     for b in BINARIES:
         _copy(b, root)
     for lib in _lib_closure(BINARIES):

@@ -85,6 +85,10 @@ class Sysfs(GuestTool):
         """``/sys/block/<disk>/<setting>``, stripped: ``read("sdb", "sdb1/start")``."""
         return self._run(f"cat /sys/block/{valid_disk(disk)}/{_setting(setting)}").stdout.strip()
 
+    def exists(self, disk: str, setting: str) -> bool:
+        """Whether the guest's kernel shows ``/sys/block/<disk>/<setting>`` (a kernel lacks some)."""
+        return self._run(f"test -e /sys/block/{valid_disk(disk)}/{_setting(setting)}", check=False).ok
+
     def write(self, disk: str, setting: str, value: str, check: bool = True) -> CommandResult:
         """Write ``value`` to ``/sys/block/<disk>/<setting>``: ``write("sdb", "queue/nomerges", "2")``.
         With ``check`` False a refusal is in the result (the kernel's words on stderr)."""
