@@ -100,7 +100,7 @@ def incomplete_banner(status: RunStatus | None) -> str:
             f"{html.escape(status.banner())}</p>")
 
 
-def tested_table(properties: Mapping[str, str]) -> str:
+def what_was_tested(properties: Mapping[str, str]) -> str:
     """"What was tested": the run's suite properties as two tables. The run's own (image, guest OS,
     kernel, options) as name and value; each controller's (``disk.<controller>.<what>``: its driver,
     the driver's version, the boot settings) with one column per controller, so two controllers,
@@ -160,7 +160,7 @@ td{{border-bottom:1px solid #ddd;padding:2px 8px;font-size:13px}} pre{{backgroun
 section{{margin-top:2em}}</style></head>
 <body><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>
 <table><tr><th>verdict</th><th>rule</th><th>configuration</th><th>message</th></tr>{''.join(rows)}</table>
-{tested_table(properties or {})}
+{what_was_tested(properties or {})}
 {''.join(sections)}
 </body></html>
 """
