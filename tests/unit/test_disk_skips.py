@@ -12,6 +12,8 @@ from typing import ClassVar
 import pytest
 
 from guest.tools.base import GuestTools
+from guest.tools.mkfs import Filesystem, FilesystemUnsupported
+from guest.tools.partitioning import Partitioning
 from hypervisors.base import Guest
 from measure.disk import DiskSkip, DriverMissing, FaultNotApplicable, GuestDisk, SettingMissing, prepare_disk
 from model.errors import HypervisorError
@@ -114,3 +116,26 @@ def test_the_disks_facts_are_given_before_a_fault_can_skip_it() -> None:
 def test_facts_the_guest_cannot_give_never_stop_the_disk() -> None:
     shell = guest_shell(extra=[(r"echo '@@ disk", lambda c: (1, "", "sh: readlink: not found"))])
     assert prepare(shell).boot_facts is None
+
+
+def test_a_filesystem_the_kernel_cannot_mount_is_named_and_an_xfs_only_guest_makes_xfs() -> None:
+    said = "mount: /mnt/vioc-align: unknown filesystem type 'ext2'."
+    shell = FakeShell(has={"mke2fs", "mkfs.xfs"}, handlers=[
+        (r"^mkdir -p .* mount ", lambda c: (32, "", said)), (r"^uname -r$", lambda c: f"{CLOUD_KERNEL}\n")])
+    fs = GuestTools(shell).get(Filesystem)
+    assert fs.kind == "ext2"  # e2fsprogs first: the rule's thresholds were measured on ext2
+    with pytest.raises(FilesystemUnsupported, match=rf"^the guest's kernel {CLOUD_KERNEL} cannot mount ext2 \({said}\)"):
+        fs.mount("/dev/sdb1", "/mnt/vioc-align")
+    xfs_only = FakeShell(has={"mkfs.xfs"}, handlers=[(r"^mkfs\.xfs ", lambda c: "")])
+    fs = GuestTools(xfs_only).get(Filesystem)
+    fs.make("/dev/sdb1", 4096)
+    assert fs.kind == "xfs" and xfs_only.commands[-1] == "mkfs.xfs -q -f -b size=4096 /dev/sdb1"
+
+
+def test_sfdisk_is_given_the_start_sector_as_is_and_the_reread_waits_for_udev() -> None:
+    shell = FakeShell(has={"sfdisk", "blockdev"}, handlers=[
+        (r"\| sfdisk ", lambda c: ""), (r"blockdev --rereadpt", lambda c: ""), (r"cat /sys/block/sdb/sdb1/start", lambda c: "63\n")])
+    assert GuestTools(shell).get(Partitioning).create_one("sdb", 63) == 63
+    assert shell.commands[1] == ("printf 'label: dos\\nstart=%d, type=83\\n' 63 | sfdisk --no-reread --no-tell-kernel "
+                                 "-q /dev/sdb 2>&1")
+    assert "udevadm settle" in shell.commands[2]
