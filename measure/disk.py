@@ -18,7 +18,7 @@ from hypervisors.base import Guest, HypervisorBackend
 from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError, ParseError
 from model.faults import Fault, SysfsSetting
-from model.guestfacts import DiskFacts
+from model.guestfacts import DiskFacts, DriverPresence
 from model.limits import GuestLimits
 from model.types import AttachedDisk
 from transport.ssh import CommandResult, GuestCommandError
@@ -134,23 +134,29 @@ def read_facts(tools: GuestTools, disk: str) -> DiskFacts | None:
         return None
 
 
-def missing_driver(backend: HypervisorBackend, tools: GuestTools, controller: str) -> str | None:
-    """Why a controller's disk is missing when its driver is: "the guest's kernel 6.1.0-28-cloud-amd64
-    has no mptsas driver for mptsas1068 ..."; None if the driver exists, or the guest cannot tell
-    (then the disk's absence has another cause, and stays an error)."""
+def driver_presence(backend: HypervisorBackend, tools: GuestTools, controller: str) -> DriverPresence | None:
+    """Whether the guest's kernel has the driver of ``controller`` (the backend's controller table
+    names it); None where the table names none or the guest cannot answer."""
     module = guest_driver(backend.name, controller)
     if not module:
         return None
     try:
-        found = tools.get(GuestFacts).driver(module)
+        return tools.get(GuestFacts).driver(module)
     except (GuestCommandError, ParseError) as e:
         log.warning("cannot ask the guest for driver %s: %s", module, e)
         return None
+
+
+def missing_driver(found: DriverPresence, controller: str) -> str | None:
+    """Why a controller's disk is missing when its driver is: "the guest's kernel 6.1.0-28-cloud-amd64
+    has no mptsas driver for mptsas1068 ..."; None if the driver exists, or the guest cannot tell
+    (then the disk's absence has another cause, and stays an error)."""
     if found.present or not found.known:
         return None
-    return (f"the guest's kernel {found.kernel} has no {module} driver for {controller} (not loaded, not in "
-            f"modules.builtin, no {module}.ko under /lib/modules/{found.kernel}): use an image whose kernel has it "
-            "(Debian's cloud kernel flavour, for one, lacks mptsas) or leave this controller out of --controllers")
+    m, k = found.module, found.kernel
+    return (f"the guest's kernel {k} has no {m} driver for {controller} (not loaded, not in modules.builtin, "
+            f"no {m}.ko under /lib/modules/{k}): use an image whose kernel has it (Debian's cloud kernel flavour, "
+            "for one, lacks mptsas) or leave this controller out of --controllers")
 
 
 def render(command: str, disk: str) -> str:
@@ -174,10 +180,15 @@ def prepare_disk(guest: Guest, backend: HypervisorBackend, tools: GuestTools, at
     try:
         name = sysfs.find_disk(attached.guest_id.value)
     except LookupError as e:
-        missing = missing_driver(backend, tools, attached.spec.controller)
+        found = driver_presence(backend, tools, attached.spec.controller)
+        missing = missing_driver(found, attached.spec.controller) if found else None
         if missing:
             raise DriverMissing(missing) from e
-        raise HypervisorError(str(e), guest.console_tail()) from e
+        hint = ""
+        if found is not None and found.present and not found.loaded:
+            hint = (f"; its driver {found.module} is in the guest's kernel but not loaded: the image did not load it "
+                    f"at boot (add it to the image's modules to load, e.g. /etc/modules-load.d/)")
+        raise HypervisorError(f"{e}{hint}", guest.console_tail()) from e
     try:
         limits = sysfs.limits(name)
     except ParseError as e:

@@ -139,3 +139,9 @@ def test_sfdisk_is_given_the_start_sector_as_is_and_the_reread_waits_for_udev() 
     assert shell.commands[1] == ("printf 'label: dos\\nstart=%d, type=83\\n' 63 | sfdisk --no-reread --no-tell-kernel "
                                  "-q /dev/sdb 2>&1")
     assert "udevadm settle" in shell.commands[2]
+
+
+def test_a_missing_disk_whose_driver_is_not_loaded_says_so() -> None:
+    not_loaded = f"kernel={CLOUD_KERNEL}\nmodules_dir=1\nbuiltin_list=1\nfile=/lib/modules/k/mptsas.ko\n"
+    with pytest.raises(HypervisorError, match=r"its driver mptsas is in the guest's kernel but not loaded"):
+        prepare(guest_shell(found="", driver=not_loaded))
