@@ -266,6 +266,16 @@ def disk_properties(controller: str, role: str, facts: DiskFacts, kernel: str,
     return props
 
 
+def missing_driver_properties(controller: str, module: str) -> dict[str, str]:
+    """The properties of a controller whose driver the guest's kernel lacks: the same keys as
+    ``disk_properties``' for the disk under test, ``driver`` "missing: <module>", the rest "none"."""
+    base = f"disk.{controller}"
+    props = {f"{base}.driver": f"missing: {module}", f"{base}.driver_module": "none",
+             f"{base}.driver_version": "none", f"{base}.driver_chain": "none", f"{base}.kernel_name": "none"}
+    props.update({f"{base}.boot.{key}": "none" for key, _ in BOOT_SETTINGS})
+    return props
+
+
 @dataclass(frozen=True)
 class DriverPresence:
     """Whether the guest's kernel has a driver module: loaded, built in, or a file under

@@ -14,6 +14,7 @@ from model.guestfacts import (
     ModuleFacts,
     disk_properties,
     image_properties,
+    missing_driver_properties,
     parse_disk_facts,
     parse_driver_presence,
     parse_os_release,
@@ -165,6 +166,13 @@ def test_properties_of_a_disk_have_every_key_whatever_the_guest_showed() -> None
     assert scsi["disk.virtio-scsi.scratch.boot.queue_depth"] == "128"
     assert "disk.virtio-scsi.boot.queue_depth" not in scsi  # the scratch disk's own keys
     assert {k.rsplit(".", 1)[0] for k in scsi if ".boot." in k} == {"disk.virtio-scsi.scratch.boot"}
+
+
+def test_a_missing_driver_has_the_same_keys_as_a_found_one() -> None:
+    found = disk_properties("mptsas1068", "dut", parse_disk_facts(read("disk-mptsas1068.txt")), KERNEL, "mptsas")
+    missing = missing_driver_properties("mptsas1068", "mptsas")
+    assert set(missing) == set(found) and missing["disk.mptsas1068.driver"] == "missing: mptsas"
+    assert found["disk.mptsas1068.driver_version"] == "3.04.20 srcversion 016480FA0F81FEC28B029AF"
 
 
 def test_the_controller_driver_without_a_table_entry_is_the_first_non_generic_one() -> None:
