@@ -82,7 +82,7 @@ def read(name: str) -> str:
 def test_the_embedded_guest_says_what_it_is_without_os_release() -> None:
     s = parse_system_facts(read("system.txt"))
     assert (s.os_release, s.os_id, s.kernel, s.embedded_recipe) == (EMBEDDED_OS, "embedded", KERNEL,
-                                                                    "c7d281915c3c898d")
+                                                                    "56a4ad75000f8008")
     assert s.properties() == {"guest.os_release": EMBEDDED_OS, "guest.os_id": "embedded",
                               "guest.os_version_id": "none", "guest.kernel": KERNEL}
 
@@ -233,7 +233,7 @@ def test_a_driver_the_guest_cannot_rule_out_is_not_called_missing() -> None:
 
 
 def test_image_properties() -> None:
-    assert image_properties("embedded:c7d281915c3c898d", "initramfs") == {
-        "image": "embedded:c7d281915c3c898d", "image.format": "initramfs", "image.sha256": "none",
+    assert image_properties("embedded:56a4ad75000f8008", "initramfs") == {
+        "image": "embedded:56a4ad75000f8008", "image.format": "initramfs", "image.sha256": "none",
         "image.virtual_size_bytes": "none"}
     assert image_properties("/i/d.qcow2", "qcow2", "ab" * 32, 2 << 30)["image.virtual_size_bytes"] == str(2 << 30)
