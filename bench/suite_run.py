@@ -51,6 +51,14 @@ class SuiteRun:
             out[name] = {"failure": "failed"}.get(kind, kind)
         return out
 
+    def suite_properties(self) -> dict[str, str]:
+        """The JUnit suite's properties: the options, whether the run completed, and what was tested
+        (``image``, ``guest.kernel``, ``disk.<controller>.driver``, ...: README, "How to read the report")."""
+        root = ET.parse(self.junit).getroot()
+        suite = root if root.tag == "testsuite" else root.find("testsuite")
+        props = None if suite is None else suite.find("properties")
+        return {} if props is None else {p.get("name", ""): p.get("value", "") for p in props}
+
     @staticmethod
     def props(case: ET.Element) -> dict[str, str]:
         props = case.find("properties")

@@ -46,3 +46,13 @@ def get_backend_class(name: str) -> Any:
 def controller_names(name: str) -> tuple[str, ...]:
     """The controllers a backend offers, without importing its connection SDK."""
     return tuple(_load(name, 1))
+
+
+def guest_driver(name: str, controller: str) -> str:
+    """The Linux module that drives ``controller`` in the guest ("mptsas", "virtio_scsi"), or ""
+    where the backend's table does not say (an unknown backend or controller)."""
+    try:
+        table = _load(name, 1)
+    except BackendUnavailable:
+        return ""
+    return str(getattr(table.get(controller), "guest_driver", "") or "")

@@ -5,17 +5,20 @@ and for a standalone guest (benchmarks, tests)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from guest.tools.base import GuestTool, GuestTools
+from guest.tools.facts import GuestFacts
 from guest.tools.fio import Fio
 from guest.tools.sysfs import Sysfs
+from hypervisors import guest_driver
 from hypervisors.base import Guest, HypervisorBackend
 from model.blockstats import HostBlockCounters
-from model.errors import HypervisorError
+from model.errors import HypervisorError, ParseError
 from model.faults import Fault, SysfsSetting
+from model.guestfacts import DiskFacts, DriverPresence
 from model.limits import GuestLimits
 from model.types import AttachedDisk
 from transport.ssh import CommandResult, GuestCommandError
@@ -37,9 +40,24 @@ class GuestSetupCommand:
 DiskSetting = SysfsSetting | GuestSetupCommand
 
 
-class FaultNotApplicable(Exception):
+class DiskSkip(Exception):
+    """The rules on this disk cannot run on this guest: they skip with this reason (they would
+    pass or fail for the wrong cause, or not run at all)."""
+
+
+class FaultNotApplicable(DiskSkip):
     """An ``--inject`` fault this disk cannot carry, or that did not take: the rules on the disk
     skip with this reason (they would pass or fail for the wrong cause)."""
+
+
+class DriverMissing(DiskSkip):
+    """The guest's kernel has no driver for the disk's controller (Debian's ``cloud`` kernel
+    flavour has no ``mptsas``): the rules of that controller skip, naming the module."""
+
+
+class SettingMissing(DiskSkip):
+    """The guest's kernel does not show a block-layer setting the rules need (a file under
+    ``/sys/block/<disk>/`` it does not have): the rules on the disk skip, naming it."""
 
 
 @dataclass
@@ -58,6 +76,9 @@ class GuestDisk:
     probed_limits: GuestLimits | None = None
     #: what set this disk up (faults, --guest-setup), in order
     settings: list[DiskSetting] = field(default_factory=list)
+    #: the disk's drivers, their versions and the block-layer settings the image chose at boot,
+    #: read when the disk was found (before faults and --guest-setup); None if the guest could not say
+    boot_facts: DiskFacts | None = None
 
     @property
     def device_path(self) -> str:
@@ -94,31 +115,99 @@ class GuestDisk:
         self.read_limits()
 
 
+def kernel_of(tools: GuestTools) -> str:
+    """The guest's kernel release, for messages ("6.1.0-28-cloud-amd64"); "(unknown)" if it cannot say."""
+    try:
+        return tools.get(GuestFacts).system().kernel
+    except (GuestCommandError, ParseError) as e:
+        log.warning("cannot read the guest's kernel release: %s", e)
+        return "(unknown)"
+
+
+def read_facts(tools: GuestTools, disk: str) -> DiskFacts | None:
+    """The disk's drivers, versions and boot settings now; None (logged) if the guest cannot say:
+    what was tested is a record, never a reason to stop the run."""
+    try:
+        return tools.get(GuestFacts).disk(disk)
+    except (GuestCommandError, ParseError) as e:
+        log.warning("cannot read the facts of %s: %s", disk, e)
+        return None
+
+
+def driver_presence(backend: HypervisorBackend, tools: GuestTools, controller: str) -> DriverPresence | None:
+    """Whether the guest's kernel has the driver of ``controller`` (the backend's controller table
+    names it); None where the table names none or the guest cannot answer."""
+    module = guest_driver(backend.name, controller)
+    if not module:
+        return None
+    try:
+        return tools.get(GuestFacts).driver(module)
+    except (GuestCommandError, ParseError) as e:
+        log.warning("cannot ask the guest for driver %s: %s", module, e)
+        return None
+
+
+def missing_driver(found: DriverPresence, controller: str) -> str | None:
+    """Why a controller's disk is missing when its driver is: "the guest's kernel 6.1.0-28-cloud-amd64
+    has no mptsas driver for mptsas1068 ..."; None if the driver exists, or the guest cannot tell
+    (then the disk's absence has another cause, and stays an error)."""
+    if found.present or not found.known:
+        return None
+    m, k = found.module, found.kernel
+    return (f"the guest's kernel {k} has no {m} driver for {controller} (not loaded, not in modules.builtin, "
+            f"no {m}.ko under /lib/modules/{k}): use an image whose kernel has it (Debian's cloud kernel flavour, "
+            "for one, lacks mptsas) or leave this controller out of --controllers")
+
+
 def render(command: str, disk: str) -> str:
     """A ``--guest-setup`` command with ``{disk}`` replaced by the kernel name of the disk under test."""
     return command.replace("{disk}", disk)
 
 
 def prepare_disk(guest: Guest, backend: HypervisorBackend, tools: GuestTools, attached: AttachedDisk,
-                 config_id: str, faults: Sequence[Fault] = (), guest_setup: Sequence[str] = ()) -> GuestDisk:
+                 config_id: str, faults: Sequence[Fault] = (), guest_setup: Sequence[str] = (),
+                 on_found: Callable[[DiskFacts], None] | None = None) -> GuestDisk:
     """Find the disk in the guest by its ``guest_id`` (serial or WWN), keep the limits its driver
     set, apply ``faults`` and then the ``guest_setup`` commands, and check that the guest has fio.
+    ``on_found`` is given the disk's facts (drivers, boot settings) as soon as they are read,
+    before anything that may skip the disk.
 
     HypervisorError if the guest does not show the disk or a --guest-setup command fails,
-    FaultNotApplicable if a fault cannot apply or does not take, ToolMissing without fio."""
+    DriverMissing if it does not show it because its kernel has no driver for the controller,
+    SettingMissing if its kernel lacks a setting the limits need, FaultNotApplicable if a fault
+    cannot apply or does not take, ToolMissing without fio."""
     sysfs = tools.get(Sysfs)
     try:
         name = sysfs.find_disk(attached.guest_id.value)
     except LookupError as e:
-        raise HypervisorError(str(e), guest.console_tail()) from e
-    limits = sysfs.limits(name)
-    disk = GuestDisk(guest, backend, tools, attached, name, limits, config_id, probed_limits=limits)
+        found = driver_presence(backend, tools, attached.spec.controller)
+        missing = missing_driver(found, attached.spec.controller) if found else None
+        if missing:
+            raise DriverMissing(missing) from e
+        hint = ""
+        if found is not None and found.present and not found.loaded:
+            hint = (f"; its driver {found.module} is in the guest's kernel but not loaded: the image did not load it "
+                    f"at boot (add it to the image's modules to load, e.g. /etc/modules-load.d/)")
+        raise HypervisorError(f"{e}{hint}", guest.console_tail()) from e
+    try:
+        limits = sysfs.limits(name)
+    except ParseError as e:
+        raise SettingMissing(f"{name}: {e}; the guest's kernel {kernel_of(tools)} lacks a setting the rules "
+                             "read") from e
+    facts = read_facts(tools, name)
+    if facts is not None and on_found is not None:
+        on_found(facts)
+    disk = GuestDisk(guest, backend, tools, attached, name, limits, config_id, probed_limits=limits,
+                     boot_facts=facts)
     for fault in faults:
         if fault.setting is None:  # the rule prepares the disk with the fault itself
             continue
         reason = fault.cannot_apply(limits)
         if reason:
             raise FaultNotApplicable(f"--inject {fault.name}: {reason}")
+        if not sysfs.exists(name, fault.setting.path):
+            raise FaultNotApplicable(f"--inject {fault.name}: the guest's kernel {kernel_of(tools)} has no "
+                                     f"/sys/block/{name}/{fault.setting.path}: the fault cannot apply")
         applied = disk.apply(fault.setting, check=False)
         disk.settings.append(fault.setting)
         reason = fault.not_effective(disk.read_limits())

@@ -13,7 +13,7 @@ kind can be drawn another way without touching the rest.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import assert_never
 
@@ -100,8 +100,44 @@ def incomplete_banner(status: RunStatus | None) -> str:
             f"{html.escape(status.banner())}</p>")
 
 
+def what_was_tested(properties: Mapping[str, str]) -> str:
+    """"What was tested": the run's suite properties as two tables. The run's own (image, guest OS,
+    kernel, options) as name and value; each controller's (``disk.<controller>.<what>``: its driver,
+    the driver's version, the boot settings) with one column per controller, so two controllers,
+    or two reports side by side, compare row by row. Plain data: the keys are the README's."""
+    general = [(k, v) for k, v in properties.items() if not k.startswith("disk.")]
+    per: dict[str, dict[str, str]] = {}
+    for k, v in properties.items():
+        if k.startswith("disk.") and k.count(".") >= 2:
+            _, controller, what = k.split(".", 2)
+            per.setdefault(controller, {})[what] = v
+    if not general and not per:
+        return ""
+    esc = html.escape
+    out = ['<section id="tested"><h2>What was tested</h2><table>']
+    out += [f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in general]
+    out.append("</table>")
+    if per:
+        controllers = list(per)
+        rows = list(dict.fromkeys(w for c in controllers for w in sorted(per[c], key=_row_order)))
+        out.append("<table><tr><th></th>" + "".join(f"<th>{esc(c)}</th>" for c in controllers) + "</tr>")
+        for w in rows:
+            values = [per[c].get(w, "") for c in controllers]
+            mark = ' style="background:#fff3e0"' if len(set(values)) > 1 else ""  # controllers differ here
+            cells = "".join(f"<td{mark}>{esc(v)}</td>" for v in values)
+            out.append(f"<tr><td>{esc(w)}</td>{cells}</tr>")
+        out.append("</table>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _row_order(what: str) -> tuple[int, str]:
+    """Drivers first, then the disk under test's boot settings, then the scratch disk's."""
+    return (2 if what.startswith("scratch.") else 1 if what.startswith("boot.") or what == "kernel_name" else 0, what)
+
+
 def report_document(records: Iterable[Record], title: str = "vioconform report", subtitle: str = "",
-                    status: RunStatus | None = None) -> str:
+                    status: RunStatus | None = None, properties: Mapping[str, str] | None = None) -> str:
     recs = list(records)
     rows, sections = [], []
     for r in recs:
@@ -124,12 +160,13 @@ td{{border-bottom:1px solid #ddd;padding:2px 8px;font-size:13px}} pre{{backgroun
 section{{margin-top:2em}}</style></head>
 <body><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>
 <table><tr><th>verdict</th><th>rule</th><th>configuration</th><th>message</th></tr>{''.join(rows)}</table>
+{what_was_tested(properties or {})}
 {''.join(sections)}
 </body></html>
 """
 
 
 def write_html(records: Iterable[Record], path: Path, subtitle: str = "", status: RunStatus | None = None,
-               mode: int = file_mode(DEFAULT_DIR_MODE)) -> Path:
+               mode: int = file_mode(DEFAULT_DIR_MODE), properties: Mapping[str, str] | None = None) -> Path:
     """Write the report atomically (see :func:`reports.results.write_atomic`)."""
-    return write_atomic(path, report_document(records, subtitle=subtitle, status=status), mode)
+    return write_atomic(path, report_document(records, subtitle=subtitle, status=status, properties=properties), mode)

@@ -28,6 +28,10 @@ HERE = Path(__file__).resolve().parent
 
 #: Drivers loaded at boot, in this order. Storage drivers for every controller
 #: QEMU emulates (the controller table in the README), and virtio_net for the SSH port forward.
+#: Only REQUIRED_MODULES must exist: a kernel without one of the others (a controller's driver,
+#: e.g. Debian's cloud flavour has no mptsas) gives a guest without it, in which that controller's
+#: rules skip and name the module (measure/disk.py). A module built into the kernel
+#: (modules.builtin) needs no file.
 MODULES = (
     "virtio_pci", "virtio_net", "virtio_blk", "virtio_scsi", "sd_mod",
     "mptsas", "sym53c8xx", "megaraid_sas", "nvme", "ahci", "ata_piix",
@@ -37,6 +41,7 @@ MODULES = (
 )
 #: Host binaries copied into the guest with their shared-library closure.
 BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/bin/fio")
+REQUIRED_MODULES = ("virtio_pci", "virtio_net")
 HOST_PACKAGES = ("busybox-static", "dropbear-bin", "fio", "libc6")
 KERNEL_META_PACKAGE = "linux-image-amd64"
 
@@ -165,17 +170,30 @@ def _lib_closure(binaries: tuple[str, ...]) -> set[str]:
     return libs
 
 
+def _module_name(path: str) -> str:
+    """``kernel/drivers/scsi/sd_mod.ko`` (or ``.ko.xz``, ``.ko.zst``) -> ``sd_mod``."""
+    return re.sub(r"\.ko(\.[a-z]+)?$", "", Path(path).name).replace("-", "_")
+
+
 def _module_closure(modroot: Path, wanted: tuple[str, ...]) -> list[str]:
-    """Relative paths of the wanted modules and everything they depend on (from modules.dep)."""
+    """Relative paths of the wanted modules and everything they depend on (from modules.dep).
+    A module built in (modules.builtin) needs none; one the kernel lacks entirely is left out,
+    unless it is one of REQUIRED_MODULES (ImageBuildError)."""
     deps: dict[str, list[str]] = {}
     for line in (modroot / "modules.dep").read_text().splitlines():
         target, _, rest = line.partition(":")
         deps[target] = rest.split()
-    by_name = {Path(t).name.removesuffix(".ko").replace("-", "_"): t for t in deps}
+    by_name = {_module_name(t): t for t in deps}
+    builtin = modroot / "modules.builtin"
+    built_in = {_module_name(t) for t in builtin.read_text().split()} if builtin.exists() else set()
     out: set[str] = set()
     for name in wanted:
+        if name in built_in:
+            continue
         if name not in by_name:
-            raise ImageBuildError(f"kernel has no module {name}")
+            if name in REQUIRED_MODULES:
+                raise ImageBuildError(f"kernel has no module {name} (the guest needs it to be reached over SSH)")
+            continue
         stack = [by_name[name]]
         while stack:
             t = stack.pop()
@@ -225,6 +243,8 @@ def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None
             shutil.copy2(modroot / extra, root / "lib/modules" / kver / extra)
     _run(["busybox", "depmod", "-b", str(root), kver])
     (root / "etc/vioconform-modules").write_text("\n".join(MODULES) + "\n")
+    # What the guest says it is (guest/tools/facts.py reads it): there is no /etc/os-release here.
+    (root / "etc/vioconform-image").write_text(f"RECIPE={recipe_hash(r)}\nKERNEL={kver}\n")
     for b in BINARIES:
         _copy(b, root)
     for lib in _lib_closure(BINARIES):

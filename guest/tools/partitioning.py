@@ -1,6 +1,14 @@
 """Partition tables: one partition at a chosen start sector, wiping the label, making the
 kernel re-read it. The dialogue with the partitioning program is the part that differs between
-guests (busybox's ``fdisk`` here; ``sfdisk`` or ``parted`` would be further variants)."""
+guests: util-linux's ``sfdisk`` (every systemd distribution: Debian's ``fdisk`` package, RHEL's
+util-linux; its script syntax ``label: dos`` / ``start=`` since util-linux 2.26, RHEL 8 has 2.32)
+takes the start sector as given, 63 included (checked with util-linux 2.38 on a file); busybox's
+``fdisk`` is asked its dialogue. util-linux's own ``fdisk`` refuses a start below 2048 in its
+default mode, so it is not a variant.
+
+On a systemd distribution udev opens a disk to probe it whenever its partition table changes,
+and the kernel refuses to re-read a table (BLKRRPART) while anyone holds the disk open: the
+re-read is retried after ``udevadm settle``, where the guest has udev."""
 
 from __future__ import annotations
 
@@ -17,7 +25,8 @@ class Partitioning(GuestTool):
     """Interface: ``create_one`` is each variant's own; the rest is common."""
 
     name = "partitioning"
-    install_hint = "install fdisk and blockdev (util-linux, or busybox with those applets)"
+    install_hint = ("install sfdisk and blockdev (util-linux; Debian's fdisk package), or busybox with its fdisk "
+                    "and blockdev applets")
 
     def create_one(self, disk: str, start_sector: int) -> int:
         """A new DOS label with one primary partition from ``start_sector`` to the end, re-read by
@@ -30,7 +39,12 @@ class Partitioning(GuestTool):
         self.reread(disk)
 
     def reread(self, disk: str) -> None:
-        self._run(f"blockdev --rereadpt /dev/{valid_disk(disk)}")
+        """Have the kernel re-read the partition table; up to 5 tries, waiting for udev between them
+        (a disk udev still probes is busy: "Device or resource busy")."""
+        dev = f"/dev/{valid_disk(disk)}"
+        self._run(f"for i in 1 2 3 4; do blockdev --rereadpt {dev} 2>/dev/null && exit 0; "
+                  "udevadm settle 2>/dev/null || sleep 1; done; "
+                  f"blockdev --rereadpt {dev}")
 
     def start_sector(self, disk: str) -> int:
         """The start of the disk's first partition, in 512-byte sectors."""
@@ -55,4 +69,21 @@ class FdiskPartitioning(Partitioning):
                                f"{said.stdout.strip()[-800:] or '(nothing)'}") from e
 
 
-Partitioning.variants = (FdiskPartitioning,)
+class SfdiskPartitioning(Partitioning):
+    """util-linux's sfdisk, fed a script: a DOS label and one Linux partition from the start sector."""
+
+    programs = ("sfdisk", "blockdev")
+
+    def create_one(self, disk: str, start_sector: int) -> int:
+        dev = f"/dev/{valid_disk(disk)}"
+        said = self._run(f"printf 'label: dos\\nstart=%d, type=83\\n' {int(start_sector)} | "
+                         f"sfdisk --no-reread --no-tell-kernel -q {dev} 2>&1", check=False)
+        self.reread(disk)
+        try:
+            return self.start_sector(disk)
+        except (RuntimeError, ValueError) as e:
+            raise RuntimeError(f"sfdisk made no partition on {dev} ({e}); sfdisk said: "
+                               f"{said.stdout.strip()[-800:] or '(nothing)'}") from e
+
+
+Partitioning.variants = (SfdiskPartitioning, FdiskPartitioning)

@@ -72,10 +72,21 @@ class Sysfs(GuestTool):
 
     def find_disk(self, ident: str) -> str:
         """The guest's name (sdb, vda, nvme0n1) of the disk whose serial (or WWN) is ``ident``;
-        LookupError, listing the guest's disks, unless exactly one has it."""
+        LookupError, listing the guest's disks, unless exactly one has it.
+
+        Whatever udev named the disk: the kernel's own files first, ``/sys/block/*/serial``
+        (virtio-blk), ``device/serial`` (NVMe: the controller's, or the subsystem's under native
+        NVMe multipath), ``device/vpd_pg80`` and ``device/wwid`` (SCSI and ATA, Linux 4.18 to 6.x);
+        then udev's ``/dev/disk/by-id`` links whose name ends in ``_<ident>`` or ``-<ident>``
+        (``scsi-0QEMU_QEMU_HARDDISK_vioc-dut0``, ``virtio-vioc-dut1``), for a kernel that shows
+        the serial in none of those files."""
+        q = shlex.quote(ident)
         names = self._run(f"for d in /sys/block/*; do for f in serial device/serial device/vpd_pg80 device/wwid; do "
-                          f"[ -r $d/$f ] && grep -qiw {shlex.quote(ident)} $d/$f 2>/dev/null && echo ${{d##*/}}; "
+                          f"[ -r $d/$f ] && grep -qiw {q} $d/$f 2>/dev/null && echo ${{d##*/}}; "
                           "done; done | sort -u").stdout.split()
+        if not names:
+            names = self._run(f"for l in /dev/disk/by-id/*[-_]{q}; do [ -L \"$l\" ] && readlink -f \"$l\"; done "
+                              "2>/dev/null | sed 's|^/dev/||' | sort -u", check=False).stdout.split()
         if len(names) != 1:
             raise LookupError(f"the guest shows {len(names)} disks with serial {ident} ({names}); its disks are "
                               f"{self.block_devices()}. Did the driver for this controller load? See the console log.")
@@ -84,6 +95,10 @@ class Sysfs(GuestTool):
     def read(self, disk: str, setting: str) -> str:
         """``/sys/block/<disk>/<setting>``, stripped: ``read("sdb", "sdb1/start")``."""
         return self._run(f"cat /sys/block/{valid_disk(disk)}/{_setting(setting)}").stdout.strip()
+
+    def exists(self, disk: str, setting: str) -> bool:
+        """Whether the guest's kernel shows ``/sys/block/<disk>/<setting>`` (a kernel lacks some)."""
+        return self._run(f"test -e /sys/block/{valid_disk(disk)}/{_setting(setting)}", check=False).ok
 
     def write(self, disk: str, setting: str, value: str, check: bool = True) -> CommandResult:
         """Write ``value`` to ``/sys/block/<disk>/<setting>``: ``write("sdb", "queue/nomerges", "2")``.

@@ -32,16 +32,18 @@ class ControllerKind:
     device_class: type
     bus_family: str  # "scsi" or "nvme": the perf instance prefix and the bus-number pool
     units: tuple[int, ...]
+    #: the Linux module that drives it in the guest (a missing one makes its rules skip, named)
+    guest_driver: str = ""
 
 
 CONTROLLERS: dict[str, ControllerKind] = {k.name: k for k in (
     ControllerKind("pvscsi", "VMware Paravirtual SCSI (vmw_pvscsi)", vim.vm.device.ParaVirtualSCSIController,
-                   "scsi", SCSI_UNITS),
+                   "scsi", SCSI_UNITS, "vmw_pvscsi"),
     ControllerKind("lsilogic-sas", "LSI Logic SAS (mptsas; the Solaris mpt_sas case)",
-                   vim.vm.device.VirtualLsiLogicSASController, "scsi", SCSI_UNITS),
+                   vim.vm.device.VirtualLsiLogicSASController, "scsi", SCSI_UNITS, "mptsas"),
     ControllerKind("lsilogic", "LSI Logic parallel SCSI (mptspi)", vim.vm.device.VirtualLsiLogicController,
-                   "scsi", SCSI_UNITS),
-    ControllerKind("nvme", "virtual NVMe", vim.vm.device.VirtualNVMEController, "nvme", NVME_UNITS),
+                   "scsi", SCSI_UNITS, "mptspi"),
+    ControllerKind("nvme", "virtual NVMe", vim.vm.device.VirtualNVMEController, "nvme", NVME_UNITS, "nvme"),
 )}
 
 

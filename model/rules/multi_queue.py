@@ -29,11 +29,14 @@ RULE = "multi-queue"
 MIN_QUEUE_SHARE = 0.10
 
 
-#: /proc/interrupts names of request virtqueue vectors: virtio-scsi "virtio1-request.0",
-#: virtio-blk "virtio2-req.0".
-#: virtio-scsi (Linux 6.1) names all of them "virtio1-request", so queues are numbered by the
-#: order of their vectors, which is the order of the queues.
-_VQ = re.compile(r"^\s*\d+:\s+((?:\d+\s+)+).*\s(virtio\d+)-(?:request|req)(?:\.\d+)?\s*$")
+#: /proc/interrupts names of request virtqueue vectors: virtio-scsi "virtio1-request" (every
+#: request queue alike, Linux 4.18 to 6.x), virtio-blk "virtio2-req.0" (multi-queue, Linux 4.10+)
+#: or "virtio2-requests" (single queue, older kernels). Queues are numbered by the order of their
+#: vectors, which is the order of the queues. The chip column differs ("PCI-MSI 294915-edge" from
+#: 4.x, "IR-PCI-MSI", "PCI-MSIX-0000:00:12.0 3-edge" on recent kernels with per-device MSI domains):
+#: only the counts before it and the name at the end are read. A device whose queues share one
+#: vector ("virtio1-virtqueues", no MSI-X vector per queue) has no per-queue line at all.
+_VQ = re.compile(r"^\s*\d+:\s+((?:\d+\s+)+).*\s(virtio\d+)-(?:request|requests|req)(?:\.\d+)?\s*$")
 
 
 def parse_queue_interrupts(text: str, virtio_dev: str) -> dict[int, int]:

@@ -88,7 +88,9 @@ def test_queue_depth_passes_on_every_controller(run_suite) -> None:  # type: ign
     assert run.returncode == 0, run.output
     cases = run.cases()
     assert set(cases) == {case_name(c) for c in CONTROLLERS}, run.output
+    tested = run.suite_properties()
     for name, ctl in CONTROLLERS.items():
+        assert tested[f"disk.{name}.driver_module"] == ctl.guest_driver, (name, tested)  # what was tested
         case = cases[case_name(name)]
         assert case.find("failure") is None and case.find("skipped") is None, (name, run.output)
         props = SuiteRun.props(case)

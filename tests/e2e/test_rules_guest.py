@@ -9,6 +9,7 @@ to keep the project's tests short.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,27 @@ def test_healthy_guest_passes_every_rule(healthy: tuple[SuiteRun, Path]) -> None
     assert set(saved["configs"]) == set(CONFIGS)
     assert "JUnit XML:" in run.output and (run.results / "report.html").is_file()
     assert run.left_behind == []
+
+
+def test_the_record_says_what_was_tested(healthy: tuple[SuiteRun, Path]) -> None:
+    """The JUnit suite properties and report.html name the image, the guest's kernel, each
+    controller's driver and the block settings the guest chose at boot (read before any fault)."""
+    run, _ = healthy
+    props = run.suite_properties()
+    assert re.fullmatch(r"embedded:[0-9a-f]{16}", props["image"]) and props["image.format"] == "initramfs", props
+    assert props["guest.os_id"] == "embedded" and re.fullmatch(r"\d+\.\d+\.\d+-\d+-amd64", props["guest.kernel"])
+    for controller, module in (("virtio-scsi", "virtio_scsi"), ("virtio-blk", "virtio_blk")):
+        d = f"disk.{controller}"
+        assert props[f"{d}.driver"] == module and props[f"{d}.driver_module"] == module, props
+        assert props[f"{d}.driver_version"].endswith(props["guest.kernel"]), props  # in-tree, no version of its own
+        assert props[f"{d}.boot.write_cache"] == props[f"{d}.scratch.boot.write_cache"] == "write back", props
+        assert props[f"{d}.boot.scheduler"] in ("none", "mq-deadline"), props
+    assert props["disk.virtio-scsi.boot.queue_depth"] == "128" and props["disk.virtio-blk.boot.queue_depth"] == "none"
+    # Linux's sd takes the scratch disk's 64 KiB optimal I/O size as its max_sectors_kb
+    assert props["disk.virtio-scsi.scratch.boot.max_sectors_kb"] == "64", props
+    assert props["disk.virtio-blk.boot.nr_requests"] == "256", props
+    html = (run.results / "report.html").read_text()
+    assert "What was tested" in html and "<th>virtio-scsi</th>" in html and props["image"] in html
 
 
 def test_healthy_guest_matches_its_own_baseline(healthy: tuple[SuiteRun, Path], tmp_path: Path) -> None:

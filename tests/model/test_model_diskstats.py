@@ -84,3 +84,17 @@ def test_malformed_input() -> None:
         diskstats_for(snapshot("before"), "vdb")
     with pytest.raises(ParseError, match="no devices"):
         parse_diskstats("\n")
+
+
+@pytest.mark.parametrize(("kernel", "line", "discards", "flushes"), [
+    # Synthetic, to Documentation/admin-guide/iostats.rst: 14 fields up to 4.17 (e.g. 4.14),
+    # 18 from 4.18 (RHEL 8's kernel: discard fields), 20 from 5.5 (flush fields; recorded in the
+    # embedded guest's 6.1 and this machine's 6.18). A partition line has the same fields as its disk.
+    ("4.14", "   8      16 sdb 120 0 960 30 5 0 40 2 0 40 32", None, None),
+    ("4.18", "   8      17 sdb1 120 0 960 30 5 0 40 2 0 40 32 7 0 56 1", 7, None),
+    ("5.5+", " 252       0 vda 120 0 960 30 5 0 40 2 0 40 32 7 0 56 1 3 4", 7, 3),
+])
+def test_each_kernels_field_count(kernel: str, line: str, discards: int | None, flushes: int | None) -> None:
+    s = next(iter(parse_diskstats(line).values()))
+    assert (s.reads_completed, s.sectors_read, s.weighted_io_time_ms) == (120, 960, 32), kernel
+    assert (s.discards_completed, s.flushes_completed) == (discards, flushes), kernel

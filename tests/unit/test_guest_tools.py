@@ -9,7 +9,7 @@ import pytest
 from guest.tools.base import GuestTools, ToolMissing
 from guest.tools.diskstats import InflightSampler, ProcDiskStats, SleepInflightSampler, UsleepInflightSampler
 from guest.tools.fio import Fio, FioOutput
-from guest.tools.partitioning import FdiskPartitioning, Partitioning
+from guest.tools.partitioning import FdiskPartitioning, Partitioning, SfdiskPartitioning
 from guest.tools.sysfs import Sysfs
 from model.errors import FioError, ParseError
 from model.faults import FAULTS
@@ -46,11 +46,13 @@ def test_the_first_variant_the_guest_has_is_used() -> None:
 def test_a_missing_program_is_named_with_the_guest_and_the_remedy() -> None:
     with pytest.raises(ToolMissing) as e:
         GuestTools(FakeShell(has={"blockdev"}), "vioconform-7").get(Partitioning)
-    assert str(e.value) == ("fdisk is missing in guest vioconform-7 (`command -v` found no fdisk; the partitioning "
-                            "tool runs fdisk, blockdev): install fdisk and blockdev (util-linux, or busybox with "
-                            "those applets)")
-    assert e.value.missing == ("fdisk",) and e.value.tool == "partitioning"
+    assert str(e.value) == ("sfdisk, fdisk are missing in guest vioconform-7 (`command -v` found no sfdisk, fdisk; the "
+                            "partitioning tool runs sfdisk, blockdev; or fdisk, blockdev): install sfdisk and blockdev "
+                            "(util-linux; Debian's fdisk package), or busybox with its fdisk and blockdev applets")
+    assert e.value.missing == ("sfdisk", "fdisk") and e.value.tool == "partitioning"
+    # busybox has fdisk and no sfdisk; a systemd distribution has util-linux's sfdisk (and fdisk)
     assert type(GuestTools(FakeShell(has={"fdisk", "blockdev"})).get(Partitioning)) is FdiskPartitioning
+    assert type(GuestTools(FakeShell(has={"sfdisk", "fdisk", "blockdev"})).get(Partitioning)) is SfdiskPartitioning
     with pytest.raises(ToolMissing, match=r"^usleep, sleep are missing in guest g \(`command -v` found no usleep, "
                                           r"sleep; the in-flight sampler tool runs usleep; or sleep\): the guest "
                                           r"needs usleep \(busybox\)"):
@@ -109,6 +111,6 @@ def test_a_rule_without_its_program_skips_with_the_reason() -> None:
     (fdisk, mke2fs, usleep, ...) even with their /bin links removed. (fio, a file of its own,
     missing is a set-up error: tests/e2e/test_bad_input.py.)"""
     disk = fake_disk(FakeShell(has={"blockdev"}))
-    with pytest.raises(pytest.skip.Exception, match=r"^alignment cannot run on this guest: fdisk is missing in guest "
-                                                    r"vioconform-7 \(`command -v` found no fdisk;"):
+    with pytest.raises(pytest.skip.Exception, match=r"^alignment cannot run on this guest: sfdisk, fdisk are missing in "
+                                                    r"guest vioconform-7 \(`command -v` found no sfdisk, fdisk;"):
         needed(disk, Partitioning, "alignment")
