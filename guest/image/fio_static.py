@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from guest.cache import cache_dir, writable_dir
 from guest.image.build import ImageBuildError
@@ -79,7 +80,7 @@ def _one_line(text: str) -> str:
 
 def _run(cmd: list[str], cwd: Path | None = None, what: str = "", env: Mapping[str, str] | None = None) -> str:
     try:
-        res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace",
+        res = subprocess.run(cmd, check=False, cwd=cwd, capture_output=True, text=True, errors="replace",
                              env=dict(env) if env is not None else None)
     except FileNotFoundError:
         raise ImageBuildError(f"{cmd[0]} is not installed (needed to build a static fio): run "
@@ -193,7 +194,7 @@ class PrivateApt:
     def download_source(self, package: str, version: str, into: Path) -> Path:
         """Download the source package of ``package`` ``version`` into ``into``; its .dsc."""
         # One entry without sources (a third-party repository) fails the update but not the others.
-        update = subprocess.run(["apt-get", "-q", *self.options, "update"], capture_output=True, text=True,
+        update = subprocess.run(["apt-get", "-q", *self.options, "update"], check=False, capture_output=True, text=True,
                                 errors="replace")
         try:
             _run(["apt-get", "-q", *self.options, "source", "--download-only", f"{package}={version}"], cwd=into,
@@ -228,7 +229,7 @@ def is_static_elf(path: Path) -> bool:
     data = path.read_bytes()[:65536]
     if data[:4] != b"\x7fELF" or data[4] != 2:  # ELF, 64-bit
         return False
-    order = "little" if data[5] == 1 else "big"
+    order: Literal["little", "big"] = "little" if data[5] == 1 else "big"
     phoff = int.from_bytes(data[32:40], order)
     phentsize = int.from_bytes(data[54:56], order)
     phnum = int.from_bytes(data[56:58], order)
