@@ -29,6 +29,7 @@ from reports.html import write_html
 from reports.junit import write_junit
 from reports.records import Record, RunStatus, settle
 from reports.results import RESULTS_KEY
+from reports.run_properties import RUN_PROPERTIES_KEY
 from suites.assertions import RuleFailure
 
 RECORDS_KEY = pytest.StashKey[dict[str, Record]]()
@@ -199,6 +200,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config.stash[FINAL_KEY] = final
     props = {"hypervisor": opts.hypervisor, "controllers": ",".join(opts.controllers),
              "inject": ",".join(opts.inject) or "none"}
+    props.update({k: v for k, v in config.stash.get(RUN_PROPERTIES_KEY, {}).items() if k not in props})
     html_path = results.path / "report.html"
     outputs: list[tuple[str, Path, Callable[[], Path]]] = [
         ("JUnit XML", results.junit_path, partial(write_junit, records, results.junit_path, suite_properties=props,
