@@ -79,7 +79,9 @@ class Server(paramiko.ServerInterface):
 
 @pytest.fixture(params=["sftp", "cat"])
 def transport(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SshTransport]:
-    """An SshTransport to an SSH server in a thread: with an SFTP subsystem (``sftp``) or without (``cat``)."""
+    """An SshTransport to an SSH server in a thread: with an SFTP subsystem (``sftp``) or without (``cat``).
+    The login is root's (the copy runs as the login user whoever it is; a non-root login would have
+    the transport check its sudo first, which is not what this tests)."""
     host_key = paramiko.RSAKey.generate(2048)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -97,7 +99,7 @@ def transport(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SshTra
 
     threading.Thread(target=serve, daemon=True).start()
     key_path, _ = generate_run_key(tmp_path)
-    endpoint = SshEndpoint("127.0.0.1", listener.getsockname()[1], "tester", key_path,
+    endpoint = SshEndpoint("127.0.0.1", listener.getsockname()[1], "root", key_path,
                            f"{host_key.get_name()} {host_key.get_base64()}")
     ssh = SshTransport(endpoint, connect_timeout_s=20)
     ssh.way = request.param  # type: ignore[attr-defined]
@@ -122,8 +124,8 @@ def test_a_file_that_cannot_be_written_is_one_clear_error(transport: SshTranspor
     local.write_bytes(b"x" * 100_000)
     remote = tmp_path / "no-such-dir" / "fio"
     way = transport.way  # type: ignore[attr-defined]
-    expected = (r"over SFTP as tester: No such file" if way == "sftp" else
-                r"as tester \(no SFTP: .*; through `cat`\): `cat > \S+ && chmod 755 \S+` exited \d+: .*"
+    expected = (r"over SFTP as root: No such file" if way == "sftp" else
+                r"as root \(no SFTP: .*; through `cat`\): `cat > \S+ && chmod 755 \S+` exited \d+: .*"
                 r"(No such file or directory|nonexistent directory|Directory nonexistent)")
     with pytest.raises(GuestCopyError, match=rf"^cannot copy {local} to the guest's {remote} {expected}") as e:
         transport.put_file(local, str(remote), 0o755)
