@@ -211,11 +211,25 @@ class SshTransport:
             kind, message, console = self._gone
             raise kind(message, console)
         user = self.endpoint.user
+        channel: paramiko.Channel | None = None
         try:
-            sftp = self._client.open_sftp()
+            transport = self._client.get_transport()
+            if transport is None or not transport.is_active():
+                raise paramiko.SSHException("the SSH connection is closed")
+            channel = transport.open_session(timeout=SSH_ANSWER_TIMEOUT_S)
+            channel.invoke_subsystem("sftp")
+            sftp = paramiko.SFTPClient(channel)
         except (OSError, EOFError, paramiko.SSHException) as e:
+            if channel is not None:
+                channel.close()
             no_sftp = str(e) or type(e).__name__
             log.info("no SFTP in the guest (%s): copying %s through cat", no_sftp, local.name)
+            if not self._connected():
+                # Seen once in 11 pushes into the embedded guest under load: after dropbear's failed
+                # sftp subsystem the next channel open failed with paramiko's "Unable to open
+                # channel.", which it says when the connection has closed. A new one serves the copy.
+                log.warning("the SSH connection closed after the SFTP attempt; connecting again")
+                self._reconnect()
         else:
             try:
                 channel = sftp.get_channel()
@@ -349,6 +363,14 @@ class SshTransport:
                       console)
         return SshConnectionLost(f"the SSH connection to the guest was lost {took:.1f} s into the command {command!r} "
                                  f"({detail}); {cause}", console)
+
+    def _reconnect(self, timeout_s: float = 60.0) -> None:
+        """A new connection in place of one that closed (the guest itself still answering)."""
+        self._client.close()
+        self._client = self._connect(timeout_s)
+        transport = self._client.get_transport()
+        if transport is not None:
+            transport.set_keepalive(KEEPALIVE_S)
 
     def _connected(self) -> bool:
         transport = self._client.get_transport()

@@ -50,7 +50,19 @@ class Files(paramiko.SFTPServerInterface):
 
 
 class Server(paramiko.ServerInterface):
-    """Takes any key; runs exec requests with this host's /bin/sh, the channel as the command's stdin."""
+    """Takes any key; runs exec requests with this host's /bin/sh, the channel as the command's stdin.
+    ``drop``: a subsystem request closes the whole connection (as a guest's dropbear once did after
+    its failed sftp subsystem)."""
+
+    def __init__(self, transport: paramiko.Transport, drop: bool) -> None:
+        self.transport = transport
+        self.drop = drop
+
+    def check_channel_subsystem_request(self, channel: paramiko.Channel, name: str) -> bool:
+        if self.drop:
+            threading.Thread(target=self.transport.close, daemon=True).start()
+            return False
+        return bool(super().check_channel_subsystem_request(channel, name))
 
     def get_allowed_auths(self, username: str) -> str:
         return "publickey"
@@ -77,7 +89,7 @@ class Server(paramiko.ServerInterface):
         return True
 
 
-@pytest.fixture(params=["sftp", "cat"])
+@pytest.fixture(params=["sftp", "cat", "cat-after-drop"])
 def transport(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SshTransport]:
     """An SshTransport to an SSH server in a thread: with an SFTP subsystem (``sftp``) or without (``cat``).
     The login is root's (the copy runs as the login user whoever it is; a non-root login would have
@@ -89,20 +101,24 @@ def transport(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SshTra
     servers: list[paramiko.Transport] = []
 
     def serve() -> None:
-        conn, _ = listener.accept()
-        t = paramiko.Transport(conn)
-        t.add_server_key(host_key)
-        if request.param == "sftp":
-            t.set_subsystem_handler("sftp", paramiko.SFTPServer, Files)
-        servers.append(t)
-        t.start_server(server=Server())
+        for n in range(2):  # a second connection: the transport's own after a drop
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # closed at the end of the test
+                return
+            t = paramiko.Transport(conn)
+            t.add_server_key(host_key)
+            if request.param == "sftp":
+                t.set_subsystem_handler("sftp", paramiko.SFTPServer, Files)
+            servers.append(t)
+            t.start_server(server=Server(t, drop=request.param == "cat-after-drop" and n == 0))
 
     threading.Thread(target=serve, daemon=True).start()
     key_path, _ = generate_run_key(tmp_path)
     endpoint = SshEndpoint("127.0.0.1", listener.getsockname()[1], "root", key_path,
                            f"{host_key.get_name()} {host_key.get_base64()}")
     ssh = SshTransport(endpoint, connect_timeout_s=20)
-    ssh.way = request.param  # type: ignore[attr-defined]
+    ssh.way = request.param.split("-")[0]  # type: ignore[attr-defined]
     yield ssh
     ssh.close()
     for t in servers:
