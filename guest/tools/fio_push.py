@@ -38,8 +38,8 @@ FIO_BIN_DIR = "/run/vioconform-bin"
 #: the one file, no more, so it cannot take the guest's memory.
 FIO_BIN_SPARE_KIB = 256
 #: What a copy of the binary may take. Measured: 2.8 MB into the embedded guest under TCG
-#: (dropbear, no SFTP: through ``cat``) in 2.0-3.5 s on this loaded 2-core host; 300 s is the
-#: transport's command timeout, nearly 100x that.
+#: (dropbear, no SFTP: through ``cat``) in 2.0-9.4 s on this loaded 2-core host; 300 s is the
+#: transport's command timeout, 30x that.
 PUSH_TIMEOUT_S = 300.0
 #: The origin of the image's own fio in ``FioIdentity.origin``.
 ORIGIN_IMAGE = "image"
