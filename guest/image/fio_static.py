@@ -12,7 +12,7 @@ the recipe is the source version, the configure flags and this file. A build run
 directory beside the cache entry and is renamed into place whole: a killed build leaves no entry.
 
 Measured on this project's 2-core Debian 12 host (fio 3.33-3, loaded by other jobs): the build
-takes 58-111 s with ``make -j2`` at load averages of 6-11 (about 33 s of CPU; apt's download
+takes 40-111 s with ``make -j2`` (6 builds at load averages of 6-11; 30-33 s of CPU, apt's download
 included); the static binary is 6.5 MB with its symbols, 2.8 MB stripped (``strip``), which is what
 the cache keeps. Two builds are not bit-identical: the record names the binary by its SHA-256.
 
