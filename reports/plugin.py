@@ -25,16 +25,15 @@ import pluggy
 import pytest
 
 from fixtures.session import OPTIONS_KEY
-from reports import results as _results
 from reports.html import write_html
 from reports.junit import write_junit
 from reports.records import Record, RunStatus, settle
 from reports.results import RESULTS_KEY
+from reports.run_properties import RUN_PROPERTIES_KEY
 from suites.assertions import RuleFailure
 
 #: The run's own suite properties (what was tested), filled by the fixtures; defined in
 #: reports/results.py, which the fixtures import (this module imports the fixtures).
-RUN_PROPERTIES_KEY = _results.RUN_PROPERTIES_KEY
 RECORDS_KEY = pytest.StashKey[dict[str, Record]]()
 ITEM_RECORD_KEY = pytest.StashKey[Record]()
 INTERRUPT_KEY = pytest.StashKey[str]()
@@ -204,8 +203,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     props = {"hypervisor": opts.hypervisor, "controllers": ",".join(opts.controllers),
              "inject": ",".join(opts.inject) or "none"}
     subtitle = ", ".join(f"{k}: {v}" for k, v in props.items())
-    # What was tested (image, guest OS and kernel, drivers, boot settings), as the fixtures learnt it.
-    props.update(sorted(config.stash.get(RUN_PROPERTIES_KEY, {}).items()))
+    # What was tested (image, guest OS and kernel, drivers, boot settings, fio), as the fixtures
+    # learnt it; never replacing the run's own properties.
+    props.update({k: v for k, v in sorted(config.stash.get(RUN_PROPERTIES_KEY, {}).items()) if k not in props})
     html_path = results.path / "report.html"
     outputs: list[tuple[str, Path, Callable[[], Path]]] = [
         ("JUnit XML", results.junit_path, partial(write_junit, records, results.junit_path, suite_properties=props,

@@ -225,10 +225,3 @@ def write_atomic(path: Path, text: str, mode: int = file_mode(DEFAULT_DIR_MODE))
 
 
 RESULTS_KEY = pytest.StashKey[ResultsDir]()
-#: The run's own suite properties, beyond the options: what was tested (the image, the guest's OS
-#: and kernel, each controller's driver and boot settings; see model/guestfacts.py), filled by the
-#: session's fixtures as they learn them, written into the JUnit suite properties and report.html.
-#: Plain strings, keyed by the flat names the README lists ("How to read the report").
-#: ``reports.plugin.RUN_PROPERTIES_KEY`` is this key (defined here: fixtures import reports.results,
-#: and reports.plugin imports fixtures).
-RUN_PROPERTIES_KEY = pytest.StashKey[dict[str, str]]()

@@ -10,10 +10,14 @@ log() { printf 'vioconform setup: %s\n' "$*" >&2; }
 
 # Packages the suite runs on. The guest image is built from the same packages
 # (kernel, busybox, dropbear, fio), so nothing comes from anywhere but Debian.
+# The static fio pushed into an image without one is built from Debian's fio source
+# package (guest/image/fio_static.py): dpkg-dev unpacks it, build-essential compiles it,
+# libaio-dev and zlib1g-dev give the static libraries it links in.
 PACKAGES=(
   qemu-system-x86 qemu-utils
   libvirt-daemon-system libvirt-clients libvirt-dev pkg-config gcc python3-dev
   busybox-static dropbear-bin fio cpio zstd
+  build-essential dpkg-dev libaio-dev zlib1g-dev
 )
 
 need_root() {

@@ -15,6 +15,8 @@ Guests differ (busybox's ``fdisk`` or util-linux's ``sfdisk``, ``usleep`` or a f
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
+from pathlib import Path
 from typing import ClassVar, Protocol, TypeVar
 
 from transport.ssh import CommandResult
@@ -64,6 +66,8 @@ class GuestTool:
     install_hint: ClassVar[str] = ""
     #: implementations of this interface, preferred first; empty: the class is its own implementation
     variants: ClassVar[tuple[type[GuestTool], ...]] = ()
+    #: kept by ``GuestTools.forget``: a choice made once for the guest's life (which fio it runs)
+    keep_on_forget: ClassVar[bool] = False
 
     def __init__(self, shell: GuestShell, tools: GuestTools) -> None:
         self.shell = shell
@@ -82,11 +86,17 @@ class GuestTools:
     """The tools of one guest: ``get(Fio)`` gives its fio tool, checked to exist on first use.
 
     One per guest, shared by its disks, so each program is looked up once. ``forget()`` drops
-    what was found, for when the guest changed (a ``--guest-setup`` command ran)."""
+    what was found, for when the guest changed (a ``--guest-setup`` command ran).
 
-    def __init__(self, shell: GuestShell, guest: str = "the guest") -> None:
+    ``fio_binary``: gives the host's static fio (building it if needed), called only if the guest
+    has no fio of its own or ``push_fio`` asks for the static one anyway (guest/tools/fio_push.py)."""
+
+    def __init__(self, shell: GuestShell, guest: str = "the guest", fio_binary: Callable[[], Path] | None = None,
+                 push_fio: bool = False) -> None:
         self.shell = shell
         self.guest = guest
+        self.fio_binary = fio_binary
+        self.push_fio = push_fio
         self._found: dict[str, bool] = {}
         self._tools: dict[type[GuestTool], GuestTool] = {}
 
@@ -109,9 +119,10 @@ class GuestTools:
         return all(self._found[p] for p in programs)
 
     def forget(self) -> None:
-        """Look programs up again on next use: the guest may have gained or lost some."""
+        """Look programs up again on next use: the guest may have gained or lost some. A tool that
+        made a choice for the guest's life (``keep_on_forget``: which fio runs) is kept."""
         self._found.clear()
-        self._tools.clear()
+        self._tools = {k: v for k, v in self._tools.items() if k.keep_on_forget}
 
     def _pick(self, tool: type[GuestTool]) -> type[GuestTool]:
         # ``variants`` declared on the class itself: a variant inherits its interface's list

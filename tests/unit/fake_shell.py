@@ -24,14 +24,28 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 Reply = str | tuple[int, str, str]
 
 
+#: the version the fake guest's own fio prints (the embedded guest's)
+FAKE_FIO_VERSION = "fio-3.33"
+
+
 class FakeShell:
     """Answers each command with the first handler whose pattern matches it (``re.search``);
-    a command no handler knows fails the test. ``has`` is the set of programs ``command -v`` finds."""
+    a command no handler knows fails the test. ``has`` is the set of programs ``command -v`` finds
+    (one found alone is in /usr/bin; a fio found there prints ``FAKE_FIO_VERSION``). ``put_file``
+    keeps what was copied in ``files``, as ``cat`` would (``put_way``)."""
 
-    def __init__(self, has: Iterable[str] = (), handlers: Iterable[tuple[str, Callable[[str], Reply]]] = ()) -> None:
+    def __init__(self, has: Iterable[str] = (), handlers: Iterable[tuple[str, Callable[[str], Reply]]] = (),
+                 put_way: str = "cat") -> None:
         self.has = set(has)
         self.handlers = [(re.compile(p), h) for p, h in handlers]
         self.commands: list[str] = []
+        self.files: dict[str, tuple[bytes, int]] = {}
+        self.put_way = put_way
+
+    def put_file(self, local: Path, remote: str, mode: int = 0o644, timeout_s: float = 300.0) -> str:
+        self.commands.append(f"<put {local} {remote} {mode:o}>")
+        self.files[remote] = (local.read_bytes(), mode)
+        return self.put_way
 
     def run(self, command: str, check: bool = True, timeout_s: float = 300.0) -> CommandResult:
         self.commands.append(command)
@@ -46,6 +60,11 @@ class FakeShell:
         m = re.fullmatch(r"for p in (.*); do command -v .*", command)
         if m:
             return "".join(f"{p}\n" for p in m.group(1).split() if p in self.has)
+        m = re.fullmatch(r"command -v (\S+) \|\| true", command)
+        if m:
+            return f"/usr/bin/{m.group(1)}\n" if m.group(1) in self.has else ""
+        if command == "/usr/bin/fio --version" and "fio" in self.has:
+            return f"{FAKE_FIO_VERSION}\n"
         for pattern, handler in self.handlers:
             if pattern.search(command):
                 return handler(command)

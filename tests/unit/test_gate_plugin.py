@@ -50,6 +50,7 @@ RULES = textwrap.dedent('''
     import pytest
 
     import harness
+    from reports.run_properties import run_properties
     from suites.assertions import fail_unless
 
     @pytest.mark.rule("verdict")
@@ -70,8 +71,10 @@ RULES = textwrap.dedent('''
         harness.measure()
 
     @pytest.mark.rule("passes")
-    def test_passes(record):
+    def test_passes(record, request):
         record.add(qd1_iops=150)
+        # what a session fixture learns about the run (which fio ran); never replaces the run's own
+        run_properties(request.config).update(fio_version="fio-3.33", fio_origin="image", hypervisor="not-this")
 
     @pytest.mark.rule("stopped")
     def test_stopped(record):
@@ -124,6 +127,9 @@ def test_verdict_failures_fail_and_everything_else_is_an_error(tmp_path: Path) -
     assert "ERROR    fio-error" in table and "ERROR    harness-assert" in table and "FAILED   verdict" in table
     props = {p.get("name"): p.get("value", "") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
     assert props["complete"] == "true" and "interrupted_by" not in props
+    assert (props["fio_version"], props["fio_origin"], props["hypervisor"]) == ("fio-3.33", "image", "libvirt")
+    tested = (tmp_path / "out" / "report.html").read_text().split('<section id="tested">')[1].split("</section>")[0]
+    assert "<td>fio_version</td><td>fio-3.33</td>" in tested and "<td>fio_origin</td><td>image</td>" in tested
     assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "out" / "junit.xml").stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "out" / "report.html").stat().st_mode) == 0o600

@@ -9,6 +9,7 @@ import pytest
 from guest.tools.base import GuestTools, ToolMissing
 from guest.tools.diskstats import InflightSampler, ProcDiskStats, SleepInflightSampler, UsleepInflightSampler
 from guest.tools.fio import Fio, FioOutput
+from guest.tools.fio_push import FioIdentity
 from guest.tools.partitioning import FdiskPartitioning, Partitioning, SfdiskPartitioning
 from guest.tools.sysfs import Sysfs
 from model.errors import FioError, ParseError
@@ -20,15 +21,28 @@ from tests.unit.fake_shell import DATA, FakeShell, fake_disk
 
 
 def test_programs_are_looked_up_once_per_guest_and_again_after_forget() -> None:
-    shell = FakeShell(has={"fio", "usleep"})
+    shell = FakeShell(has={"fdisk", "blockdev", "usleep"})
     tools = GuestTools(shell, "vioconform-7")
-    assert tools.get(Fio) is tools.get(Fio)
+    assert tools.get(Partitioning) is tools.get(Partitioning)
     tools.get(ProcDiskStats)  # needs no program: no lookup
     tools.get(InflightSampler)
-    assert shell.lookups() == 2  # fio, then usleep and sleep together
+    assert shell.lookups() == 2  # fdisk and blockdev together, then usleep and sleep together
     tools.forget()  # a --guest-setup command ran
-    tools.get(Fio)
+    tools.get(Partitioning)
     assert shell.lookups() == 3
+
+
+def test_the_images_fio_is_found_once_and_kept_after_forget() -> None:
+    """Which fio runs is decided once per guest: a run uses one fio throughout."""
+    shell = FakeShell(has={"fio"})
+    tools = GuestTools(shell, "vioconform-7", fio_binary=lambda: pytest.fail("built a static fio for a guest with one"))
+    fio = tools.get(Fio)
+    assert fio is tools.get(Fio)
+    assert fio.identity() == FioIdentity("fio-3.33", "image", "/usr/bin/fio")
+    assert fio.identity().properties() == {"fio_version": "fio-3.33", "fio_origin": "image"}
+    tools.forget()
+    assert tools.get(Fio).identity().path == "/usr/bin/fio"
+    assert shell.commands == ["command -v fio || true", "/usr/bin/fio --version"]
 
 
 def test_the_first_variant_the_guest_has_is_used() -> None:

@@ -1,4 +1,4 @@
-"""What was tested: the run's own properties (reports.plugin.RUN_PROPERTIES_KEY, filled by the
+"""What was tested: the run's own properties (reports.run_properties.RUN_PROPERTIES_KEY, filled by the
 fixtures) in the JUnit suite properties and in report.html's "What was tested" tables."""
 
 from __future__ import annotations
