@@ -10,8 +10,9 @@ log() { printf 'vioconform setup: %s\n' "$*" >&2; }
 
 # Packages the suite runs on. The guest image is built from the same packages
 # (kernel, busybox, dropbear, fio), so nothing comes from anywhere but Debian.
+# qemu-utils: qemu-img (a user's --image: its format, the overlay); ovmf: --firmware uefi.
 PACKAGES=(
-  qemu-system-x86 qemu-utils
+  qemu-system-x86 qemu-utils ovmf
   libvirt-daemon-system libvirt-clients libvirt-dev pkg-config gcc python3-dev
   busybox-static dropbear-bin fio cpio zstd
 )
