@@ -9,6 +9,7 @@ wait with one line naming the cause, as soon as the cause shows:
 - another host key, seen for ``MISMATCH_GRACE_S``: the guest is up but is not the guest the seed
   prepared (no cloud-init, or the seed was not applied);
 - the key refused for ``MISMATCH_GRACE_S``: the same for the login;
+- the firmware says it found nothing to boot (SeaBIOS "No bootable device", OVMF starting its shell);
 - ``NOT_BOOTED_S`` after the start the firmware has read under ``BOOTED_READ_BYTES`` of the boot
   disk: no bootloader ran (or the wrong firmware);
 - the console shows the boot finished (a login prompt, or cloud-init's "finished" line) and
@@ -43,6 +44,8 @@ SSHD_GRACE_S = 20.0
 PROGRESS_S = 10.0
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1bc|[\x00-\x08\x0b-\x1f\x7f]")
+#: The firmware found nothing it could boot: SeaBIOS's last words, or OVMF falling back to its shell.
+_FIRMWARE_GAVE_UP = re.compile(r"No bootable device|Boot failed: not a bootable disk|starting Boot\w+ \"EFI Internal Shell\"")
 _LOGIN = re.compile(r"\blogin:\s*$", re.MULTILINE)
 _CLOUD_INIT_DONE = re.compile(r"Cloud-init v\. \S+ finished at")
 
@@ -105,8 +108,10 @@ class BootJudge:
     """Reads the observations of one boot in order; ``judge`` says ready (True), keep waiting
     (False), or raises BootFailed."""
 
-    def __init__(self, name: str, port: int, timeout_s: float, access: Access, expected_host_key: str) -> None:
+    def __init__(self, name: str, port: int, timeout_s: float, access: Access, expected_host_key: str,
+                 firmware: str = "bios") -> None:
         self.name = name
+        self.firmware = firmware
         self.port = port
         self.timeout_s = timeout_s
         self.access = access
@@ -130,11 +135,15 @@ class BootJudge:
             self._fail(self._mismatch(obs.probe.detail), obs)
         if stage is Stage.AUTH_REFUSED and held >= MISMATCH_GRACE_S:
             self._fail(self._refused(obs.probe.detail), obs)
+        gave_up = None if self.spoke_ssh else _FIRMWARE_GAVE_UP.search(obs.console[-65536:])
+        if gave_up is not None:
+            self._fail(f"guest {self.name} did not boot: its firmware found nothing to boot (console: "
+                       f"{gave_up.group(0)!r}); does the image have a bootloader for {self.firmware_hint}?", obs)
         read = obs.boot_disk_read_bytes
         if (not self.spoke_ssh and read is not None and read < BOOTED_READ_BYTES and obs.elapsed_s >= NOT_BOOTED_S):
             self._fail(f"guest {self.name} did not boot: {obs.elapsed_s:.0f} s after the start its firmware had read "
-                       f"{read / 1024:.0f} KiB of the boot disk and nothing more (no bootloader in the image? a "
-                       "UEFI-only image needs --firmware uefi, a BIOS-only one --firmware bios)", obs)
+                       f"{_size(read)} of the boot disk and nothing more: does the image have a bootloader for "
+                       f"{self.firmware_hint}?", obs)
         if not self.spoke_ssh:
             if self._finished_at is None:
                 line = boot_finished(obs.console)
@@ -148,6 +157,11 @@ class BootJudge:
         if obs.elapsed_s >= self.timeout_s:
             self._fail(self._timeout(obs), obs)
         return False
+
+    @property
+    def firmware_hint(self) -> str:
+        other = "uefi" if self.firmware == "bios" else "bios"
+        return f"{self.firmware.upper()} (--firmware {self.firmware}), or does it need --firmware {other}"
 
     def progress(self) -> str:
         """One line on where the boot is, for the log every ``PROGRESS_S``."""
@@ -184,6 +198,10 @@ class BootJudge:
 
     def _fail(self, message: str, obs: Observation) -> None:
         raise BootFailed(message, console_log=console_report(obs.console))
+
+
+def _size(n: int) -> str:
+    return f"{n} bytes" if n < 10 * 1024 else f"{n / 1024:.0f} KiB"
 
 
 def console_report(console: str, lines: int = 40) -> str:

@@ -151,7 +151,9 @@ class LibvirtBackend(HypervisorBackend):
             qemu_args += ["-netdev", f"user,id=vioc-net,hostfwd=tcp:127.0.0.1:{ssh_port}-:22",
                           "-device", f"virtio-net-pci,netdev=vioc-net,{pci_addr(NET_PCI_SLOT)}"]
         if request is not None:
-            disk_xml, disk_args = disk_devices(request.disks, run_dir)
+            # A user's image boots from its own disk (bootindex 1): the disks under test come after it.
+            disk_xml, disk_args = disk_devices(request.disks, run_dir,
+                                               first_boot_order=2 if image_files is not None else None)
             devices += disk_xml
             overrides = disk_overrides(request.disks)
             qemu_args += disk_args + trace.domain_trace_args(run_dir / TRACE_LOG)
@@ -273,7 +275,7 @@ class LibvirtBackend(HypervisorBackend):
             qmp = DomainQmp(self.conn, request.name, imageboot.BOOT_DEVICE_ID)
             try:
                 imageboot.wait_for_ssh(request.name, endpoint, request.boot_timeout_s,
-                                       imageboot.access_of(files, image), console,
+                                       imageboot.access_of(files, image), image.firmware, console,
                                        stopped=functools.partial(self._raise_if_stopped, dom, console),
                                        panicked=kernel_panic, boot_disk_read=functools.partial(_read_bytes, qmp))
                 break

@@ -31,12 +31,15 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
+
+import paramiko
 
 from guest.image import cloudinit
 from guest.image.seed import write_seed
@@ -46,7 +49,7 @@ from hypervisors.bootwait import PROGRESS_S, Access, BootJudge, Observation
 from hypervisors.libvirt.controllers import give_to_qemu
 from model.errors import HypervisorError
 from model.types import SshEndpoint
-from transport.probe import load_private_key, probe
+from transport.probe import ProbeResult, Stage, load_private_key, probe
 
 log = logging.getLogger("vioconform.libvirt")
 
@@ -64,8 +67,7 @@ OVMF_DIR_ENV = "VIOCONFORM_OVMF_DIR"
 DEFAULT_OVMF_DIR = Path("/usr/share/OVMF")
 OVMF_CODE = "OVMF_CODE_4M.fd"
 OVMF_VARS = "OVMF_VARS_4M.fd"
-#: Seconds between SSH probes while a guest boots (each is a TCP connect QEMU answers at once
-#: until the guest's sshd runs).
+#: Seconds between SSH probes while a guest boots, and between looks at the console and the boot disk.
 PROBE_PERIOD_S = 1.0
 
 
@@ -155,32 +157,67 @@ def access_of(files: BootFiles, image: ImageRequest) -> Access:
     return Access(files.endpoint_user, seeded=False, key_name=f"--guest-key {image.login.key_path}")
 
 
-def wait_for_ssh(name: str, endpoint: SshEndpoint, timeout_s: float, access: Access, console: Path,
+def wait_for_ssh(name: str, endpoint: SshEndpoint, timeout_s: float, access: Access, firmware: str, console: Path,
                  stopped: Callable[[], None], panicked: Callable[[str], str | None],
                  boot_disk_read: Callable[[], int | None], clock: Callable[[], float] = time.monotonic) -> float:
     """Poll until the guest lets the suite in over SSH as ``endpoint`` says; the seconds it took.
 
     ``stopped`` raises if the domain no longer runs (the backend's error, with QEMU's log);
     ``panicked`` names a kernel panic on the console. Raises ``bootwait.BootFailed`` with the
-    cause as soon as it shows (see ``hypervisors.bootwait``)."""
-    judge = BootJudge(name, endpoint.port, timeout_s, access, endpoint.host_key)
+    cause as soon as it shows (see ``hypervisors.bootwait``).
+
+    The SSH probes run in a thread of their own: a probe waits up to ``transport.probe.BANNER_TIMEOUT_S``
+    on a silent connection (QEMU holds it open while the guest's network is not up yet), and the
+    judge looks at the console, the boot disk and the latest probe every ``PROBE_PERIOD_S`` meanwhile."""
+    judge = BootJudge(name, endpoint.port, timeout_s, access, endpoint.host_key, firmware)
     client_key = load_private_key(endpoint.key_path)
+    prober = _Prober(endpoint, client_key)
+    prober.start()
     t0 = clock()
     next_progress = t0 + PROGRESS_S
-    while True:
-        started = clock()
-        result = probe(endpoint.host, endpoint.port, endpoint.user, client_key, endpoint.host_key)
-        text = console.read_text(errors="replace") if console.exists() else ""
-        stopped()
-        panic = panicked(text)
-        if panic is not None:
-            raise HypervisorError(f"guest {name} did not boot: {panic}", console_log=_tail(text))
-        if judge.judge(Observation(clock() - t0, result, text, boot_disk_read())):
-            return clock() - t0
-        if clock() >= next_progress:
-            log.info("%s", judge.progress())
-            next_progress = clock() + PROGRESS_S
-        time.sleep(max(0.0, PROBE_PERIOD_S - (clock() - started)))
+    try:
+        while True:
+            result = prober.latest
+            text = console.read_text(errors="replace") if console.exists() else ""
+            stopped()
+            panic = panicked(text)
+            if panic is not None:
+                raise HypervisorError(f"guest {name} did not boot: {panic}", console_log=_tail(text))
+            if judge.judge(Observation(clock() - t0, result, text, boot_disk_read())):
+                return clock() - t0
+            if clock() >= next_progress:
+                log.info("%s", judge.progress())
+                next_progress = clock() + PROGRESS_S
+            prober.changed.wait(PROBE_PERIOD_S)
+            prober.changed.clear()
+    finally:
+        prober.stop()
+
+
+class _Prober(threading.Thread):
+    """Probes the guest's SSH until stopped or logged in; ``latest`` is the last probe's result."""
+
+    def __init__(self, endpoint: SshEndpoint, client_key: paramiko.PKey) -> None:
+        super().__init__(name="vioconform-ssh-probe", daemon=True)
+        self.endpoint = endpoint
+        self.client_key = client_key
+        self.latest = ProbeResult(Stage.NO_BANNER, "no answer yet")
+        self.changed = threading.Event()
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        ep = self.endpoint
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.latest = probe(ep.host, ep.port, ep.user, self.client_key, ep.host_key)
+            self.changed.set()
+            if self.latest.stage is Stage.READY:
+                return
+            self._stop.wait(max(0.0, PROBE_PERIOD_S - (time.monotonic() - started)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.join(timeout=1.0)  # a probe in a banner wait ends by itself; the thread is a daemon
 
 
 def _tail(text: str, lines: int = 40) -> str:
