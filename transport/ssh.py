@@ -61,6 +61,21 @@ def as_root(command: str, user: str) -> str:
     return command if user == "root" else f"sudo -n sh -c {shlex.quote(command)}"
 
 
+def sudo_problem(user: str, ran: CommandResult) -> str | None:
+    """What is wrong with ``user``'s ``sudo -n``, from a wrapped ``true`` (``ran``), or None if it works."""
+    if ran.ok:
+        return None
+    said = " ".join((ran.stderr.strip() or ran.stdout.strip()).split())[:200] or f"exit {ran.exit_status}"
+    if "password is required" in said:
+        why = f"user {user}'s sudo asks for a password ({said})"
+    elif ran.exit_status == 127:
+        why = f"user {user} has no sudo in the guest ({said})"
+    else:
+        why = f"sudo -n failed for user {user} ({said})"
+    return (f"{why}; the suite runs its commands as root through sudo -n and needs passwordless sudo "
+            f"(NOPASSWD): '{user} ALL=(ALL) NOPASSWD:ALL' in the image's /etc/sudoers.d/, or log in as root")
+
+
 class SshConnectionLost(GuestUnreachable, HypervisorError):
     """The SSH connection dropped under a command while the guest itself still runs (its SSH
     server exited or was killed, its network went down). Carries the guest's console tail."""
@@ -146,20 +161,10 @@ class SshTransport:
 
     def _check_sudo(self) -> None:
         """Commands of a non-root user go through ``sudo -n``: check once that it works."""
-        user = self.endpoint.user
-        ran = self.run("true", check=False, timeout_s=60)
-        if ran.ok:
-            return
-        said = " ".join((ran.stderr.strip() or ran.stdout.strip()).split())[:200] or f"exit {ran.exit_status}"
-        if "password is required" in said:
-            why = f"user {user}'s sudo asks for a password ({said})"
-        elif ran.exit_status == 127:
-            why = f"user {user} has no sudo in the guest ({said})"
-        else:
-            why = f"sudo -n failed for user {user} ({said})"
-        self.close()
-        raise SudoNotUsable(f"{why}; the suite runs its commands as root through sudo -n and needs passwordless "
-                            f"sudo: '{user} ALL=(ALL) NOPASSWD:ALL' in the image's /etc/sudoers.d/, or log in as root")
+        problem = sudo_problem(self.endpoint.user, self.run("true", check=False, timeout_s=60))
+        if problem is not None:
+            self.close()
+            raise SudoNotUsable(problem)
 
     @classmethod
     def to_guest(cls, guest: SshTarget, connect_timeout_s: float = 60.0) -> SshTransport:

@@ -252,6 +252,7 @@ def create_overlay(info: DiskImageInfo, dest_dir: Path, reader: Reader | None = 
     backing, copy_bytes = backing_for(info.path, info.format, dest_dir, reader)
     if backing != info.path:
         who = reader.describe() if reader else "QEMU"
+        backing.unlink(missing_ok=True)  # staged by an earlier attempt of this run
         if copy_bytes:
             log.warning("QEMU (%s) cannot read %s: copying it (%.0f MiB) into the run directory; to avoid the "
                         "copy make the file and its directories readable by %s", who, info.path,

@@ -102,7 +102,7 @@ class BootFiles:
 def prepare(request: GuestRequest, image: ImageRequest, run_key: Path) -> BootFiles:
     """Overlay, seed and UEFI variables in the run directory (removed with it)."""
     run_dir = request.run_dir
-    reader = Reader.of_user(QEMU_USER)
+    reader = Reader.of_user(QEMU_USER) if os.geteuid() == 0 else None  # as another user QEMU runs as that user
     overlay = create_overlay(image.info, run_dir, reader)
     nvram = None
     if image.firmware == "uefi":
