@@ -203,20 +203,20 @@ class _Prober(threading.Thread):
         self.client_key = client_key
         self.latest = ProbeResult(Stage.NO_BANNER, "no answer yet")
         self.changed = threading.Event()
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
         ep = self.endpoint
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             started = time.monotonic()
             self.latest = probe(ep.host, ep.port, ep.user, self.client_key, ep.host_key)
             self.changed.set()
             if self.latest.stage is Stage.READY:
                 return
-            self._stop.wait(max(0.0, PROBE_PERIOD_S - (time.monotonic() - started)))
+            self._halt.wait(max(0.0, PROBE_PERIOD_S - (time.monotonic() - started)))
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join(timeout=1.0)  # a probe in a banner wait ends by itself; the thread is a daemon
 
 
