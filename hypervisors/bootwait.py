@@ -102,6 +102,8 @@ class Observation:
     console: str
     #: bytes the guest has read from its boot disk (the host's counter), None where unknown
     boot_disk_read_bytes: int | None = None
+    #: the host's 1-minute load average, for the timeout's message
+    host_load: float | None = None
 
 
 class BootJudge:
@@ -188,7 +190,12 @@ class BootJudge:
                 f"key must be in ~{self.access.user}/.ssh/authorized_keys in the image")
 
     def _timeout(self, obs: Observation) -> str:
-        if not self.spoke_ssh:
+        load = "" if obs.host_load is None else f"; this host's load average is {obs.host_load:.1f}"
+        if not self.spoke_ssh and boot_finished(obs.console) is None and clean_console(obs.console):
+            why = (f"sshd never answered on port 22, and the guest was still booting (its console's last line: "
+                   f"{last_line(obs.console, 80)!r}): under TCG a systemd guest takes 40-75 s on an idle host and "
+                   f"much longer on a busy one{load}")
+        elif not self.spoke_ssh:
             why = ("sshd never answered on port 22: does the image have an SSH server, and does its network come up "
                    "on the virtio-net NIC by DHCP?")
         else:

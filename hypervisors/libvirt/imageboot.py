@@ -183,7 +183,7 @@ def wait_for_ssh(name: str, endpoint: SshEndpoint, timeout_s: float, access: Acc
             panic = panicked(text)
             if panic is not None:
                 raise HypervisorError(f"guest {name} did not boot: {panic}", console_log=_tail(text))
-            if judge.judge(Observation(clock() - t0, result, text, boot_disk_read())):
+            if judge.judge(Observation(clock() - t0, result, text, boot_disk_read(), os.getloadavg()[0])):
                 return clock() - t0
             if clock() >= next_progress:
                 log.info("%s", judge.progress())
