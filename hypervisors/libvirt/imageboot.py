@@ -179,10 +179,10 @@ def wait_for_ssh(name: str, endpoint: SshEndpoint, timeout_s: float, access: Acc
         while True:
             result = prober.latest
             text = console.read_text(errors="replace") if console.exists() else ""
-            stopped()
-            panic = panicked(text)
+            panic = panicked(text)  # first: a kernel that panics and reboots also stops the domain (on_reboot)
             if panic is not None:
                 raise HypervisorError(f"guest {name} did not boot: {panic}", console_log=_tail(text))
+            stopped()
             if judge.judge(Observation(clock() - t0, result, text, boot_disk_read(), os.getloadavg()[0])):
                 return clock() - t0
             if clock() >= next_progress:
