@@ -14,6 +14,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from hypervisors.base import kernel_panic
 from hypervisors.bootwait import (
     BOOTED_READ_BYTES,
     MISMATCH_GRACE_S,
@@ -26,6 +27,9 @@ from hypervisors.bootwait import (
     cloud_init_lines,
     last_line,
 )
+from hypervisors.libvirt.imageboot import wait_for_ssh
+from model.errors import HypervisorError
+from model.types import SshEndpoint
 from tests.vsphere.vsphere_sshd import LoopbackSshd
 from transport.probe import ProbeResult, Stage, probe
 
@@ -203,3 +207,21 @@ def test_probe_without_an_ssh_server(tmp_path: Path) -> None:
     assert result.stage is Stage.NO_BANNER and not result.spoke_ssh, result
     listener.close()
     assert probe("127.0.0.1", port, "u", key, line).stage is Stage.NO_CONNECTION
+
+
+def test_wait_for_ssh_logs_in_or_names_a_panic(sshd: tuple[LoopbackSshd, paramiko.Ed25519Key], tmp_path: Path) -> None:
+    """The boot wait itself (probes in their thread, the console, the callbacks) against a real SSH server."""
+    server, _ = sshd
+    key_path = tmp_path / "client"  # the fixture's client key file
+    endpoint = SshEndpoint("127.0.0.1", server.port, "vioconform", key_path, server.host_key_line)
+    console = tmp_path / "console.log"
+    console.write_text(CONSOLE)
+    took = wait_for_ssh("vioconform-1", endpoint, 60, SEEDED, "bios", console, stopped=lambda: None,
+                        panicked=kernel_panic, boot_disk_read=lambda: 50 * MIB)
+    assert 0 <= took < 30
+    console.write_text(CONSOLE + "[   30.1] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)\n")
+    with pytest.raises(HypervisorError) as e:
+        wait_for_ssh("vioconform-1", endpoint, 60, SEEDED, "bios", console, stopped=lambda: None,
+                     panicked=kernel_panic, boot_disk_read=lambda: 50 * MIB)
+    assert str(e.value).startswith('guest vioconform-1 did not boot: its kernel panicked (console: "Kernel panic - '
+                                   'not syncing: VFS: Unable to mount root fs on unknown-block(0,0)")')
