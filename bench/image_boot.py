@@ -16,9 +16,11 @@ import time
 from pathlib import Path
 
 from guest.image.user import inspect_image
-from hypervisors.base import ImageRequest
-from measure.standalone import standalone_guest
+from hypervisors.base import GuestRequest, ImageRequest
+from hypervisors.cleanup import CleanupStack, make_run_dir
+from hypervisors.libvirt.backend import LibvirtBackend
 from model.types import DiskSpec
+from transport.ssh import SshTransport, generate_run_key
 
 #: What the guest is asked after the boot (through sudo: the seed's user is not root).
 REPORT = ("systemd-analyze 2>/dev/null | head -1; cloud-init status --long 2>/dev/null | head -3; "
@@ -39,13 +41,24 @@ def main() -> int:
           f"SHA-256 {info.sha256[:16]}... in {time.monotonic() - t0:.1f} s")
     for firmware in args.firmware.split(","):
         load = os.getloadavg()[0]
-        name = f"vioconform-bench-{os.getpid()}-{firmware}"
-        with standalone_guest([DiskSpec("virtio-scsi", 0)], name, image=ImageRequest(info, firmware),
-                              memory_mib=args.memory, vcpus=args.vcpus, boot_timeout_s=args.timeout) as (_, disks):
-            guest = disks[0].guest
-            said = disks[0].tools.shell.run(REPORT, check=False).stdout.strip()
+        cleanup = CleanupStack()
+        try:
+            run_dir = make_run_dir(cleanup)
+            backend = LibvirtBackend(cleanup, accel_mode="auto")
+            cleanup.push("libvirt connection", backend.close)
+            _, pub = generate_run_key(run_dir)
+            guest = backend.start_guest(GuestRequest(
+                f"vioconform-bench-{os.getpid()}-{firmware}", (DiskSpec("virtio-scsi", 0),), run_dir, pub,
+                vcpus=args.vcpus, memory_mib=args.memory, boot_timeout_s=args.timeout,
+                image=ImageRequest(info, firmware)))
+            ssh = SshTransport.to_guest(guest)
+            cleanup.push("SSH connection", ssh.close)
+            said = ssh.run(REPORT, check=False).stdout.strip()
+            overlay_kib = (run_dir / "overlay.qcow2").stat().st_blocks // 2
+        finally:
+            cleanup.run()
         print(f"{firmware}: boot to SSH {guest.boot_seconds:.1f} s ({guest.accel}, {args.vcpus} vCPUs, "
-              f"{args.memory} MiB, load average {load:.1f} before the boot)")
+              f"{args.memory} MiB, load average {load:.1f} before the boot); overlay {overlay_kib / 1024:.0f} MiB")
         for line in said.splitlines():
             print(f"    {line}")
     return 0
