@@ -8,7 +8,8 @@ wait with one line naming the cause, as soon as the cause shows:
 
 - another host key, seen for ``MISMATCH_GRACE_S``: the guest is up but is not the guest the seed
   prepared (no cloud-init, or the seed was not applied);
-- the key refused for ``MISMATCH_GRACE_S``: the same for the login;
+- the key refused for ``MISMATCH_GRACE_S``: the same for the login; a handshake that fails past the
+  banner as long: an SSH server the suite cannot talk to;
 - the firmware says it found nothing to boot (SeaBIOS "No bootable device", OVMF starting its shell);
 - ``NOT_BOOTED_S`` after the start the firmware has read under ``BOOTED_READ_BYTES`` of the boot
   disk: no bootloader ran (or the wrong firmware);
@@ -137,6 +138,9 @@ class BootJudge:
             self._fail(self._mismatch(obs.probe.detail), obs)
         if stage is Stage.AUTH_REFUSED and held >= MISMATCH_GRACE_S:
             self._fail(self._refused(obs.probe.detail), obs)
+        if stage is Stage.SSH_ERROR and held >= MISMATCH_GRACE_S:
+            self._fail(f"guest {self.name}'s SSH server ({obs.probe.banner or 'no banner'}) answers, but the SSH "
+                       f"handshake fails: {obs.probe.detail}", obs)
         gave_up = None if self.spoke_ssh else _FIRMWARE_GAVE_UP.search(obs.console[-65536:])
         if gave_up is not None:
             self._fail(f"guest {self.name} did not boot: its firmware found nothing to boot (console: "

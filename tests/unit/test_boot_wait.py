@@ -145,6 +145,12 @@ def test_the_timeout_says_whether_sshd_ever_answered() -> None:
         "guest vioconform-1 did not answer SSH within 60 s: sshd never answered on port 22: does the image have an "
         "SSH server, and does its network come up on the virtio-net NIC by DHCP? (raise --boot-timeout if the host "
         "is slow)")
+    j = judge()
+    broken = ProbeResult(Stage.SSH_ERROR, "Incompatible ssh peer (no acceptable kex algorithm)", "SSH-2.0-Ancient_1.0")
+    feed(j, MISMATCH_GRACE_S - 1, broken)
+    with pytest.raises(BootFailed, match=r"guest vioconform-1's SSH server \(SSH-2.0-Ancient_1.0\) answers, but the "
+                                         r"SSH handshake fails: Incompatible ssh peer"):
+        j.judge(Observation(MISMATCH_GRACE_S, broken, CONSOLE, 90 * MIB))
     j = judge(timeout_s=60)
     feed(j, 5, ProbeResult(Stage.SSH_ERROR, "kex failed", "SSH-2.0-OpenSSH_9.2p1"))
     feed(j, 53, BOOTING, start=6)
