@@ -167,6 +167,17 @@ def test_tcq_off_fails_queue_depth_on_the_image(run_suite: RunSuite, test_image:
     assert run.left_behind == []
 
 
+def test_uefi_boots_the_image_too(run_suite: RunSuite, test_image: Path) -> None:
+    """OVMF (Debian's ovmf) boots the same disk through its EFI system partition; the limits rule then
+    runs on it. Needs the suite's fio push (a disk is set up only where fio is)."""
+    run: SuiteRun = run_suite("--image", str(test_image), "--firmware", "uefi", "--controllers", "virtio-blk",
+                              "-k", "limits", *PATIENT, timeout=1500)
+    assert run.returncode == 0, run.output[-6000:]
+    assert run.outcomes() == {"limits[libvirt:virtio-blk:latency5ms]": "passed"}, run.output[-6000:]
+    assert "BdsDxe" in (run.results / "logs" / "console.log").read_text(errors="replace")  # OVMF booted it
+    assert run.left_behind == []
+
+
 def test_an_image_reached_with_the_wrong_host_key_says_so(run_suite: RunSuite, test_image: Path,
                                                          tmp_path: Path) -> None:
     """--guest-user/--guest-key/--guest-host-key attach no seed: the test image's cloud-init then makes
