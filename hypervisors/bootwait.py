@@ -13,6 +13,7 @@ wait with one line naming the cause, as soon as the cause shows:
 - the firmware says it found nothing to boot (SeaBIOS "No bootable device", OVMF starting its shell);
 - ``NOT_BOOTED_S`` after the start the firmware has read under ``BOOTED_READ_BYTES`` of the boot
   disk: no bootloader ran (or the wrong firmware);
+- systemd says on the console that the SSH server failed to start;
 - the console shows the boot finished (a login prompt, or cloud-init's "finished" line) and
   ``SSHD_GRACE_S`` later still no SSH banner: no SSH server, or no network;
 - the timeout: with the console's tail and cloud-init's lines from it.
@@ -47,6 +48,8 @@ PROGRESS_S = 10.0
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1bc|[\x00-\x08\x0b-\x1f\x7f]")
 #: The firmware found nothing it could boot: SeaBIOS's last words, or OVMF falling back to its shell.
 _FIRMWARE_GAVE_UP = re.compile(r"No bootable device|Boot failed: not a bootable disk|starting Boot\w+ \"EFI Internal Shell\"")
+#: systemd's line for an SSH server that did not start (Debian's ssh.service, RHEL's sshd.service).
+_SSHD_FAILED = re.compile(r"FAILED\s*\]\s*Failed to start\s+(?:ssh|sshd|openssh-server)\S*")
 _LOGIN = re.compile(r"\blogin:\s*$", re.MULTILINE)
 _CLOUD_INIT_DONE = re.compile(r"Cloud-init v\. \S+ finished at")
 
@@ -71,6 +74,14 @@ def boot_finished(text: str) -> str | None:
     """The console line that shows the boot finished, or None."""
     for line in reversed(clean_console(text[-65536:])):
         if _LOGIN.search(line) or _CLOUD_INIT_DONE.search(line):
+            return line.strip()
+    return None
+
+
+def sshd_failed(text: str) -> str | None:
+    """systemd's console line saying the SSH server failed to start, or None."""
+    for line in clean_console(text[-65536:]):
+        if _SSHD_FAILED.search(line):
             return line.strip()
     return None
 
@@ -151,6 +162,11 @@ class BootJudge:
                        f"{_size(read)} of the boot disk and nothing more: does the image have a bootloader for "
                        f"{self.firmware_hint}?", obs)
         if not self.spoke_ssh:
+            failed = sshd_failed(obs.console)
+            if failed is not None:
+                self._fail(f"guest {self.name}'s SSH server failed to start (its console: {failed[:80]!r}): see the "
+                           "console below; an image without cloud-init must bring its own SSH host keys "
+                           "(ssh-keygen -A when the image is made)", obs)
             if self._finished_at is None:
                 line = boot_finished(obs.console)
                 if line is not None:

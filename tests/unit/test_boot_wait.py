@@ -127,6 +127,17 @@ def test_a_booted_guest_without_sshd_fails_after_the_grace() -> None:
                            "SSH on its port 22 for 20 s since: does the image have an SSH server (openssh-server)")
 
 
+def test_an_ssh_server_that_failed_to_start_is_named_at_once() -> None:
+    """As the test image without its seed shows it (no host keys): systemd's FAILED line on the console."""
+    console = CONSOLE + ("         Starting \x1b[0;1;39mssh.service\x1b[0m - OpenBSD Secure Shell server...\n"
+                         "[\x1b[0;1;31mFAILED\x1b[0m] Failed to start \x1b[0;1;39mssh.servic…\x1b[0m - OpenBSD Secure "
+                         "Shell server.\nSee 'systemctl status ssh.service' for details.\n")
+    with pytest.raises(BootFailed) as e:
+        judge(LOGIN).judge(Observation(40, BOOTING, console, 60 * MIB))
+    assert str(e.value).startswith("guest vioconform-1's SSH server failed to start (its console: '[FAILED] Failed to "
+                                   "start ssh.servic… - OpenBSD Secure Shell server.'): see the console below")
+
+
 def test_the_timeout_says_whether_sshd_ever_answered() -> None:
     j = judge(timeout_s=60)
     feed(j, 59, BOOTING)
