@@ -88,16 +88,39 @@ class Guest:
 
 
 @dataclass(frozen=True)
+class GuestLogin:
+    """How to log in to an image without cloud-init (``--guest-user``, ``--guest-key``,
+    ``--guest-host-key``): no seed is attached then, and ``host_key`` is pinned as given."""
+
+    user: str
+    key_path: Path  # the private key file
+    host_key: str  # "ssh-ed25519 AAAA..." (or another type) that the image's sshd presents
+
+
+@dataclass(frozen=True)
+class ImageRequest:
+    """Boot a user's image (``--image``) instead of the embedded guest: on an overlay, with its own
+    bootloader. Without ``login`` the suite's cloud-init seed sets up the login (user
+    ``guest.image.cloudinit.DEFAULT_GUEST_USER``, the run's key, a host key chosen by the suite)."""
+
+    info: DiskImageInfo
+    firmware: str = "bios"  # "bios" or "uefi"
+    login: GuestLogin | None = None
+
+
+@dataclass(frozen=True)
 class GuestRequest:
     """Everything a backend needs to start a guest."""
 
     name: str
     disks: tuple[DiskSpec, ...]
     run_dir: Path  # files of this run (console log, disk files); removed at the end
-    authorized_key: str  # base64 ed25519 public key for root
+    authorized_key: str  # base64 ed25519 public key of the run's key (root's on the embedded guest)
     vcpus: int = 2
     memory_mib: int = 512
     boot_timeout_s: float = 120.0
+    #: a user's image to boot; None: the embedded guest
+    image: ImageRequest | None = None
 
 
 class BackendOptions(Protocol):
@@ -111,6 +134,12 @@ class BackendOptions(Protocol):
 
     @property
     def guest_kernel_deb(self) -> Path | None: ...
+
+    @property
+    def image(self) -> Path | None: ...
+
+    @property
+    def firmware(self) -> str: ...
 
     @property
     def vcenter(self) -> str | None: ...

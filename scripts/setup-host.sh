@@ -13,8 +13,9 @@ log() { printf 'vioconform setup: %s\n' "$*" >&2; }
 # The static fio pushed into an image without one is built from Debian's fio source
 # package (guest/image/fio_static.py): dpkg-dev unpacks it, build-essential compiles it,
 # libaio-dev and zlib1g-dev give the static libraries it links in.
+# qemu-utils: qemu-img (a user's --image: its format, the overlay); ovmf: --firmware uefi.
 PACKAGES=(
-  qemu-system-x86 qemu-utils
+  qemu-system-x86 qemu-utils ovmf
   libvirt-daemon-system libvirt-clients libvirt-dev pkg-config gcc python3-dev
   busybox-static dropbear-bin fio cpio zstd
   build-essential dpkg-dev libaio-dev zlib1g-dev

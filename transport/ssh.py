@@ -13,7 +13,6 @@ timeout; every later command on the transport fails at once with the same cause.
 
 from __future__ import annotations
 
-import base64
 import logging
 import select
 import shlex
@@ -29,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from model.errors import GuestDied, HypervisorError
 from model.types import SshEndpoint
+from transport.probe import pinned_key as _pinned_key
 
 # paramiko logs every connection at INFO; the suite's own progress lines are what a user reads.
 logging.getLogger("paramiko").setLevel(logging.WARNING)
@@ -52,6 +52,32 @@ class GuestCopyError(OSError):
 
 class GuestUnreachable(RuntimeError):
     """SSH to the guest could not be established; the message says what was tried."""
+
+
+class SudoNotUsable(GuestUnreachable):
+    """A non-root login whose ``sudo -n`` does not work (asks for a password, is missing)."""
+
+
+def as_root(command: str, user: str) -> str:
+    """The command as sent to the guest: as is for root; for another user through ``sudo -n sh -c``
+    (never a password prompt: sudo fails at once instead). Exit status, output and signals go
+    through sudo unchanged; a background job the command starts runs as root too."""
+    return command if user == "root" else f"sudo -n sh -c {shlex.quote(command)}"
+
+
+def sudo_problem(user: str, ran: CommandResult) -> str | None:
+    """What is wrong with ``user``'s ``sudo -n``, from a wrapped ``true`` (``ran``), or None if it works."""
+    if ran.ok:
+        return None
+    said = " ".join((ran.stderr.strip() or ran.stdout.strip()).split())[:200] or f"exit {ran.exit_status}"
+    if "password is required" in said:
+        why = f"user {user}'s sudo asks for a password ({said})"
+    elif ran.exit_status == 127:
+        why = f"user {user} has no sudo in the guest ({said})"
+    else:
+        why = f"sudo -n failed for user {user} ({said})"
+    return (f"{why}; the suite runs its commands as root through sudo -n and needs passwordless sudo "
+            f"(NOPASSWD): '{user} ALL=(ALL) NOPASSWD:ALL' in the image's /etc/sudoers.d/, or log in as root")
 
 
 class SshConnectionLost(GuestUnreachable, HypervisorError):
@@ -106,14 +132,6 @@ def generate_run_key(directory: Path) -> tuple[Path, str]:
     return path, pub.decode().split()[1]
 
 
-def _pinned_key(line: str) -> paramiko.PKey:
-    kind, _, blob = line.strip().partition(" ")
-    data = base64.b64decode(blob.split()[0])
-    if kind == "ssh-ed25519":
-        return paramiko.Ed25519Key(data=data)
-    return paramiko.PKey.from_type_string(kind, data)
-
-
 class SshTarget(Protocol):
     """A guest as ``SshTransport.to_guest`` reaches it (``hypervisors.base.Guest`` is one)."""
 
@@ -126,7 +144,8 @@ class SshTarget(Protocol):
 
 
 class SshTransport:
-    """One SSH connection to a guest; ``run`` executes a shell command as the endpoint's user.
+    """One SSH connection to a guest; ``run`` executes a shell command as root: directly when the
+    endpoint's user is root, else through ``sudo -n`` (checked once on connecting: ``SudoNotUsable``).
 
     ``liveness`` (see ``Guest.dead_reason``) is asked every few seconds while a command runs;
     ``console`` gives the guest's console tail for the errors. ``SshTransport.to_guest(guest)``
@@ -143,6 +162,15 @@ class SshTransport:
         transport = self._client.get_transport()
         if transport is not None:
             transport.set_keepalive(KEEPALIVE_S)
+        if endpoint.user != "root":
+            self._check_sudo()
+
+    def _check_sudo(self) -> None:
+        """Commands of a non-root user go through ``sudo -n``: check once that it works."""
+        problem = sudo_problem(self.endpoint.user, self.run("true", check=False, timeout_s=60))
+        if problem is not None:
+            self.close()
+            raise SudoNotUsable(problem)
 
     @classmethod
     def to_guest(cls, guest: SshTarget, connect_timeout_s: float = 60.0) -> SshTransport:
@@ -186,7 +214,7 @@ class SshTransport:
             if transport is None or not transport.is_active():
                 raise paramiko.SSHException("the SSH connection is closed")
             channel = transport.open_session(timeout=SSH_ANSWER_TIMEOUT_S)
-            channel.exec_command(command)
+            channel.exec_command(as_root(command, self.endpoint.user))
         except (OSError, EOFError, paramiko.SSHException) as e:
             raise self._lost(command, t0, f"could not start the command: {e}") from e
         try:

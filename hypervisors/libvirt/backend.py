@@ -14,6 +14,7 @@ suite's session, removes what killed earlier runs left on this host.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -27,9 +28,10 @@ from xml.sax.saxutils import quoteattr
 import libvirt
 
 from guest.image.build import GuestImage, ensure_image
-from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
+from guest.image.user import UserImageError
+from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend, ImageRequest, kernel_panic
 from hypervisors.cleanup import CleanupStack, signals_deferred
-from hypervisors.libvirt import accel, leftovers, preflight, qemulog, trace
+from hypervisors.libvirt import accel, imageboot, leftovers, preflight, qemulog, trace
 from hypervisors.libvirt.accel import PROBE_TIMEOUT_S, ProbeResult
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
@@ -44,7 +46,7 @@ from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.qmp import DomainQmp
 from model.blockstats import HostBlockCounters
-from model.errors import HypervisorError
+from model.errors import HypervisorError, ParseError
 from model.types import AttachedDisk, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.libvirt")
@@ -85,8 +87,9 @@ class LibvirtBackend(HypervisorBackend):
 
     @classmethod
     def from_options(cls, cleanup: CleanupStack, opts: BackendOptions) -> Self:
-        """The guest image first (built once, then cached), then the connection."""
-        image = ensure_image(log.info, opts.guest_kernel_deb)
+        """The guest image first (built once, then cached), then the connection. With ``--image``
+        the embedded image is built only if the KVM probe needs it (it boots the embedded kernel)."""
+        image = None if opts.image is not None else ensure_image(log.info, opts.guest_kernel_deb)
         return cls(cleanup, uri=opts.libvirt_uri, accel_mode=opts.accel, image=image)
 
     def sweep_leftovers(self) -> None:
@@ -132,8 +135,11 @@ class LibvirtBackend(HypervisorBackend):
             (run_dir / "console.log").unlink(missing_ok=True)
 
     # -- domain XML -------------------------------------------------------------------------
-    def domain_xml(self, name: str, domain_type: str, run_dir: Path, kernel: Path, initrd: Path,
-                   cmdline: str, request: GuestRequest | None, ssh_port: int | None) -> str:
+    def domain_xml(self, name: str, domain_type: str, run_dir: Path, kernel: Path | None, initrd: Path | None,
+                   cmdline: str, request: GuestRequest | None, ssh_port: int | None,
+                   image_files: imageboot.BootFiles | None = None) -> str:
+        """The transient domain: the embedded kernel (``kernel``, ``initrd``, ``cmdline``) or, with
+        ``image_files``, a user's image booted by its own bootloader (``request.image``)."""
         devices: list[str] = [
             (f"<serial type='file'><source path={quoteattr(str(run_dir / 'console.log'))}/>"
              "<target port='0'/></serial>"),
@@ -145,21 +151,28 @@ class LibvirtBackend(HypervisorBackend):
             qemu_args += ["-netdev", f"user,id=vioc-net,hostfwd=tcp:127.0.0.1:{ssh_port}-:22",
                           "-device", f"virtio-net-pci,netdev=vioc-net,{pci_addr(NET_PCI_SLOT)}"]
         if request is not None:
-            disk_xml, disk_args = disk_devices(request.disks, run_dir)
+            # A user's image boots from its own disk (bootindex 1): the disks under test come after it.
+            disk_xml, disk_args = disk_devices(request.disks, run_dir,
+                                               first_boot_order=2 if image_files is not None else None)
             devices += disk_xml
             overrides = disk_overrides(request.disks)
             qemu_args += disk_args + trace.domain_trace_args(run_dir / TRACE_LOG)
         vcpus = request.vcpus if request else 1
         memory = request.memory_mib if request else 256
         cpu = "<cpu mode='host-passthrough'/>" if domain_type == "kvm" else ""
+        if image_files is not None and request is not None and request.image is not None:
+            os_xml = imageboot.os_xml(request.image.firmware, image_files.nvram)
+            qemu_args += imageboot.qemu_args(image_files)
+        else:
+            os_xml = (f"<os><type arch='x86_64' machine='pc'>hvm</type>\n    <kernel>{kernel}</kernel>"
+                      f"<initrd>{initrd}</initrd><cmdline>{cmdline}</cmdline></os>")
         qemu_xml = "".join(f"<qemu:arg value={quoteattr(a)}/>" for a in qemu_args)
         return f"""<domain type='{domain_type}' xmlns:qemu='{QEMU_NS}'>
   <name>{name}</name>
   <metadata><vioc:run xmlns:vioc='{METADATA_NS}' pid='{os.getpid()}' dir={quoteattr(str(run_dir))}/></metadata>
   <memory unit='MiB'>{memory}</memory>
   <vcpu>{vcpus}</vcpu>
-  <os><type arch='x86_64' machine='pc'>hvm</type>
-    <kernel>{kernel}</kernel><initrd>{initrd}</initrd><cmdline>{cmdline}</cmdline></os>
+  {os_xml}
   <features><acpi/></features>{cpu}
   <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
   <devices>{''.join(devices)}</devices>
@@ -210,7 +223,6 @@ class LibvirtBackend(HypervisorBackend):
         run_dir = request.run_dir
         os.chmod(run_dir, 0o755)
         domain_type = self.accel(run_dir)
-        kernel, initrd = self.stage_boot_files(run_dir)
         for disk in request.disks:
             if disk.backing == "file":
                 with open(disk_file(run_dir, disk), "wb") as f:
@@ -219,6 +231,9 @@ class LibvirtBackend(HypervisorBackend):
         console = run_dir / "console.log"
         console.unlink(missing_ok=True)
         trace.prepare_log_file(run_dir / TRACE_LOG)
+        if request.image is not None:
+            return self._start_image_guest(request, request.image, domain_type, port)
+        kernel, initrd = self.stage_boot_files(run_dir)
         cmdline = f"console=ttyS0 quiet vioconform.key={request.authorized_key}"
         xml = self.domain_xml(request.name, domain_type, run_dir, kernel, initrd, cmdline, request, port)
         (run_dir / f"{request.name}.xml").write_text(xml)
@@ -239,6 +254,53 @@ class LibvirtBackend(HypervisorBackend):
                                    GuestDiskId("serial", d.serial)) for d in request.disks)
         return Guest(request.name, SshEndpoint("127.0.0.1", port, "root", run_dir / "id_ed25519", host_key),
                      disks, accel="kvm" if domain_type == "kvm" else "tcg", console_log_path=console)
+
+    def _start_image_guest(self, request: GuestRequest, image: ImageRequest, domain_type: str, port: int) -> Guest:
+        """Boot a user's image on an overlay (``hypervisors.libvirt.imageboot``) and wait until the
+        suite can log in; everything it makes is in the run directory, removed with it."""
+        run_dir, console = request.run_dir, request.run_dir / "console.log"
+        run_key = run_dir / "id_ed25519"
+        for attempt in (1, 2):
+            try:
+                files = imageboot.prepare(request, image, run_key)
+            except UserImageError as e:
+                raise HypervisorError(str(e)) from None
+            xml = self.domain_xml(request.name, domain_type, run_dir, None, None, "", request, port, files)
+            (run_dir / f"{request.name}.xml").write_text(xml)
+            endpoint = SshEndpoint("127.0.0.1", port, files.endpoint_user, files.key_path, files.host_key)
+            dom = self.boot(xml, request.name, run_dir)
+            log.info("%s: booting %s (%s, %s) from its own bootloader; waiting for SSH as %s (timeout %.0f s)",
+                     request.name, image.info.path, image.info.format, image.firmware, endpoint.user,
+                     request.boot_timeout_s)
+            qmp = DomainQmp(self.conn, request.name, imageboot.BOOT_DEVICE_ID)
+            try:
+                imageboot.wait_for_ssh(request.name, endpoint, request.boot_timeout_s,
+                                       imageboot.access_of(files, image), image.firmware, console,
+                                       stopped=functools.partial(self._raise_if_stopped, dom, console),
+                                       panicked=kernel_panic, boot_disk_read=functools.partial(_read_bytes, qmp))
+                break
+            except GuestStoppedDuringBoot as e:
+                # As for the embedded guest: QEMU 7.2 under TCG can crash during a boot; one retry,
+                # on a fresh overlay (the first boot wrote to it).
+                if attempt == 2:
+                    raise
+                log.warning("guest %s stopped during boot, starting it once more: %s",
+                            request.name, str(e).splitlines()[0])
+                console.unlink(missing_ok=True)
+                files.overlay.unlink(missing_ok=True)
+        disks = tuple(AttachedDisk(d, device_id(d), CONTROLLERS[d.controller].configured(d),
+                                   GuestDiskId("serial", d.serial)) for d in request.disks)
+        return Guest(request.name, endpoint, disks, accel="kvm" if domain_type == "kvm" else "tcg",
+                     console_log_path=console, image=image.info)
+
+    def _raise_if_stopped(self, dom: libvirt.virDomain, console: Path) -> None:
+        if _is_active(dom):
+            return
+        said = self.qemu_log(dom.name())
+        text = console.read_text(errors="replace") if console.exists() else ""
+        raise GuestStoppedDuringBoot(f"guest {dom.name()} stopped during boot; QEMU said: "
+                                     f"{qemulog.qemu_cause(said) or 'nothing'}\n--- QEMU log (last lines) "
+                                     f"---\n{said}", console_log=_tail(text))
 
     def wait_for_console(self, dom: libvirt.virDomain, console: Path, marker: str, timeout_s: float) -> str:
         """Wait until the console shows ``marker``; return the host key line printed before it."""
@@ -316,6 +378,14 @@ def _is_active(dom: libvirt.virDomain) -> bool:
         return bool(dom.isActive())
     except libvirt.libvirtError:
         return False
+
+
+def _read_bytes(qmp: DomainQmp) -> int | None:
+    """Bytes the guest read from its boot disk so far; None if the monitor does not say (yet)."""
+    try:
+        return qmp.counters().rd_bytes
+    except (HypervisorError, ParseError, libvirt.libvirtError):
+        return None
 
 
 def _tail(text: str, lines: int = 40) -> str:

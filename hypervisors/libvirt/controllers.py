@@ -302,14 +302,17 @@ def _dev_name(prefix: str, n: int) -> str:
             return prefix + letters
 
 
-def file_disk_xml(p: Placement, path: str) -> str:
-    """The libvirt ``<disk>`` for a file-backed disk under test."""
+def file_disk_xml(p: Placement, path: str, boot_order: int | None = None) -> str:
+    """The libvirt ``<disk>`` for a file-backed disk under test. ``boot_order``: its place in the
+    firmware's boot order, given when the guest boots from a disk of its own (a user's image): without
+    it libvirt 9.0 makes the first ``<disk>`` the boot disk (bootindex 1, which the image's boot disk has)."""
     disk, ctl = p.disk, p.controller
     blockio = (f"<blockio logical_block_size='512' physical_block_size='{disk.physical_block_bytes}'/>"
                if disk.physical_block_bytes != 512 else "")
     # Always explicit: QEMU's default for virtio-blk is one queue per vCPU, not the one configured.
     queues = f" queues='{disk.queues}'" if ctl.disk_bus == "virtio" else ""
     wwn = ""  # libvirt accepts <wwn> only on SCSI and IDE disks; only mptsas needs one
+    boot = "" if boot_order is None else f"<boot order='{boot_order}'/>"
     if ctl.disk_bus == "virtio":
         bus, prefix, addr = "virtio", "vd", _slot_xml(p.slot)
     elif ctl.disk_bus == "ide":
@@ -326,7 +329,7 @@ def file_disk_xml(p: Placement, path: str) -> str:
         addr = f"<address type='drive' controller='{p.hba_index}' bus='0' target='{target}' unit='{unit}'/>"
     return (f"<disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'{queues}/>"
             f"<source file='{path}'/><target dev='{_dev_name(prefix, disk.index)}' bus='{bus}'/>{blockio}"
-            f"<serial>{disk.serial}</serial>{wwn}<alias name='{device_id(disk)}'/>{addr}</disk>")
+            f"<serial>{disk.serial}</serial>{wwn}<alias name='{device_id(disk)}'/>{addr}{boot}</disk>")
 
 
 def disk_overrides(disks: Sequence[DiskSpec]) -> str:
@@ -346,21 +349,25 @@ def disk_file(run_dir: Path, disk: DiskSpec) -> Path:
     return run_dir / f"dut{disk.index}.img"
 
 
-def disk_devices(disks: Sequence[DiskSpec], run_dir: Path) -> tuple[list[str], list[str]]:
+def disk_devices(disks: Sequence[DiskSpec], run_dir: Path,
+                 first_boot_order: int | None = None) -> tuple[list[str], list[str]]:
     """Domain XML elements and extra QEMU arguments that attach ``disks`` to their controllers.
 
     File-backed disks that only QEMU arguments can attach must exist already: they are
-    handed to the QEMU user here."""
+    handed to the QEMU user here. ``first_boot_order``: the boot order of the first libvirt
+    ``<disk>`` (see ``file_disk_xml``), the next ones after it."""
     xml: list[str] = []
     args: list[str] = []
     queues: dict[str, int] = {}
     for d in disks:
         queues[d.controller] = max(queues.get(d.controller, 1), d.queues)
+    order = first_boot_order
     for p in layout(disks):
         xml.append(hba_xml(p, queues[p.disk.controller]))
         args += hba_args(p)
         if p.disk.backing == "file" and p.controller.libvirt_disks:
-            xml.append(file_disk_xml(p, str(disk_file(run_dir, p.disk))))
+            xml.append(file_disk_xml(p, str(disk_file(run_dir, p.disk)), order))
+            order = None if order is None else order + 1
         else:
             args += disk_args(p, run_dir)
     return [x for x in xml if x], args

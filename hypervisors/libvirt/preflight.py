@@ -1,6 +1,7 @@
 """What the libvirt backend checks before any guest starts: each a one-line usage error.
 
-The kernel package (``--guest-kernel-deb``), the image and KVM probe caches, the URI (opened,
+A user's image (``--image``: readable, qcow2 or raw, a disk; see guest.image.user), OVMF for
+``--firmware uefi``, the kernel package (``--guest-kernel-deb``), the image and KVM probe caches, the URI (opened,
 with a timeout) and ``--accel kvm`` on a host where KVM cannot boot a guest. The session
 turns a failure here into pytest's usage error (exit 4): no guest, no traceback.
 """
@@ -8,15 +9,18 @@ turns a failure here into pytest's usage error (exit 4): no guest, no traceback.
 from __future__ import annotations
 
 import socket
+import tempfile
 import threading
+from pathlib import Path
 from urllib.parse import urlparse
 
 import libvirt
 
 from guest.cache import CacheNotWritable
 from guest.image.build import ImageBuildError, check_image_cache, check_kernel_deb
+from guest.image.user import Reader, UserImageError, check_image, check_space
 from hypervisors.base import BackendOptions
-from hypervisors.libvirt import accel
+from hypervisors.libvirt import accel, imageboot
 from model.errors import HypervisorError
 
 #: Opening a local daemon takes milliseconds; a URI that leads nowhere (a host that swallows
@@ -61,6 +65,15 @@ def check_drives_qemu(uri: str, conn: libvirt.virConnect) -> None:
 
 def validate_options(opts: BackendOptions) -> None:
     """Raise HypervisorError, in one line, for anything known wrong before a guest starts."""
+    if opts.image is not None:
+        try:
+            facts = check_image(opts.image)
+            # The run directory is made in $TMPDIR (hypervisors.cleanup.make_run_dir).
+            check_space(facts.path, facts.format, Path(tempfile.gettempdir()), Reader.of_user(imageboot.QEMU_USER))
+        except UserImageError as e:
+            raise HypervisorError(str(e)) from None
+    if opts.firmware == "uefi":
+        imageboot.ovmf_files()
     try:
         if opts.guest_kernel_deb is not None:
             check_kernel_deb(opts.guest_kernel_deb)
