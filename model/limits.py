@@ -59,6 +59,8 @@ class GuestLimits:
     driver: str = ""
     read_ahead_kb: int | None = None
     fua: int | None = None  # /sys/block/X/queue/fua: 1 if the guest sends FUA writes
+    #: /sys/block/X/queue/max_segments: scatter-gather entries one request may carry
+    max_segments: int | None = None
 
     @property
     def effective_queue_depth(self) -> int:

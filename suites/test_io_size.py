@@ -49,6 +49,7 @@ def test_io_size_fidelity(disk: GuestDisk, suite_options: SuiteOptions, record: 
         request_bytes=REQUEST_BYTES, max_transfer_bytes=max_transfer, max_transfer_source=source,
         host_request_bytes=host_mean, host_requests=host_n, guest_max_sectors_kb=disk.limits.max_sectors_kb,
         guest_max_hw_sectors_kb=disk.limits.max_hw_sectors_kb, host_source=host_source,
-        fio_iops=m.fio.jobs[0].total_iops, host_request_bytes_p50=host_p50))
+        fio_iops=m.fio.jobs[0].total_iops, host_request_bytes_p50=host_p50,
+        guest_max_segments=disk.limits.max_segments))
     record.add(guest_avg_request_bytes=round(m.guest.avg_request_size_bytes))
     conclude(verdict, record, disk.config_id, raw)

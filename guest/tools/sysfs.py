@@ -31,6 +31,7 @@ r $d/queue/discard_max_bytes discard_max_bytes
 r $d/queue/rotational rotational
 r $d/queue/read_ahead_kb read_ahead_kb
 r $d/queue/fua fua
+r $d/queue/max_segments max_segments
 echo nr_hw_queues=$(ls -d $d/mq/* 2>/dev/null | wc -l)
 r $d/device/queue_depth scsi_queue_depth
 h=$(ls -d $d/device/../../../host*/scsi_host/host* 2>/dev/null | head -1)

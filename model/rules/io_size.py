@@ -33,6 +33,15 @@ REQUEST_BYTES = 1 << 20
 #: room for a stray request at the window's edges and is 12x below the fault.
 MAX_SPLIT_OVER_EXPECTED = 1.25
 
+#: The smallest piece of a buffer that is sure to be physically contiguous: one x86 page. A
+#: request carries at most ``max_segments`` scatter-gather entries, and the block layer merges
+#: only physically adjacent pages into one; so a buffer whose pages are scattered is split
+#: where the entries run out. Seen on the project's cloud-init test image (Debian 12, systemd,
+#: virtio-scsi, max_segments 254, so 1016 KiB of scattered pages): 5 host requests per 4 I/Os
+#: of 1 MiB, split 1.25, while the embedded initramfs guest, with fresh unfragmented memory,
+#: gives 1.00. Fragmentation is the guest's memory state, not a fault: the bound allows it.
+PAGE_BYTES = 4096
+
 
 @dataclass(frozen=True)
 class IoSizeMeasurement:
@@ -53,6 +62,8 @@ class IoSizeMeasurement:
     host_source: str
     fio_iops: float = 0.0
     host_request_bytes_p50: float | None = None
+    #: the guest's ``queue/max_segments`` (None where unknown)
+    guest_max_segments: int | None = None
 
     @property
     def expected_request_bytes(self) -> int:
@@ -61,6 +72,20 @@ class IoSizeMeasurement:
     @property
     def expected_split(self) -> int:
         return math.ceil(self.request_bytes / self.expected_request_bytes)
+
+    @property
+    def scattered_request_bytes(self) -> int:
+        """The largest request the guest is sure to build from a buffer whose pages are all
+        scattered: ``max_segments`` pages (see PAGE_BYTES), capped by the expected size."""
+        if not self.guest_max_segments:
+            return self.expected_request_bytes
+        return min(self.expected_request_bytes, self.guest_max_segments * PAGE_BYTES)
+
+    @property
+    def allowed_split(self) -> float:
+        """The highest split factor that passes: MAX_SPLIT_OVER_EXPECTED over the split of
+        scattered buffers (equal to the expected split where max_segments pages hold a request)."""
+        return MAX_SPLIT_OVER_EXPECTED * math.ceil(self.request_bytes / self.scattered_request_bytes)
 
     @property
     def split_factor(self) -> float:
@@ -81,19 +106,21 @@ def judge_io_size(m: IoSizeMeasurement) -> RuleVerdict:
     ]
     if m.host_requests == 0:
         problems.append("the host saw no requests in the window: the workload did not reach this disk")
-    elif m.split_factor > MAX_SPLIT_OVER_EXPECTED * m.expected_split:
+    elif m.split_factor > m.allowed_split:
         cause = (f" The guest caps requests at max_sectors_kb={m.guest_max_sectors_kb}, below the device's "
                  f"{kib(m.max_transfer_bytes)}." if m.guest_max_sectors_kb * 1024 < m.expected_request_bytes else "")
         problems.append(
             f"each {kib(m.request_bytes)} I/O reached the host as {m.split_factor:.1f} requests of "
-            f"{kib(m.host_request_bytes)}; expected at most {MAX_SPLIT_OVER_EXPECTED} x {m.expected_split} "
-            f"request(s) of {kib(m.expected_request_bytes)}.{cause}")
+            f"{kib(m.host_request_bytes)}; expected {m.expected_split} request(s) of "
+            f"{kib(m.expected_request_bytes)}, at most {m.allowed_split:.2f} with scattered buffers "
+            f"({m.guest_max_segments or 'unknown'} segments of {kib(PAGE_BYTES)}).{cause}")
     props: dict[str, Number] = {
         "request_bytes": m.request_bytes, "max_transfer_bytes": m.max_transfer_bytes,
         "max_transfer_source": m.max_transfer_source, "host_request_bytes_mean": round(m.host_request_bytes),
         "host_requests": m.host_requests, "split_factor": round(m.split_factor, 3),
         "expected_split": m.expected_split, "expected_request_bytes": m.expected_request_bytes,
         "guest_max_sectors_kb": m.guest_max_sectors_kb, "guest_max_hw_sectors_kb": m.guest_max_hw_sectors_kb,
+        "guest_max_segments": m.guest_max_segments or 0, "allowed_split": round(m.allowed_split, 3),
         "host_source": m.host_source, "fio_iops": round(m.fio_iops, 1)}
     if m.host_request_bytes_p50 is not None:
         props["host_request_bytes_p50"] = round(m.host_request_bytes_p50)
