@@ -97,3 +97,12 @@ def test_mounts_under_finds_only_the_tree_deepest_first(tmp_path: Path) -> None:
     ])
     assert mounts_under(root, info) == [root / "root/proc/sys/fs/binfmt_misc", root / "root/proc",
                                         root / "root/dev x"]
+
+
+def test_kernel_drivers_from_the_module_lists(tmp_path: Path) -> None:
+    (tmp_path / "modules.dep").write_text(
+        "kernel/drivers/block/virtio_blk.ko: kernel/drivers/virtio/virtio.ko\n"
+        "kernel/drivers/scsi/virtio_scsi.ko.xz:\n")
+    (tmp_path / "modules.builtin").write_text("kernel/drivers/nvme/host/nvme.ko\n")
+    assert testimage.kernel_drivers(tmp_path, ["virtio_blk", "virtio_scsi", "nvme", "mptsas"]) == {
+        "virtio_blk": "module", "virtio_scsi": "module", "nvme": "builtin", "mptsas": "absent"}
