@@ -106,3 +106,10 @@ def test_kernel_drivers_from_the_module_lists(tmp_path: Path) -> None:
     (tmp_path / "modules.builtin").write_text("kernel/drivers/nvme/host/nvme.ko\n")
     assert testimage.kernel_drivers(tmp_path, ["virtio_blk", "virtio_scsi", "nvme", "mptsas"]) == {
         "virtio_blk": "module", "virtio_scsi": "module", "nvme": "builtin", "mptsas": "absent"}
+
+
+def test_builder_digest_ignores_the_module_docstring_and_comments() -> None:
+    code = 'x = 1  # a comment\n'
+    assert testimage.builder_digest('"""Built in 100 s."""\n' + code) == testimage.builder_digest(
+        '"""Built in 250 s."""\n' + code.replace("# a comment", "# another"))
+    assert testimage.builder_digest(code) != testimage.builder_digest("x = 2\n")
