@@ -19,6 +19,9 @@ PACKAGES=(
   libvirt-daemon-system libvirt-clients libvirt-dev pkg-config gcc python3-dev
   busybox-static dropbear-bin fio cpio zstd
   build-essential dpkg-dev libaio-dev zlib1g-dev
+  # The cloud-init test image (guest/image/testimage.py): debootstrap, GRUB for BIOS and UEFI,
+  # the EFI system partition's FAT tools, ext4; OVMF boots images under UEFI (--firmware uefi).
+  debootstrap grub-pc-bin grub-efi-amd64-bin mtools dosfstools e2fsprogs
 )
 
 need_root() {
