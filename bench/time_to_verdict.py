@@ -2,24 +2,35 @@
 
 Prints: set-up time (image cache lookup or build, libvirt connection, accelerator choice),
 boot-to-SSH time, and the time to the first verdict of the queue-depth rule on one
-controller. Goal on a 2-core TCG machine: a verdict within 60 s.
+controller. Goal on a 2-core TCG machine: a verdict within 60 s for the embedded guest, and
+within 90 s for a Debian cloud image (``--image``; the image's own boot under systemd and
+cloud-init takes most of it; a pushed static fio, built once, adds its copy).
 
     python -m bench.time_to_verdict [--controller virtio-scsi] [--uri qemu:///system]
+    python -m bench.time_to_verdict --image debian-12-genericcloud-amd64.qcow2 [--firmware uefi]
+    python -m bench.time_to_verdict --test-image      # the project's own cloud-init test image
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
+from fixtures.options import EMBEDDED_BOOT_TIMEOUT_S, EMBEDDED_MEMORY_MIB, IMAGE_BOOT_TIMEOUT_S, IMAGE_MEMORY_MIB
 from guest.image.build import ensure_image
+from guest.image.testimage import ensure_test_image
+from guest.image.user import inspect_image
 from guest.tools.fio import FioJob
+from hypervisors.base import ImageRequest
 from measure.standalone import standalone_guest
 from measure.window import depth_point, measure
 from model.rules.queue_depth import judge_queue_depth
 from model.types import DiskSpec
 
 GOAL_S = 60.0
+#: Issue goal for a Debian cloud image under TCG: boot to SSH and the first verdict.
+IMAGE_GOAL_S = 90.0
 
 
 def main() -> int:
@@ -27,11 +38,23 @@ def main() -> int:
     ap.add_argument("--controller", default="virtio-scsi")
     ap.add_argument("--uri", default="qemu:///system")
     ap.add_argument("--window-s", type=float, default=3.0)
+    ap.add_argument("--image", type=Path, default=None, help="a qcow2/raw image of your own instead of the embedded guest")
+    ap.add_argument("--test-image", action="store_true", help="the project's own cloud-init test image (built once)")
+    ap.add_argument("--firmware", choices=("bios", "uefi"), default="bios")
     args = ap.parse_args()
     t0 = time.monotonic()
-    image = ensure_image(print)
+    request: ImageRequest | None = None
+    if args.image is not None or args.test_image:
+        path = args.image if args.image is not None else ensure_test_image(print).path
+        request = ImageRequest(inspect_image(path), args.firmware, None)
+        build_seconds, goal = 0.0, IMAGE_GOAL_S
+    else:
+        build_seconds, goal = ensure_image(print).build_seconds, GOAL_S
     t_image = time.monotonic()
-    with standalone_guest([DiskSpec(args.controller, 0)], f"vioconform-bench-{int(t0)}", uri=args.uri) as (_, disks):
+    # The suite's defaults for the guest's size and patience (fixtures/options.py).
+    with standalone_guest([DiskSpec(args.controller, 0)], f"vioconform-bench-{int(t0)}", uri=args.uri,
+                          image=request, memory_mib=IMAGE_MEMORY_MIB if request else EMBEDDED_MEMORY_MIB,
+                          boot_timeout_s=IMAGE_BOOT_TIMEOUT_S if request else EMBEDDED_BOOT_TIMEOUT_S) as (_, disks):
         t_ssh = time.monotonic()
         disk = disks[0]
         points = []
@@ -42,11 +65,12 @@ def main() -> int:
         guest = disk.guest
     t_end = time.monotonic()
     print(f"accelerator:                 {guest.accel}")
-    print(f"image build (0 = cached):    {image.build_seconds:6.1f} s")
-    print(f"image lookup or build:       {t_image - t0:6.1f} s")
+    print(f"image:                       {request.info.path if request else 'embedded'}")
+    print(f"image build (0 = cached):    {build_seconds:6.1f} s")
+    print(f"image lookup, build or hash: {t_image - t0:6.1f} s")
     print(f"libvirt, accelerator, boot to SSH: {t_ssh - t_image:6.1f} s (boot alone {guest.boot_seconds:.1f} s)")
     print(f"first verdict ({args.controller}, {'pass' if verdict.passed else 'FAIL'}): {t_verdict - t0:6.1f} s "
-          f"(goal {GOAL_S:.0f} s: {'met' if t_verdict - t0 <= GOAL_S else 'MISSED'})")
+          f"(goal {goal:.0f} s: {'met' if t_verdict - t0 <= goal else 'MISSED'})")
     print(f"teardown:                    {t_end - t_verdict:6.1f} s")
     print(verdict.explain())
     return 0
