@@ -133,6 +133,12 @@ CLOUD_CFG = {
                             "final_message"],
 }
 
+#: cloud-init's generator runs ds-identify before udev has seen every disk. Under libvirt with
+#: OVMF the seed CD-ROM was not there yet: ds-identify found no datasource and turned cloud-init
+#: off for that boot (seen: no SSH, no cloud-init line on the console). With notfound=enabled
+#: cloud-init still runs and its own NoCloud search, seconds later, finds the seed.
+DS_IDENTIFY_CFG = "policy: search,found=all,maybe=all,notfound=enabled\n"
+
 #: systemd-networkd: DHCP on any Ethernet NIC (QEMU user networking answers it).
 DHCP_NETWORK = "[Match]\nName=eth* en*\n\n[Network]\nDHCP=ipv4\nLinkLocalAddressing=no\n"
 
@@ -354,6 +360,7 @@ def _configure_root(root: Path, root_uuid: str, partuuid: str) -> str:
     for key in (root / "etc/ssh").glob("ssh_host_*"):
         key.unlink()  # cloud-init installs the host key the suite chose
     (root / "etc/cloud/cloud.cfg.d/90_vioconform.cfg").write_text(json.dumps(CLOUD_CFG, indent=2) + "\n")
+    (root / "etc/cloud/ds-identify.cfg").write_text(DS_IDENTIFY_CFG)
     (root / "etc/systemd/network/80-vioconform-dhcp.network").write_text(DHCP_NETWORK)
     wants = root / "etc/systemd/system/multi-user.target.wants"
     wants.mkdir(parents=True, exist_ok=True)
