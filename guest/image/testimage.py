@@ -25,8 +25,8 @@ Inside: cloud-init reads only NoCloud, VMware or None (``datasource_list``), run
 module list, and its fallback network config (DHCP on the first NIC) is rendered for
 systemd-networkd; a catch-all DHCP ``.network`` file does the same without it. Units that
 only cost boot time under emulation are masked (networkd-wait-online, apt/e2scrub/fstrim
-timers). There is no fio (the suite pushes its own) and no SSH host key (cloud-init
-installs the one the suite chose).
+timers, logind; see MASKED_UNITS). There is no fio (the suite pushes its own) and no SSH host
+key (cloud-init installs the one the suite chose).
 
 The kernel (Debian ``cloud-amd64`` flavour, 6.1) has, of the storage drivers for the
 controllers QEMU emulates: ``virtio_blk`` and ``virtio_scsi`` (modules), ``nvme`` (built in);
@@ -89,7 +89,7 @@ HOST_TOOLS = ("debootstrap", "grub-pc-bin", "grub-efi-amd64-bin", "e2fsprogs", "
 #: Disk geometry, in 512-byte sectors. Partition 1 starts at 1 MiB (core.img fills the gap).
 SECTOR = 512
 ESP_START = 2048
-ESP_SECTORS = 16 * 2048  # 16 MiB: BOOTX64.EFI is about 2 MiB
+ESP_SECTORS = 16 * 2048  # 16 MiB: BOOTX64.EFI is 0.65 MB
 ROOT_START = ESP_START + ESP_SECTORS
 DISK_BYTES = 2 * 1024**3  # virtual size; qcow2 stores only what is written
 
