@@ -9,7 +9,8 @@ The same two documents go to the guest two ways:
   extraConfig (``guestinfo.userdata``, ``guestinfo.metadata`` and their ``.encoding`` keys).
 
 The host key is pinned from the first connection: cloud-init's ``ssh_keys`` installs the
-ed25519 key the suite generated (and ``ssh_genkeytypes: []`` makes no other), so the key
+ed25519 key the suite generated (cloud-init 22.4's cc_ssh generates no key of its own when ``ssh_keys`` gives
+some, and ``ssh_deletekeys`` removes the image's), so the key
 the suite expects is known before the guest boots. No trust-on-first-use, no console scraping.
 
 The user is cloud-init's default user, renamed (``user: {name: vioconform}``): cloud-init
@@ -61,7 +62,6 @@ def user_data(user: str, authorized_key_b64: str, host_key: HostKey) -> str:
         "ssh_pwauth": False,
         "disable_root": True,
         "ssh_deletekeys": True,
-        "ssh_genkeytypes": [],
         "ssh_keys": {"ed25519_private": host_key.private_openssh, "ed25519_public": host_key.public_line},
         "package_update": False,
         "package_upgrade": False,
