@@ -1,12 +1,27 @@
-"""Two or more runs side by side, from their JUnit files alone: what was tested (the suite
-properties: image, guest OS and kernel, each controller's driver and boot settings) and each
-rule's verdict per configuration.
+"""Compare runs: regressions, fixes, flaky configurations and metrics that moved beyond the noise.
 
-    python -m reports.compare results/A/junit.xml results/B/junit.xml [--all]
+    python -m reports.compare A B [--store URL] [--junit PATH]
+    python -m reports.compare --last N [RUN] [--store URL]
+    python -m reports.compare --tested results/A/junit.xml results/B/junit.xml [--all]
 
-Prints one row per key, one column per run; rows where the runs differ are marked ``*`` (with
-``--all`` the equal rows are printed too). Exit code 0. A file that is not a vioconform JUnit
-file is named with the reason (exit 2).
+A and B are run ids in the results store (reports/store.py) or results directories (imported
+into the store on the fly, once). ``--last N`` compares a run (default: the newest complete one)
+with the previous complete run of the same fingerprint, and judges flakiness over the last N.
+The arithmetic is model/compare.py: verdict flips are exact; a metric moved only when both
+run's median lies outside the other's spread, the change is at least ``--min-effect`` and a rank test over the
+repeats says so. Runs with different fingerprints are compared, after a note listing the
+differences. An interrupted run is never a baseline (A).
+
+Exit code: 1 when B has a regression (passed -> failed), 0 otherwise, 2 on bad input (a store
+that cannot be opened, a run id that does not exist, an incomplete baseline). ``--junit PATH``
+writes one case per rule and configuration that changed: a failure on a regression, an error on a
+harness error.
+
+``--tested`` (also chosen when every argument is a file) is the side-by-side printer of JUnit
+files: what was tested (the suite properties: image, guest OS and kernel, each controller's
+driver and boot settings) and each rule's verdict per configuration, one column per run; rows
+where the runs differ are marked ``*`` (``--all`` prints the equal rows too). Exit code 0; a
+file that is not a vioconform JUnit file is named with the reason (exit 2).
 """
 
 from __future__ import annotations
@@ -15,7 +30,28 @@ import argparse
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+from model.compare import (
+    ALPHA,
+    FLAKY_MIN_FLIPS,
+    FLAKY_WINDOW,
+    MIN_EFFECT,
+    Flip,
+    Key,
+    Moved,
+    Spread,
+    fingerprint_diff,
+    flaky,
+    moved_metrics,
+    repeats_needed,
+    verdict_flips,
+)
+from reports.results import write_atomic
+from reports.store import Store, StoredRun, StoreError, default_url, open_store
 
 
 class NotAJunitFile(ValueError):
@@ -54,24 +90,202 @@ def side_by_side(runs: Sequence[dict[str, str]], everything: bool = False) -> li
     return rows
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reports.compare", description=__doc__.split("\n\n")[0])
-    ap.add_argument("junit", nargs="+", type=Path, help="the runs' junit.xml files")
-    ap.add_argument("--all", action="store_true", help="print the rows that are equal too")
-    args = ap.parse_args(argv)
-    try:
-        runs = [read_run(p) for p in args.junit]
-    except NotAJunitFile as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    rows = side_by_side(runs, args.all)
-    header = [" ", "key", *(str(p) for p in args.junit)]
+def _print_table(header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+
+
+def tested(paths: Sequence[Path], everything: bool = False) -> int:
+    """The side-by-side printer of what was tested (``--tested``, or JUnit files as arguments)."""
+    try:
+        runs = [read_run(p) for p in paths]
+    except NotAJunitFile as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    rows = side_by_side(runs, everything)
+    _print_table([" ", "key", *(str(p) for p in paths)], rows)
     if not rows:
         print("(the runs do not differ)")
     return 0
+
+
+# --- two stored runs -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """What ``compare`` found between run ``a`` (the baseline) and run ``b``."""
+
+    a: StoredRun
+    b: StoredRun
+    flips: list[Flip]
+    flaky: dict[Key, int]
+    history: int  # runs the flakiness was judged over
+    moved: list[Moved]
+    fingerprint_diff: list[tuple[str, str, str]]
+    min_effect: float
+    alpha: float
+
+    def of_kind(self, kind: str) -> list[Flip]:
+        return [f for f in self.flips if f.kind == kind]
+
+    @property
+    def regressions(self) -> list[Flip]:
+        return self.of_kind("regression")
+
+
+def compare_runs(store: Store, a: StoredRun, b: StoredRun, flaky_window: int = FLAKY_WINDOW,
+                 min_effect: float = MIN_EFFECT, alpha: float = ALPHA) -> Comparison:
+    """Run ``b`` against the baseline ``a``; StoreError if ``a`` is incomplete (an interrupted run
+    is never a baseline)."""
+    if not a.complete:
+        raise StoreError(f"run {a.id} is incomplete (interrupted): it is never used as a baseline; "
+                         f"compare against a complete run")
+    history = [store.verdicts(r.id) for r in store.last_runs(b.fingerprint, flaky_window, b)]
+    if not b.complete:  # b is not among the complete runs last_runs gives: its verdicts come last
+        history.append(store.verdicts(b.id))
+    return Comparison(a, b, verdict_flips(store.verdicts(a.id), store.verdicts(b.id)), flaky(history), len(history),
+                      moved_metrics(store.series(a.id), store.series(b.id), min_effect, alpha=alpha),
+                      fingerprint_diff(a.fingerprint, b.fingerprint), min_effect, alpha)
+
+
+def _spread(s: Spread, unit: str) -> str:
+    inner = f"{s.median:g}" if s.n == 1 else f"{s.median:g} [{s.lo:g}..{s.hi:g}] n={s.n}"
+    return f"{inner} {unit}".rstrip()
+
+
+def describe_move(m: Moved, alpha: float = ALPHA) -> str:
+    effect = "new" if abs(m.effect) == float("inf") else f"{m.effect:+.0%}"
+    test = (f"p={m.p:.3g}" if m.tested else
+            f"untested: {m.a.n} and {m.b.n} samples cannot reach p<={alpha:g} "
+            f"(the rank test needs {repeats_needed(alpha)} repeats in each run)")
+    return (f"{m.rule}[{m.config}] {m.name}: {_spread(m.a, m.unit)} -> {_spread(m.b, m.unit)} ({effect}, "
+            f"{m.judgement}; {m.direction}; {test})")
+
+
+def _run_line(tag: str, r: StoredRun) -> str:
+    state = "complete" if r.complete else "INCOMPLETE (interrupted)"
+    return f"{tag}: run {r.id}, started {r.started or '?'}, {state}, {r.source or 'no directory'}"
+
+
+def print_comparison(c: Comparison) -> None:
+    print(_run_line("A (baseline)", c.a))
+    print(_run_line("B", c.b))
+    if c.fingerprint_diff:
+        print(f"NOTE: the runs have different fingerprints ({len(c.fingerprint_diff)} entries differ); "
+              "compared anyway:")
+        _print_table(["  key", "A", "B"], [[f"  {k}", va, vb] for k, va, vb in c.fingerprint_diff])
+    sections = (("Regressions (passed -> failed)", "regression"), ("Fixes (failed -> passed)", "fix"),
+                ("Harness errors (not conformance failures)", "error"), ("Other verdict changes", "changed"))
+    for title, kind in sections:
+        flips = c.of_kind(kind)
+        print(f"{title}: {len(flips)}")
+        for f in flips:
+            print(f"  {f.rule}[{f.config}]: {f.before} -> {f.after}")
+    print(f"Flaky (pass/fail flipped {FLAKY_MIN_FLIPS}+ times across the last {c.history} runs of B's "
+          f"fingerprint): {len(c.flaky)}")
+    for (rule, config), n in c.flaky.items():
+        print(f"  {rule}[{config}]: {n} flips")
+    print(f"Metrics moved beyond the noise (each median outside the other run's spread, |change| >= {c.min_effect:.0%}, rank test "
+          f"p <= {c.alpha:g}): {len(c.moved)}")
+    for m in c.moved:
+        print("  " + describe_move(m, c.alpha))
+    print(f"{len(c.regressions)} regression(s)." if c.regressions else "No regression.")
+
+
+def comparison_junit(c: Comparison) -> str:
+    """One case per rule and configuration of either run: a failure on a regression, an error
+    when B has a harness error, the moved metrics and flakiness in the case's output."""
+    verdict_keys = sorted({(f.rule, f.config) for f in c.flips} | set(c.flaky) | {(m.rule, m.config) for m in c.moved})
+    cases = []
+    flips = {(f.rule, f.config): f for f in c.flips}
+    for rule, config in verdict_keys:
+        case = TestCase(name=f"{rule}[{config}]", classname=f"vioconform.compare.{rule}")
+        out = [describe_move(m, c.alpha) for m in c.moved if (m.rule, m.config) == (rule, config)]
+        if (rule, config) in c.flaky:
+            out.append(f"flaky: {c.flaky[(rule, config)]} pass/fail flips across the last {c.history} runs")
+        f = flips.get((rule, config))
+        if f is not None:
+            out.insert(0, f"verdict: {f.before} -> {f.after} ({f.kind})")
+            if f.kind == "regression":
+                case.add_failure_info(message=f"regression: passed in run {c.a.id}, failed in run {c.b.id}")
+            elif f.kind == "error":
+                case.add_error_info(message=f"harness error in run {c.b.id} (was {f.before} in run {c.a.id})")
+        case.stdout = "\n".join(out)
+        cases.append(case)
+    text: str = to_xml_report_string([TestSuite(f"vioconform.compare.{c.a.id}-{c.b.id}", cases)], encoding="utf-8")
+    return text
+
+
+def _resolve(store: Store, ref: str) -> StoredRun:
+    """A run id in the store, or a results directory (imported on the fly, once)."""
+    if ref.isdigit():
+        return store.run(int(ref))
+    path = Path(ref)
+    if path.is_dir():
+        run_id, _ = store.import_dir(path)
+        return store.run(run_id)
+    raise StoreError(f"{ref}: neither a run id in the store nor a results directory; give a number from "
+                     f"python -m reports.store list, or a directory such as results/20261123-020000")
+
+
+def _last(store: Store, n: int, ref: str | None) -> tuple[StoredRun, StoredRun]:
+    b = _resolve(store, ref) if ref else next((r for r in reversed(store.runs()) if r.complete), None)
+    if b is None:
+        raise StoreError(f"store {store.url} has no complete run; import one with python -m reports.store import DIR")
+    previous = [r for r in store.last_runs(b.fingerprint, max(n, 2), b) if r.id != b.id]
+    if not previous:
+        raise StoreError(f"run {b.id} has no earlier complete run with the same fingerprint in {store.url}; "
+                         f"compare two runs by id or directory instead")
+    return previous[-1], b
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m reports.compare", description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="*", help="two runs (ids or results directories), or junit.xml files for --tested")
+    ap.add_argument("--tested", action="store_true",
+                    help="print what was tested side by side (suite properties and verdicts of JUnit files)")
+    ap.add_argument("--all", action="store_true", help="with --tested: print the rows that are equal too")
+    ap.add_argument("--store", help=f"SQLAlchemy URL of the results store (default {default_url()})")
+    ap.add_argument("--last", type=int, metavar="N",
+                    help="compare a run (default: the newest complete one) with the previous run of its "
+                         "fingerprint; flakiness over the last N runs")
+    ap.add_argument("--min-effect", type=float, default=MIN_EFFECT,
+                    help=f"smallest relative change of a metric reported (default {MIN_EFFECT})")
+    ap.add_argument("--alpha", type=float, default=ALPHA, help=f"rank test significance level (default {ALPHA})")
+    ap.add_argument("--junit", type=Path, metavar="PATH", help="also write the comparison as JUnit XML")
+    args = ap.parse_args(argv)
+    if args.tested or (args.runs and all(Path(r).is_file() for r in args.runs)):
+        if not args.runs:
+            ap.error("--tested needs junit.xml files")
+        return tested([Path(r) for r in args.runs], args.all)
+    if args.last is None and len(args.runs) != 2:
+        ap.error("give two runs (ids or results directories), or --last N [RUN]")
+    if args.last is not None and (len(args.runs) > 1 or args.last < 2):
+        ap.error("--last N takes N >= 2 and at most one run")
+    try:
+        store = open_store(args.store)
+    except StoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        if args.last is not None:
+            a, b = _last(store, args.last, args.runs[0] if args.runs else None)
+            window = args.last
+        else:
+            a, b = _resolve(store, args.runs[0]), _resolve(store, args.runs[1])
+            window = FLAKY_WINDOW
+        c = compare_runs(store, a, b, window, args.min_effect, args.alpha)
+    except StoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    if args.junit is not None:
+        write_atomic(args.junit, comparison_junit(c) + "\n")
+        print(f"JUnit: {args.junit}")
+    print_comparison(c)
+    return 1 if c.regressions else 0
 
 
 if __name__ == "__main__":

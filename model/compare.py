@@ -1,0 +1,264 @@
+"""Two runs compared: verdict flips (exact) and metrics that moved beyond the noise (tested).
+
+Verdicts are exact. A configuration whose rule passed and now fails is a **regression**, one
+that failed and now passes a **fix**; neither is ever explained away as noise. A harness error
+(the rule could not be judged) is not a conformance failure: a verdict that became ``error`` is
+reported as an **error**, and other changes (skipped, not run, absent) as **changed**. A
+configuration whose pass/fail verdict went back and forth across the last N runs is **flaky**
+(:func:`flaky`).
+
+A metric **moved** when all of these hold (:func:`metric_moved`):
+
+1. each run's median lies outside the other run's spread (a run's spread is its samples'
+   min..max), on the side it moved to;
+2. the medians differ by at least a minimum relative effect (:data:`MIN_EFFECT`, per metric
+   overridable);
+3. an exact two-sided Mann-Whitney U (Wilcoxon rank-sum) test over the repeats gives
+   p <= :data:`ALPHA`. With few repeats the test cannot reach ALPHA at all (3 against 3
+   samples: the smallest possible p is 2/20 = 0.1); the move is then reported as
+   ``untested``, with the repeats it would need, rather than silently confirmed or dropped.
+   Condition 1 alone lets tails overlap (1, 2, 3, 8, 9 against 5, 6, 10, 11, 12: medians 3 and
+   10, spreads 1..9 and 5..12); the rank test then decides (here p = 24/252 = 0.095: no move).
+
+The U test is exact and handles ties: the p-value counts, over all C(n1+n2, n1) ways to split
+the pooled mid-ranks into two groups of the runs' sizes, those whose rank sum lies at least
+as far from its mean as the observed one (dynamic programming over the rank sums, doubled to
+stay integral). It is written here rather than taken from scipy because scipy's "exact" method
+assumes no ties, and measured values repeat (depths, request sizes). It is a pure function
+and checked against hand-counted distributions in tests/model/test_model_compare.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from model.metrics import Direction
+
+Outcome = Literal["passed", "failed", "error", "skipped", "not run"]
+#: The outcomes a stored verdict may have: the same words as reports.records.Outcome.
+OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "error", "skipped", "not run")
+#: (rule, configuration id): one JUnit case.
+Key = tuple[str, str]
+FlipKind = Literal["regression", "fix", "error", "changed"]
+
+#: Significance level of the rank test. The conventional 5 %: no measurement of this suite's
+#: false-alarm rate exists yet (issue 13's noise table, bench/, is to give one); a parameter.
+ALPHA = 0.05
+#: Smallest relative change of a median that is reported, 10 %. Not derived from a measurement
+#: yet: the run-to-run coefficient of variation of each metric on a reference host is to be
+#: measured (bench/, issue 13) and this replaced per metric by a multiple of it. Until then
+#: it is a parameter (``--min-effect``), and a per-metric override goes in ``min_effects``.
+MIN_EFFECT = 0.10
+#: pass/fail transitions across the last N runs that make a configuration flaky. One flip is a
+#: change (a regression or a fix); two or more is going back and forth, by definition.
+FLAKY_MIN_FLIPS = 2
+#: Runs looked at for flakiness when not told otherwise (a week of nightly runs).
+FLAKY_WINDOW = 7
+
+
+@dataclass(frozen=True)
+class Flip:
+    rule: str
+    config: str
+    before: str  # an outcome, or "absent"
+    after: str
+    kind: FlipKind
+
+
+def _kind(before: str, after: str) -> FlipKind:
+    if before == "passed" and after == "failed":
+        return "regression"
+    if before == "failed" and after == "passed":
+        return "fix"
+    if after == "error":
+        return "error"
+    return "changed"
+
+
+def verdict_flips(a: Mapping[Key, str], b: Mapping[Key, str]) -> list[Flip]:
+    """Every (rule, configuration) whose outcome differs from run ``a`` to run ``b``, sorted."""
+    flips = []
+    for key in sorted(set(a) | set(b)):
+        before, after = a.get(key, "absent"), b.get(key, "absent")
+        if before != after:
+            flips.append(Flip(key[0], key[1], before, after, _kind(before, after)))
+    return flips
+
+
+def flaky(history: Sequence[Mapping[Key, str]], min_flips: int = FLAKY_MIN_FLIPS) -> dict[Key, int]:
+    """Configurations whose pass/fail verdict flipped at least ``min_flips`` times across
+    ``history`` (runs oldest first), with their flip counts. Skips, errors and absences
+    neither count as a flip nor break a sequence: ``passed, error, failed`` is one flip."""
+    out: dict[Key, int] = {}
+    for key in sorted({k for run in history for k in run}):
+        seq = [run[key] for run in history if run.get(key) in ("passed", "failed")]
+        n = sum(1 for x, y in itertools.pairwise(seq) if x != y)
+        if n >= min_flips:
+            out[key] = n
+    return out
+
+
+# --- the rank test ---------------------------------------------------------------------------
+
+def _midranks(values: Sequence[float]) -> list[float]:
+    """Ranks 1..n of ``values`` in their order, ties sharing the mean of their ranks."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def mann_whitney(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """(U of ``a``, exact two-sided p) of the Mann-Whitney U test; ties handled exactly.
+
+    U of ``a`` counts the pairs (x in a, y in b) with x > y, a tie counting one half.
+
+    p = share of the C(n1+n2, n1) splits of the pooled mid-ranks whose rank sum of the first
+    group is at least as far from its mean n1(n1+n2+1)/2 as the observed one. ValueError if
+    either sample is empty.
+    """
+    n1, n2 = len(a), len(b)  # the table below has n1 x n1(n1+n2+1) cells: fine for repeats, not for 1000s
+    if not n1 or not n2:
+        raise ValueError("the rank test needs at least one sample in each run")
+    ranks = _midranks([*a, *b])
+    doubled = [round(2 * r) for r in ranks]  # mid-ranks are multiples of 1/2
+    observed = sum(doubled[:n1])
+    mean2 = n1 * (n1 + n2 + 1)  # twice the mean rank sum
+    # ways[k][s]: subsets of k of the pooled ranks seen so far with doubled rank sum s
+    top = sum(doubled)
+    ways = [[0] * (top + 1) for _ in range(n1 + 1)]
+    ways[0][0] = 1
+    for seen, r in enumerate(doubled):
+        for k in range(min(seen + 1, n1), 0, -1):
+            row, prev = ways[k], ways[k - 1]
+            for s in range(top, r - 1, -1):
+                if prev[s - r]:
+                    row[s] += prev[s - r]
+    total = math.comb(n1 + n2, n1)
+    far = abs(observed - mean2)
+    extreme = sum(c for s, c in enumerate(ways[n1]) if c and abs(s - mean2) >= far)
+    u = observed / 2 - n1 * (n1 + 1) / 2
+    return u, min(1.0, extreme / total)
+
+
+def smallest_p(n1: int, n2: int) -> float:
+    """The smallest two-sided p the exact U test can give for samples of n1 and n2 (no ties)."""
+    return min(1.0, 2 / math.comb(n1 + n2, n1))
+
+
+def repeats_needed(alpha: float = ALPHA) -> int:
+    """Repeats per run (the same in both) for which the U test can reach ``alpha`` at all."""
+    n = 1
+    while smallest_p(n, n) > alpha:
+        n += 1
+    return n
+
+
+# --- metrics ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Spread:
+    """A run's samples of one metric: count, median, min, max."""
+
+    n: int
+    median: float
+    lo: float
+    hi: float
+
+    @staticmethod
+    def of(values: Sequence[float]) -> Spread:
+        if not values:
+            raise ValueError("spread of no samples")
+        s = sorted(values)
+        n = len(s)
+        median = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+        return Spread(n, median, s[0], s[-1])
+
+
+Judgement = Literal["better", "worse", "changed"]
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A metric that moved beyond the noise (see the module docstring)."""
+
+    rule: str
+    config: str
+    name: str
+    unit: str
+    direction: Direction
+    a: Spread
+    b: Spread
+    effect: float  # (median b - median a) / |median a|; inf when a's median is 0
+    p: float
+    tested: bool  # False: too few repeats for the rank test to reach ALPHA (p is then its floor)
+    judgement: Judgement
+
+
+@dataclass(frozen=True)
+class Series:
+    """One metric of one run: its unit, direction and every sample (by repeat)."""
+
+    unit: str
+    direction: Direction
+    values: tuple[float, ...]
+
+
+MetricKey = tuple[str, str, str]  # rule, configuration, metric name
+
+
+def relative_effect(a: float, b: float) -> float:
+    """(b - a) / |a|; 0 when both are 0, +-inf when only a is."""
+    if a == 0:
+        return 0.0 if b == 0 else math.copysign(math.inf, b)
+    return (b - a) / abs(a)
+
+
+def metric_moved(key: MetricKey, a: Series, b: Series, min_effect: float = MIN_EFFECT,
+                 alpha: float = ALPHA) -> Moved | None:
+    """``key``'s move from run a to run b if it is beyond the noise, else None."""
+    if not a.values or not b.values:
+        return None
+    sa, sb = Spread.of(a.values), Spread.of(b.values)
+    if not (sa.median < sb.lo and sa.hi < sb.median) and not (sb.median < sa.lo and sb.hi < sa.median):
+        return None  # a median lies within the other run's spread
+    effect = relative_effect(sa.median, sb.median)
+    if abs(effect) < min_effect:
+        return None
+    floor = smallest_p(sa.n, sb.n)
+    tested = floor <= alpha
+    p = mann_whitney(a.values, b.values)[1] if tested else floor
+    if tested and p > alpha:
+        return None
+    up = sb.median > sa.median
+    judgement: Judgement = ("changed" if b.direction == "parameter"
+                            else "better" if up == (b.direction == "higher-better") else "worse")
+    return Moved(*key, b.unit, b.direction, sa, sb, effect, p, tested, judgement)
+
+
+def moved_metrics(a: Mapping[MetricKey, Series], b: Mapping[MetricKey, Series], min_effect: float = MIN_EFFECT,
+                  min_effects: Mapping[str, float] | None = None, alpha: float = ALPHA) -> list[Moved]:
+    """Every metric both runs measured that moved beyond the noise, sorted by key.
+    ``min_effects`` overrides :data:`MIN_EFFECT` per metric name."""
+    out = []
+    for key in sorted(set(a) & set(b)):
+        m = metric_moved(key, a[key], b[key], (min_effects or {}).get(key[2], min_effect), alpha)
+        if m is not None:
+            out.append(m)
+    return out
+
+
+def fingerprint_diff(a: Mapping[str, str], b: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """(key, value in a, value in b) for every fingerprint entry that differs ("-": absent)."""
+    return [(k, a.get(k, "-"), b.get(k, "-")) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]

@@ -1,0 +1,394 @@
+"""The results store: every run's verdicts and every sample of its metrics, in SQL (SQLAlchemy Core).
+
+    python -m reports.store [--store URL] import results/20261123-020000 [DIR...]
+    python -m reports.store [--store URL] list
+
+The default store is ``sqlite:///results/vioconform.db`` (beside the runs' directories); any
+SQLAlchemy URL is accepted (``postgresql://user@host/vioconform`` to share one across hosts,
+with the driver installed). Tables:
+
+- ``meta``: ``schema_version`` (a store written by a newer vioconform is refused, never altered);
+- ``runs``: id, source (the results directory, unique: importing it again returns the same
+  run), started, finished, fingerprint (JSON: what was tested, the JUnit suite properties),
+  options (JSON: hypervisor, controllers, inject), revision (vioconform's, when recorded),
+  complete (an interrupted run is stored but never used as a baseline);
+- ``verdicts``: run, rule, config, outcome (passed / failed / error / skipped / not run: a
+  conformance failure, a harness error and a skip are different words), message;
+- ``metrics``: run, rule, config, name, unit, direction (higher-better / lower-better /
+  parameter, from model.metrics), known (False: a property model.metrics has no entry for);
+- ``samples``: metric, repeat, value (a number) or text (a property that is not a number).
+
+A results directory today holds ``junit.xml`` (reports/junit.py): suite properties, one case
+per rule and configuration (``rule[config]``), the measured numbers as the case's properties.
+:func:`read_results_dir` reads that; :meth:`Store.add_run` writes a run in one transaction, so
+a failure leaves nothing half-written and nothing stored before is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from model.compare import Key, MetricKey, Series
+from model.metrics import as_number, describe
+
+SCHEMA_VERSION = 1
+DEFAULT_PARENT = Path("results")  # as reports.results.DEFAULT_PARENT (not imported: no pytest here)
+#: Suite properties that are the run's options rather than what it measured against.
+OPTION_KEYS = ("hypervisor", "controllers", "inject")
+#: Suite properties that say how the run ended: the ``complete`` column, not the fingerprint.
+STATUS_KEYS = ("complete", "interrupted_by")
+#: The suite property holding vioconform's revision (written by later runs; "" when absent).
+REVISION_KEY = "vioconform_revision"
+
+
+class StoreError(Exception):
+    """A store or a run that cannot be used; the message names the cause and the remedy."""
+
+
+def default_url(parent: Path = DEFAULT_PARENT) -> str:
+    return f"sqlite:///{parent / 'vioconform.db'}"
+
+
+metadata = sa.MetaData()
+meta_table = sa.Table("meta", metadata, sa.Column("key", sa.String(64), primary_key=True),
+                      sa.Column("value", sa.String(256), nullable=False))
+runs = sa.Table(
+    "runs", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("source", sa.String(1024), unique=True, nullable=True),
+    sa.Column("started", sa.DateTime, nullable=True),
+    sa.Column("finished", sa.DateTime, nullable=True),
+    sa.Column("fingerprint", sa.Text, nullable=False),
+    sa.Column("options", sa.Text, nullable=False),
+    sa.Column("revision", sa.String(128), nullable=False),
+    sa.Column("complete", sa.Boolean, nullable=False))
+verdicts = sa.Table(
+    "verdicts", metadata,
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("rule", sa.String(128), primary_key=True),
+    sa.Column("config", sa.String(512), primary_key=True),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("message", sa.Text, nullable=False))
+metrics = sa.Table(
+    "metrics", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("rule", sa.String(128), nullable=False),
+    sa.Column("config", sa.String(512), nullable=False),
+    sa.Column("name", sa.String(256), nullable=False),
+    sa.Column("unit", sa.String(32), nullable=False),
+    sa.Column("direction", sa.String(16), nullable=False),
+    sa.Column("known", sa.Boolean, nullable=False),
+    sa.UniqueConstraint("run_id", "rule", "config", "name"))
+samples = sa.Table(
+    "samples", metadata,
+    sa.Column("metric_id", sa.Integer, sa.ForeignKey("metrics.id"), primary_key=True),
+    sa.Column("repeat", sa.Integer, primary_key=True),
+    sa.Column("value", sa.Float, nullable=True),
+    sa.Column("text", sa.Text, nullable=True))
+
+
+@dataclass
+class RunData:
+    """One run as read from a results directory (or built by a test), before it is stored."""
+
+    fingerprint: dict[str, str]
+    options: dict[str, str] = field(default_factory=dict)
+    revision: str = ""
+    complete: bool = True
+    started: dt.datetime | None = None
+    finished: dt.datetime | None = None
+    source: str | None = None
+    verdicts: dict[Key, tuple[str, str]] = field(default_factory=dict)  # (outcome, message)
+    #: (rule, config, property name as written, e.g. "qd1_iops.r2") -> value as written
+    properties: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+
+def _outcome(case: ET.Element) -> tuple[str, str]:
+    for tag, outcome in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
+        el = case.find(tag)
+        if el is not None:
+            message = el.get("message") or ""
+            if outcome == "skipped" and message.startswith("not run"):
+                outcome = "not run"
+            return outcome, message
+    return "passed", ""
+
+
+def _started(directory: Path, suite: ET.Element, junit: Path) -> dt.datetime:
+    """The run's start: the suite's timestamp, else the directory's name (results/<YYYYmmdd-HHMMSS>[-n]),
+    else the JUnit file's modification time (naive UTC)."""
+    stamp = suite.get("timestamp")
+    if stamp:
+        try:
+            return dt.datetime.fromisoformat(stamp).replace(tzinfo=None)
+        except ValueError:
+            pass
+    try:
+        return dt.datetime.strptime(directory.name[:15], "%Y%m%d-%H%M%S")
+    except ValueError:
+        return dt.datetime.fromtimestamp(junit.stat().st_mtime, dt.UTC).replace(tzinfo=None)
+
+
+def read_results_dir(directory: Path) -> RunData:
+    """A results directory's run, from its ``junit.xml``; StoreError with the reason otherwise."""
+    junit = directory / "junit.xml"
+    if not junit.is_file():
+        raise StoreError(f"{directory}: no junit.xml in it: not a vioconform results directory "
+                         f"(give the directory a run wrote, e.g. results/20261123-020000)")
+    try:
+        root = ET.parse(junit).getroot()
+    except ET.ParseError as e:
+        raise StoreError(f"{junit}: not readable XML ({e}); the run may have been killed while writing it") from None
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    if suite is None:
+        raise StoreError(f"{junit}: no <testsuite> element: not a JUnit file vioconform wrote")
+    props = {p.get("name", ""): p.get("value", "") for p in suite.findall("properties/property")}
+    complete = props.get("complete", "true") == "true"
+    started = _started(directory, suite, junit)
+    try:
+        finished: dt.datetime | None = started + dt.timedelta(seconds=float(suite.get("time") or 0))
+    except ValueError:
+        finished = None
+    run = RunData(fingerprint={k: v for k, v in props.items()
+                               if k not in (*OPTION_KEYS, *STATUS_KEYS, REVISION_KEY)},
+                  options={k: props[k] for k in OPTION_KEYS if k in props}, revision=props.get(REVISION_KEY, ""),
+                  complete=complete, started=started, finished=finished, source=str(directory.resolve()))
+    for case in suite.iter("testcase"):
+        name = case.get("name") or ""
+        if case.get("classname") == "vioconform.run":  # run[incomplete]: the complete flag says it
+            run.complete = False
+            continue
+        rule, _, config = name.partition("[")
+        key = (rule, config.removesuffix("]"))
+        run.verdicts[key] = _outcome(case)
+        for p in case.findall("properties/property"):
+            run.properties[(*key, p.get("name") or "")] = p.get("value") or ""
+    return run
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    id: int
+    source: str | None
+    started: dt.datetime | None
+    finished: dt.datetime | None
+    fingerprint: dict[str, str]
+    options: dict[str, str]
+    revision: str
+    complete: bool
+
+
+class Store:
+    """A results store at a SQLAlchemy URL; the schema is created on first use."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        try:
+            self.engine = sa.create_engine(url)
+        except (SQLAlchemyError, ImportError, ValueError) as e:
+            raise StoreError(f"store {url}: {e.__class__.__name__}: {e}; give a SQLAlchemy URL such as "
+                             f"sqlite:///results/vioconform.db (and install the database's driver)") from None
+        if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+            parent = Path(url.removeprefix("sqlite:///")).parent
+            if not parent.is_dir():
+                raise StoreError(f"store {url}: the directory {parent} does not exist; create it or give "
+                                 f"another --store")
+        try:
+            with self.engine.begin() as conn:
+                metadata.create_all(conn)
+                row = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).first()
+                if row is None:
+                    conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+                elif int(row[0]) > SCHEMA_VERSION:
+                    raise StoreError(f"store {url} has schema version {row[0]}, written by a newer vioconform "
+                                     f"(this one reads version {SCHEMA_VERSION}); update vioconform to use it. "
+                                     f"Nothing in it was changed.")
+        except SQLAlchemyError as e:
+            raise StoreError(f"store {url} cannot be opened: {_first_line(e)}; check the URL, that the database "
+                             f"is reachable and that you may write to it") from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def add_run(self, run: RunData) -> tuple[int, bool]:
+        """Store ``run`` in one transaction; (its id, True) — or (the id stored before, False)
+        when its source directory was imported already (nothing is rewritten)."""
+        if run.source is not None:
+            existing = self.run_by_source(run.source)
+            if existing is not None:
+                return existing, False
+        try:
+            with self.engine.begin() as conn:
+                run_id = _insert(conn, runs.insert().values(
+                    source=run.source, started=run.started, finished=run.finished,
+                    fingerprint=json.dumps(run.fingerprint, sort_keys=True),
+                    options=json.dumps(run.options, sort_keys=True), revision=run.revision,
+                    complete=run.complete))
+                if run.verdicts:
+                    conn.execute(verdicts.insert(), [
+                        {"run_id": run_id, "rule": k[0], "config": k[1], "outcome": o, "message": m}
+                        for k, (o, m) in sorted(run.verdicts.items())])
+                ids: dict[tuple[str, str, str], int] = {}
+                rows = []
+                for (rule, config, prop), value in sorted(run.properties.items()):
+                    info = describe(prop)
+                    mk = (rule, config, info.name)
+                    if mk not in ids:
+                        ids[mk] = _insert(conn, metrics.insert().values(
+                            run_id=run_id, rule=rule, config=config, name=info.name, unit=info.unit,
+                            direction=info.direction, known=info.known))
+                    number = as_number(value)
+                    rows.append({"metric_id": ids[mk], "repeat": info.repeat, "value": number,
+                                 "text": None if number is not None else value})
+                if rows:
+                    conn.execute(samples.insert(), rows)
+        except IntegrityError as e:
+            raise StoreError(f"store {self.url}: the run could not be stored ({_first_line(e)}); nothing of it "
+                             f"was written") from None
+        return run_id, True
+
+    def import_dir(self, directory: Path) -> tuple[int, bool]:
+        return self.add_run(read_results_dir(directory))
+
+    def run_by_source(self, source: str) -> int | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(runs.c.id).where(runs.c.source == source)).first()
+        return None if row is None else int(row[0])
+
+    def run(self, run_id: int) -> StoredRun:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(runs).where(runs.c.id == run_id)).first()
+        if row is None:
+            raise StoreError(f"store {self.url} has no run {run_id}; list its runs with "
+                             f"python -m reports.store --store {self.url} list")
+        return _stored(row)
+
+    def runs(self) -> list[StoredRun]:
+        with self.engine.connect() as conn:
+            return [_stored(r) for r in conn.execute(sa.select(runs).order_by(runs.c.started, runs.c.id))]
+
+    def last_runs(self, fingerprint: Mapping[str, str], n: int, before: StoredRun | None = None) -> list[StoredRun]:
+        """The last ``n`` complete runs with this fingerprint (oldest first), up to and including ``before``."""
+        same = [r for r in self.runs() if r.complete and r.fingerprint == dict(fingerprint)]
+        if before is not None:
+            same = same[:next((i + 1 for i, r in enumerate(same) if r.id == before.id), len(same))]
+        return same[-n:] if n > 0 else []
+
+    def verdicts(self, run_id: int) -> dict[Key, str]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(verdicts.c.rule, verdicts.c.config, verdicts.c.outcome)
+                                .where(verdicts.c.run_id == run_id))
+            return {(r.rule, r.config): r.outcome for r in rows}
+
+    def series(self, run_id: int) -> dict[MetricKey, Series]:
+        """Every numeric metric of a run with all its samples, by repeat."""
+        q = (sa.select(metrics.c.rule, metrics.c.config, metrics.c.name, metrics.c.unit, metrics.c.direction,
+                       samples.c.repeat, samples.c.value)
+             .join(samples, samples.c.metric_id == metrics.c.id)
+             .where(metrics.c.run_id == run_id, samples.c.value.is_not(None))
+             .order_by(metrics.c.rule, metrics.c.config, metrics.c.name, samples.c.repeat))
+        out: dict[MetricKey, Series] = {}
+        with self.engine.connect() as conn:
+            for r in conn.execute(q):
+                key = (r.rule, r.config, r.name)
+                prev = out.get(key)
+                values = (*(prev.values if prev else ()), float(r.value))
+                out[key] = Series(r.unit, r.direction, values)
+        return out
+
+    def unknown_metrics(self, run_id: int) -> list[str]:
+        """Names of the run's properties model.metrics has no entry for (stored as parameters)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(metrics.c.name).distinct()
+                                .where(metrics.c.run_id == run_id, metrics.c.known.is_(False)).order_by(metrics.c.name))
+            return [r[0] for r in rows]
+
+    def counts(self, run_id: int) -> dict[str, int]:
+        """How many verdicts, metrics and samples a run has."""
+        with self.engine.connect() as conn:
+            n_verdicts = conn.execute(sa.select(sa.func.count()).select_from(verdicts)
+                                      .where(verdicts.c.run_id == run_id)).scalar_one()
+            n_metrics = conn.execute(sa.select(sa.func.count()).select_from(metrics)
+                                     .where(metrics.c.run_id == run_id)).scalar_one()
+            n_samples = conn.execute(sa.select(sa.func.count()).select_from(samples)
+                                     .join(metrics, samples.c.metric_id == metrics.c.id)
+                                     .where(metrics.c.run_id == run_id)).scalar_one()
+        return {"verdicts": int(n_verdicts), "metrics": int(n_metrics), "samples": int(n_samples)}
+
+
+def _insert(conn: sa.Connection, stmt: sa.Insert) -> int:
+    """Execute an INSERT of one row; the new row's integer primary key."""
+    key = conn.execute(stmt).inserted_primary_key
+    if key is None:
+        raise StoreError("the database returned no id for a new row")
+    return int(key[0])
+
+
+def _first_line(e: BaseException) -> str:
+    return str(getattr(e, "orig", None) or e).splitlines()[0]
+
+
+def _stored(row: sa.Row[tuple[object, ...]]) -> StoredRun:
+    m = row._mapping
+    return StoredRun(int(m["id"]), m["source"], m["started"], m["finished"], json.loads(m["fingerprint"]),
+                     json.loads(m["options"]), m["revision"], bool(m["complete"]))
+
+
+def open_store(url: str | None) -> Store:
+    return Store(url or default_url())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m reports.store", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--store", help=f"SQLAlchemy URL of the store (default {default_url()})")
+    sub = ap.add_subparsers(dest="command", required=True)
+    imp = sub.add_parser("import", help="load results directories into the store")
+    imp.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    sub.add_parser("list", help="the stored runs")
+    args = ap.parse_args(argv)
+    try:
+        store = open_store(args.store)
+    except StoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    status = 0
+    try:
+        if args.command == "import":
+            for d in args.dirs:
+                try:
+                    run = read_results_dir(d)
+                    run_id, new = store.add_run(run)
+                except StoreError as e:
+                    print(f"error: {e}", file=sys.stderr)
+                    status = 2
+                    continue
+                if not new:
+                    print(f"{d}: already stored as run {run_id} (not changed)")
+                    continue
+                c = store.counts(run_id)
+                unknown = store.unknown_metrics(run_id)
+                print(f"{d}: run {run_id}{'' if run.complete else ' (INCOMPLETE: never used as a baseline)'}: "
+                      f"{c['verdicts']} verdicts, {c['metrics']} metrics, {c['samples']} samples"
+                      + (f"; stored as parameters, not in model/metrics.py: {', '.join(unknown)}" if unknown else ""))
+        else:
+            for r in store.runs():
+                print(f"{r.id}\t{r.started or '-'}\t{'complete' if r.complete else 'INCOMPLETE'}\t"
+                      f"{r.options.get('hypervisor', '-')}\t{r.source or '-'}")
+    finally:
+        store.close()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

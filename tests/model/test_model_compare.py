@@ -1,0 +1,153 @@
+"""The comparison arithmetic: verdict flips, flakiness, the exact rank test and the noise rules."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+from model.compare import (
+    Series,
+    Spread,
+    fingerprint_diff,
+    flaky,
+    mann_whitney,
+    metric_moved,
+    moved_metrics,
+    relative_effect,
+    repeats_needed,
+    smallest_p,
+    verdict_flips,
+)
+from model.metrics import describe
+
+QD = ("queue-depth", "libvirt:virtio-scsi:latency5ms")
+IO = ("io-size", "libvirt:virtio-blk:file")
+
+
+def test_flips_are_exact_and_named_by_kind() -> None:
+    a = {QD: "passed", IO: "failed", ("limits", "c"): "passed", ("alignment", "c"): "passed", ("gone", "c"): "passed"}
+    b = {QD: "failed", IO: "passed", ("limits", "c"): "error", ("alignment", "c"): "skipped", ("new", "c"): "passed"}
+    kinds = {(f.rule, f.before, f.after): f.kind for f in verdict_flips(a, b)}
+    assert kinds == {("queue-depth", "passed", "failed"): "regression", ("io-size", "failed", "passed"): "fix",
+                     ("limits", "passed", "error"): "error", ("alignment", "passed", "skipped"): "changed",
+                     ("gone", "passed", "absent"): "changed", ("new", "absent", "passed"): "changed"}
+    assert verdict_flips(a, dict(a)) == []
+
+
+def test_flaky_counts_pass_fail_flips_only() -> None:
+    history = [{QD: "passed", IO: "passed"}, {QD: "failed", IO: "passed"}, {QD: "error", IO: "failed"},
+               {QD: "passed", IO: "failed"}]
+    assert flaky(history) == {QD: 2}  # passed, failed, (error), passed; IO flipped once: a change, not flaky
+    assert flaky(history, min_flips=1) == {QD: 2, IO: 1}
+    assert flaky(history[:2]) == {}
+
+
+def _brute_p(a: list[float], b: list[float]) -> float:
+    """Two-sided exact p by listing every split of the pooled samples (the definition)."""
+    pooled = sorted(a + b)
+    rank = {v: (pooled.index(v) + len(pooled) - pooled[::-1].index(v) + 1) / 2 for v in pooled}
+    ranks = [rank[v] for v in a + b]
+    n1 = len(a)
+    mean = n1 * (len(pooled) + 1) / 2
+    far = abs(sum(ranks[:n1]) - mean)
+    splits = list(itertools.combinations(ranks, n1))
+    return sum(1 for s in splits if abs(sum(s) - mean) >= far - 1e-9) / len(splits)
+
+
+def test_rank_test_against_hand_counted_distributions() -> None:
+    assert mann_whitney([1, 2, 3], [4, 5, 6]) == pytest.approx((0.0, 2 / 20))
+    assert mann_whitney([5, 6, 7, 8], [1, 2, 3, 4]) == pytest.approx((16.0, 2 / 70))
+    # ties: pooled 1, 2, 2, 3 -> mid-ranks 1, 2.5, 2.5, 4; rank sums of the 6 splits: 3.5 3.5 5 5 6.5 6.5
+    assert mann_whitney([1, 2], [2, 3]) == pytest.approx((0.5, 4 / 6))
+    assert mann_whitney([1, 1], [1, 1]) == (2.0, 1.0)
+    # U of a counts a's wins: 1, 2, 3, 8, 9 against 5, 6, 10, 11, 12 -> 8 > 5, 8 > 6, 9 > 5, 9 > 6
+    u, p = mann_whitney([1, 2, 3, 8, 9], [5, 6, 10, 11, 12])
+    assert u == 4.0 and p == pytest.approx(24 / 252)
+    with pytest.raises(ValueError, match="at least one sample"):
+        mann_whitney([], [1.0])
+
+
+def test_rank_test_matches_listing_every_split_with_ties() -> None:
+    rng = random.Random(13)  # fixed seed: the same samples on every run
+    for _ in range(40):
+        a = [float(rng.randint(0, 6)) for _ in range(rng.randint(1, 6))]
+        b = [float(rng.randint(2, 8)) for _ in range(rng.randint(1, 6))]
+        assert mann_whitney(a, b)[1] == pytest.approx(_brute_p(a, b)), (a, b)
+
+
+def test_repeats_needed_for_the_rank_test() -> None:
+    assert smallest_p(3, 3) == pytest.approx(0.1) and smallest_p(4, 4) == pytest.approx(2 / 70)
+    assert smallest_p(1, 1) == 1.0
+    assert repeats_needed(0.05) == 4 and repeats_needed(0.01) == 5
+
+
+def _s(*values: float, direction: str = "higher-better") -> Series:
+    return Series("IO/s", direction, tuple(values))  # type: ignore[arg-type]
+
+
+KEY = ("queue-depth", "c", "qd32_iops")
+
+
+def test_a_drop_beyond_the_noise_is_worse_and_tested() -> None:
+    m = metric_moved(KEY, _s(1000, 1010, 990, 1005), _s(500, 505, 495, 510))
+    assert m is not None and m.tested and m.judgement == "worse"
+    assert m.p == pytest.approx(2 / 70) and m.effect == pytest.approx(502.5 / 1002.5 - 1)
+    assert m.a == Spread(4, 1002.5, 990, 1010) and m.b.median == 502.5
+    up = metric_moved(KEY, _s(500, 505, 495, 510), _s(1000, 1010, 990, 1005))
+    assert up is not None and up.judgement == "better"
+    lat = metric_moved(("direct-io", "c", "latency_added_p50_us"), _s(10, 11, 10, 12, direction="lower-better"),
+                       _s(20, 21, 22, 20, direction="lower-better"))
+    assert lat is not None and lat.judgement == "worse"
+    par = metric_moved(KEY, _s(8, 8, 8, 8, direction="parameter"), _s(16, 16, 16, 16, direction="parameter"))
+    assert par is not None and par.judgement == "changed"
+
+
+def test_noise_is_not_a_move() -> None:
+    assert metric_moved(KEY, _s(100, 130, 90, 110), _s(120, 95, 105, 125)) is None  # medians inside the spreads
+    assert metric_moved(KEY, _s(100, 101, 100, 102), _s(105, 106, 105, 104)) is None  # apart, but < 10 %
+    assert metric_moved(KEY, _s(100, 101, 100, 102), _s(105, 106, 105, 104), min_effect=0.02) is not None
+    # medians outside each other's spreads, tails overlapping: the rank test says no (p = 24/252)
+    assert metric_moved(KEY, _s(1, 2, 3, 8, 9), _s(5, 6, 10, 11, 12), min_effect=0.0) is None
+    assert metric_moved(KEY, _s(), _s(1)) is None
+
+
+def test_too_few_repeats_is_reported_untested() -> None:
+    m = metric_moved(KEY, _s(1000), _s(500))
+    assert m is not None and not m.tested and m.p == 1.0
+    m3 = metric_moved(KEY, _s(1000, 1001, 999), _s(500, 501, 499))
+    assert m3 is not None and not m3.tested and m3.p == pytest.approx(0.1)
+
+
+def test_moved_metrics_per_metric_effect_and_only_shared_keys() -> None:
+    a = {KEY: _s(100, 101, 100, 102), ("r", "c", "only_a"): _s(1, 1, 1, 1)}
+    b = {KEY: _s(105, 106, 105, 104), ("r", "c", "only_b"): _s(9, 9, 9, 9)}
+    assert moved_metrics(a, b) == []
+    assert [m.name for m in moved_metrics(a, b, min_effects={"qd32_iops": 0.02})] == ["qd32_iops"]
+
+
+def test_relative_effect_and_fingerprint_diff() -> None:
+    assert relative_effect(0, 0) == 0.0 and relative_effect(0, 5) == math.inf and relative_effect(-2, -1) == 0.5
+    assert fingerprint_diff({"qemu": "8.2", "kernel": "6.1"}, {"qemu": "9.0", "kernel": "6.1", "machine": "q35"}) == [
+        ("machine", "-", "q35"), ("qemu", "8.2", "9.0")]
+
+
+@pytest.mark.parametrize(("prop", "name", "repeat", "unit", "direction", "known"), [
+    ("qd32_iops", "qd32_iops", 0, "IO/s", "higher-better", True),
+    ("qd32_iops.r3", "qd32_iops", 3, "IO/s", "higher-better", True),
+    ("qd32_host_depth_min", "qd32_host_depth_min", 0, "requests", "higher-better", True),
+    ("qd32_host_required", "qd32_host_required", 0, "requests", "parameter", True),
+    ("iops_scaling_required_from_guest", "iops_scaling_required_from_guest", 0, "x", "parameter", True),
+    ("split_factor", "split_factor", 0, "x", "lower-better", True),
+    ("latency_added_p50_us", "latency_added_p50_us", 0, "us", "lower-better", True),
+    ("buffered_request_bytes_median", "buffered_request_bytes_median", 0, "bytes", "higher-better", True),
+    ("buffered_depth_allowed_change", "buffered_depth_allowed_change", 0, "requests", "parameter", True),
+    ("qd1_host_exact_source", "qd1_host_exact_source", 0, "", "parameter", True),
+    ("data_logical_block_size_guest", "data_logical_block_size_guest", 0, "", "parameter", True),
+    ("mystery_number", "mystery_number", 0, "", "parameter", False),
+])
+def test_metric_table(prop: str, name: str, repeat: int, unit: str, direction: str, known: bool) -> None:
+    info = describe(prop)
+    assert (info.name, info.repeat, info.unit, info.direction, info.known) == (name, repeat, unit, direction, known)

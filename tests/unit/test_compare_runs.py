@@ -1,0 +1,119 @@
+"""``python -m reports.compare A B``: recorded runs (results directories written by the project's
+JUnit writer) with a known regression, a fix, a harness error, flaky history and two healthy runs
+that must compare as "no change"."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from reports.compare import main
+from reports.records import Record, RunStatus, settle
+from reports.store import Store
+from tests.unit.test_store import BLK, QD, SUITE, healthy, write_run
+
+TCQ_OFF = (1.0, 1.0, 1.1, 1.0)  # a tcq-off run: the host sees one request at a time whatever the guest offers
+
+
+def _url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'v.db'}"
+
+
+def test_two_healthy_runs_compare_as_no_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path, "20261120-020000", healthy((25.1, 25.3, 24.9, 25.2)))
+    b = write_run(tmp_path, "20261121-020000", healthy((25.0, 25.4, 25.1, 24.8)))
+    assert main(["--store", _url(tmp_path), str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "Regressions (passed -> failed): 0" in out and "Metrics moved beyond the noise" in out
+    assert out.rstrip().endswith("No regression.") and "NOTE" not in out
+    assert ": 0\n" in out.split("Metrics moved")[1]
+
+
+def test_a_regression_is_exact_and_exits_non_zero_with_junit(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path, "20261120-020000", healthy())
+    b = write_run(tmp_path, "20261121-020000", healthy(TCQ_OFF, outcome="failed"))
+    junit = tmp_path / "compare.xml"
+    assert main(["--store", _url(tmp_path), str(a), str(b), "--junit", str(junit)]) == 1
+    out = capsys.readouterr().out
+    assert f"Regressions (passed -> failed): 1\n  queue-depth[{QD}]: passed -> failed" in out
+    moved = out.split("Metrics moved")[1]
+    assert f"queue-depth[{QD}] qd32_host_depth: 25.15 [24.9..25.3] n=4 requests -> 1 [1..1.1] n=4 requests" in moved
+    assert "worse; higher-better; p=0.0286" in moved and out.rstrip().endswith("1 regression(s).")
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert list(cases) == [f"queue-depth[{QD}]"]
+    assert cases[f"queue-depth[{QD}]"].find("failure") is not None
+    # the same two runs by id: already stored, not imported twice
+    assert main(["--store", _url(tmp_path), "1", "2"]) == 1
+    assert len(Store(_url(tmp_path)).runs()) == 2
+
+
+def test_fixes_errors_and_single_samples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = healthy(TCQ_OFF, outcome="failed")
+    after = healthy()
+    after[2] = Record("n", "limits", BLK, {}, "passed")
+    after[1] = Record("n", "io-size", BLK, {"split_factor": 16.0}, "error", "ssh lost")
+    a = write_run(tmp_path, "20261120-020000", before)
+    b = write_run(tmp_path, "20261121-020000", after)
+    assert main(["--store", _url(tmp_path), str(a), str(b), "--junit", str(tmp_path / "j.xml")]) == 0
+    out = capsys.readouterr().out
+    assert f"Fixes (failed -> passed): 2\n  limits[{BLK}]: error -> passed" not in out  # error -> passed is no fix
+    assert f"Fixes (failed -> passed): 1\n  queue-depth[{QD}]: failed -> passed" in out
+    assert f"Harness errors (not conformance failures): 1\n  io-size[{BLK}]: passed -> error" in out
+    assert f"Other verdict changes: 1\n  limits[{BLK}]: error -> passed" in out
+    assert ("split_factor: 1 x -> 16 x (+1500%, worse; lower-better; untested: 1 and 1 samples cannot reach "
+            "p<=0.05 (the rank test needs 4 repeats in each run))") in out
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "j.xml").getroot().iter("testcase")}
+    assert cases[f"io-size[{BLK}]"].find("error") is not None and cases[f"io-size[{BLK}]"].find("failure") is None
+
+
+def test_last_n_nights_flaky_and_fingerprints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = _url(tmp_path)
+    store = Store(url)
+    for night, outcome in enumerate(["passed", "failed", "passed", "failed"], start=20):
+        store.import_dir(write_run(tmp_path, f"202611{night}-020000", healthy(outcome=outcome)))
+    other = {**SUITE, "guest.kernel": "6.12.0"}
+    store.import_dir(write_run(tmp_path, "20261124-020000", healthy(outcome="failed"), suite=other))
+    records, status = settle([Record("n", "queue-depth", QD, started=True)], "SIGTERM")
+    store.import_dir(write_run(tmp_path, "20261125-020000", records, status))
+    assert main(["--store", url, "--last", "4", "4"]) == 1  # night 23 against 22, flakiness over 20..23
+    out = capsys.readouterr().out
+    assert "A (baseline): run 3," in out and "B: run 4," in out
+    assert f"across the last 4 runs of B's fingerprint): 1\n  queue-depth[{QD}]: 3 flips" in out
+    assert main(["--store", url, "--last", "3"]) == 2  # newest complete run: 5, alone with its fingerprint
+    assert "no earlier complete run with the same fingerprint" in capsys.readouterr().err
+    assert main(["--store", url, "4", "5"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("NOTE: the runs have different fingerprints (1 entries differ)") < out.index("Regressions")
+    assert "guest.kernel  6.1.0-28-cloud-amd64  6.12.0" in out
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = _url(tmp_path)
+    records, status = settle([Record("n", "queue-depth", QD, started=True)], "SIGINT")
+    cut = write_run(tmp_path, "20261120-020000", records, status)
+    ok = write_run(tmp_path, "20261121-020000", healthy())
+    assert main(["--store", url, str(cut), str(ok)]) == 2
+    assert "is incomplete (interrupted): it is never used as a baseline" in capsys.readouterr().err
+    assert main(["--store", url, "1", "9"]) == 2
+    assert "has no run 9" in capsys.readouterr().err
+    assert main(["--store", url, "1", "nowhere"]) == 2
+    assert "nowhere: neither a run id in the store nor a results directory" in capsys.readouterr().err
+    assert main(["--store", f"sqlite:///{tmp_path / 'no' / 'v.db'}", "1", "2"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["--store", url, str(ok), str(cut)]) == 0  # an incomplete run may be compared, as B
+    assert "B: run 1, started 2026-11-20 02:00:00, INCOMPLETE (interrupted)" in capsys.readouterr().out
+
+
+def test_tested_mode_still_prints_junit_files_side_by_side(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path, "a", healthy())
+    b = write_run(tmp_path, "b", healthy(TCQ_OFF, outcome="failed"), RunStatus())
+    assert main(["--tested", str(a / "junit.xml"), str(b / "junit.xml")]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert rows == [["*", f"verdict.queue-depth[{QD}]", "passed", "failed"]]
+    assert main([str(a / "junit.xml"), str(a / "junit.xml")]) == 0  # files only: the same printer, no store
+    assert "(the runs do not differ)" in capsys.readouterr().out
+    assert not (tmp_path / "v.db").exists() and not Path("results/vioconform.db").exists()
