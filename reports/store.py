@@ -382,6 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{c['verdicts']} verdicts, {c['metrics']} metrics, {c['samples']} samples"
                       + (f"; stored as parameters, not in model/metrics.py: {', '.join(unknown)}" if unknown else ""))
         else:
+            if not store.runs():
+                print(f"(no runs stored in {store.url}; add some with python -m reports.store import DIR)")
             for r in store.runs():
                 print(f"{r.id}\t{r.started or '-'}\t{'complete' if r.complete else 'INCOMPLETE'}\t"
                       f"{r.options.get('hypervisor', '-')}\t{r.source or '-'}")
