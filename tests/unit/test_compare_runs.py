@@ -107,8 +107,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert "B: run 1, started 2026-11-20 02:00:00, INCOMPLETE (interrupted)" in capsys.readouterr().out
 
 
-def test_tested_mode_still_prints_junit_files_side_by_side(tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_tested_mode_still_prints_junit_files_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # where the default store would be created
     a = write_run(tmp_path, "a", healthy())
     b = write_run(tmp_path, "b", healthy(TCQ_OFF, outcome="failed"), RunStatus())
     assert main(["--tested", str(a / "junit.xml"), str(b / "junit.xml")]) == 0
@@ -116,4 +117,4 @@ def test_tested_mode_still_prints_junit_files_side_by_side(tmp_path: Path,
     assert rows == [["*", f"verdict.queue-depth[{QD}]", "passed", "failed"]]
     assert main([str(a / "junit.xml"), str(a / "junit.xml")]) == 0  # files only: the same printer, no store
     assert "(the runs do not differ)" in capsys.readouterr().out
-    assert not (tmp_path / "v.db").exists() and not Path("results/vioconform.db").exists()
+    assert not (tmp_path / "results").exists()  # JUnit files alone: no store opened
