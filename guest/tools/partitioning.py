@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from guest.tools.base import GuestTool
 from guest.tools.sysfs import Sysfs, valid_disk
+from transport.ssh import CommandResult
 
 
 def partition_name(disk: str) -> str:
@@ -50,6 +51,17 @@ class Partitioning(GuestTool):
         """The start of the disk's first partition, in 512-byte sectors."""
         return int(self.tools.get(Sysfs).read(disk, partition_name(disk) + "/start"))
 
+    def _made(self, disk: str, program: str, said: CommandResult) -> int:
+        """After ``program`` wrote the table: the kernel re-reads it, and the start sector it then
+        sees is the verdict (the program's own status is not: it may complain that the kernel kept
+        the old table). No partition is an error with what the program said."""
+        self.reread(disk)
+        try:
+            return self.start_sector(disk)
+        except (RuntimeError, ValueError) as e:
+            raise RuntimeError(f"{program} made no partition on /dev/{disk} ({e}); {program} said: "
+                               f"{said.stdout.strip()[-800:] or '(nothing)'}") from e
+
 
 class FdiskPartitioning(Partitioning):
     """fdisk's dialogue as busybox's fdisk asks it: o (new label), n p 1 <start> <default end>, w."""
@@ -58,15 +70,8 @@ class FdiskPartitioning(Partitioning):
 
     def create_one(self, disk: str, start_sector: int) -> int:
         dev = f"/dev/{valid_disk(disk)}"
-        # fdisk's own status is not its verdict (it may complain that the kernel kept the old
-        # table): the start sector the kernel sees after the re-read is.
         said = self._run(f"printf 'o\\nn\\np\\n1\\n{int(start_sector)}\\n\\nw\\n' | fdisk {dev} 2>&1", check=False)
-        self.reread(disk)
-        try:
-            return self.start_sector(disk)
-        except (RuntimeError, ValueError) as e:
-            raise RuntimeError(f"fdisk made no partition on {dev} ({e}); fdisk said: "
-                               f"{said.stdout.strip()[-800:] or '(nothing)'}") from e
+        return self._made(disk, "fdisk", said)
 
 
 class SfdiskPartitioning(Partitioning):
@@ -78,12 +83,7 @@ class SfdiskPartitioning(Partitioning):
         dev = f"/dev/{valid_disk(disk)}"
         said = self._run(f"printf 'label: dos\\nstart=%d, type=83\\n' {int(start_sector)} | "
                          f"sfdisk --no-reread --no-tell-kernel -q {dev} 2>&1", check=False)
-        self.reread(disk)
-        try:
-            return self.start_sector(disk)
-        except (RuntimeError, ValueError) as e:
-            raise RuntimeError(f"sfdisk made no partition on {dev} ({e}); sfdisk said: "
-                               f"{said.stdout.strip()[-800:] or '(nothing)'}") from e
+        return self._made(disk, "sfdisk", said)
 
 
 Partitioning.variants = (SfdiskPartitioning, FdiskPartitioning)

@@ -250,10 +250,8 @@ class LibvirtBackend(HypervisorBackend):
                 log.warning("guest %s stopped during boot, starting it once more: %s",
                             request.name, str(e).splitlines()[0])
                 console.unlink(missing_ok=True)
-        disks = tuple(AttachedDisk(d, device_id(d), CONTROLLERS[d.controller].configured(d),
-                                   GuestDiskId("serial", d.serial)) for d in request.disks)
         return Guest(request.name, SshEndpoint("127.0.0.1", port, "root", run_dir / "id_ed25519", host_key),
-                     disks, accel="kvm" if domain_type == "kvm" else "tcg", console_log_path=console)
+                     _attached(request), accel=_accel_name(domain_type), console_log_path=console)
 
     def _start_image_guest(self, request: GuestRequest, image: ImageRequest, domain_type: str, port: int) -> Guest:
         """Boot a user's image on an overlay (``hypervisors.libvirt.imageboot``) and wait until the
@@ -288,9 +286,7 @@ class LibvirtBackend(HypervisorBackend):
                             request.name, str(e).splitlines()[0])
                 console.unlink(missing_ok=True)
                 files.overlay.unlink(missing_ok=True)
-        disks = tuple(AttachedDisk(d, device_id(d), CONTROLLERS[d.controller].configured(d),
-                                   GuestDiskId("serial", d.serial)) for d in request.disks)
-        return Guest(request.name, endpoint, disks, accel="kvm" if domain_type == "kvm" else "tcg",
+        return Guest(request.name, endpoint, _attached(request), accel=_accel_name(domain_type),
                      console_log_path=console, image=image.info)
 
     def _raise_if_stopped(self, dom: libvirt.virDomain, console: Path) -> None:
@@ -371,6 +367,17 @@ _PAUSED_ON_ERROR = {libvirt.VIR_DOMAIN_PAUSED_IOERROR: "a host I/O error on one 
 
 class GuestStoppedDuringBoot(HypervisorError):
     """The domain went away before the guest was up (QEMU exited or crashed)."""
+
+
+def _attached(request: GuestRequest) -> tuple[AttachedDisk, ...]:
+    """The request's disks as the suite attached them: QEMU device, configured limits, found by serial."""
+    return tuple(AttachedDisk(d, device_id(d), CONTROLLERS[d.controller].configured(d),
+                              GuestDiskId("serial", d.serial)) for d in request.disks)
+
+
+def _accel_name(domain_type: str) -> str:
+    """The Guest's ``accel`` for a libvirt domain type: "kvm", or "tcg" for type qemu."""
+    return "kvm" if domain_type == "kvm" else "tcg"
 
 
 def _is_active(dom: libvirt.virDomain) -> bool:
