@@ -1,0 +1,85 @@
+"""Run-to-run noise of the default suite on this machine: each metric's coefficient of variation.
+
+    python -m bench.noise                 # 10 runs of the default suite (every rule, virtio-scsi + virtio-blk)
+    python -m bench.noise --runs 3 --markdown
+    python -m bench.noise --from-store sqlite:///path.db   # recompute from runs stored earlier
+
+Each run is a whole suite run (its own guest and boot), written to a results store of the
+benchmark's own (a temporary SQLite file unless ``--store`` names one); the table then gives,
+per metric and configuration, the runs, the mean of the runs' medians, and the CV across runs
+(model/noise.py). The last table is per metric name: the noisiest configuration's CV and the
+minimum effect ``compare`` should require for it (3 x sqrt 2 x CV, floor 2 %; model/noise.py says
+why). Only metrics with a direction (higher- or lower-better) are listed: parameters are settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.suite_run import run_suite_at
+from model.noise import min_effect_for, run_to_run, worst_by_name
+from reports.store import Store, StoreError
+
+CONTROLLERS = "virtio-scsi,virtio-blk"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=10, help="whole suite runs (default 10)")
+    ap.add_argument("--store", default=None, metavar="URL", help="store to write the runs to (default: a new temporary SQLite file)")
+    ap.add_argument("--from-store", default=None, metavar="URL", help="measure nothing: use every complete run in this store")
+    ap.add_argument("--markdown", action="store_true", help="also print the per-name table as Markdown (for the README)")
+    ap.add_argument("suite_args", nargs="*", help="extra arguments for the suite (after --)")
+    args = ap.parse_args(argv)
+    if args.runs < 2 and not args.from_store:
+        ap.error("--runs must be 2 or more: one run has no run-to-run spread")
+    work = Path(tempfile.mkdtemp(prefix="vioconform-bench-noise-"))
+    url = args.from_store or args.store or f"sqlite:///{work / 'noise.db'}"
+    try:
+        store = Store(url)
+    except StoreError as e:
+        print(f"bench.noise: {e}", file=sys.stderr)
+        return 2
+    if not args.from_store:
+        for i in range(args.runs):
+            t0 = time.monotonic()
+            run = run_suite_at(work / f"run{i}", "-q", "--controllers", CONTROLLERS, "--store", "none",
+                               *args.suite_args, timeout=None)
+            if not run.junit.exists():
+                print(run.output[-5000:], file=sys.stderr)
+                print(f"bench.noise: run {i} wrote no JUnit file (exit {run.returncode})", file=sys.stderr)
+                return 1
+            run_id, _ = store.import_dir(run.results)
+            outcomes = run.outcomes()
+            bad = sorted(n for n, o in outcomes.items() if o in ("failed", "error"))
+            print(f"run {i + 1}/{args.runs}: {time.monotonic() - t0:.0f} s, stored as run {run_id}, "
+                  f"{sum(o == 'passed' for o in outcomes.values())} passed, {len(bad)} failed {bad or ''}", flush=True)
+    stored = [r for r in store.runs() if r.complete]
+    rows = [r for r in run_to_run([store.series(r.id) for r in stored]) if r.direction != "parameter"]
+    if not rows:
+        print(f"bench.noise: no metric measured by 2 or more complete runs in {url}", file=sys.stderr)
+        return 1
+    print(f"\nrun-to-run spread over {len(stored)} complete runs ({url})")
+    print(f"{'rule':16} {'configuration':38} {'metric':34} {'runs':>4} {'mean':>12} {'CV %':>6}")
+    for r in rows:
+        print(f"{r.rule:16} {r.config:38} {r.name:34} {r.runs:>4} {r.mean:>12.4g} {100 * r.cv:>6.2f}")
+    worst = worst_by_name(rows)
+    print(f"\n{'metric':34} {'unit':9} {'worst CV %':>10} {'min effect %':>12}  (noisiest configuration)")
+    for name in sorted(worst):
+        r = worst[name]
+        print(f"{name:34} {r.unit:9} {100 * r.cv:>10.2f} {100 * min_effect_for(r.cv):>12.1f}  ({r.config})")
+    if args.markdown:
+        print("\n| metric | unit | runs | worst CV | min effect | noisiest configuration |\n|---|---|---|---|---|---|")
+        for name in sorted(worst):
+            r = worst[name]
+            print(f"| `{name}` | {r.unit} | {r.runs} | {100 * r.cv:.2f} % | {100 * min_effect_for(r.cv):.1f} % | {r.config} |")
+    print(f"\nraw results: {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
