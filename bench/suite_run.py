@@ -7,8 +7,10 @@ both judge a whole run by its exit code, its output and the verdict of each test
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,14 +88,28 @@ def active_vioconform_domains() -> list[str]:
     return [n for n in out.split() if n.startswith("vioconform-")]
 
 
+#: Exec'd in the child before pytest: SIGINT as a terminal's foreground job has it. A process
+#: started in the background (``cmd &`` in a script, as CI and nohup jobs are) inherits SIGINT
+#: *ignored*, and Python then installs no KeyboardInterrupt handler: the suite would never see
+#: the Ctrl-C the tests send it (seen: the Ctrl-C tests failed only under a backgrounded CI run).
+#: ``exec`` keeps the pid, which names the suite's guest (``vioconform-<pid>``).
+_FOREGROUND = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+
+
+def start_suite(results: Path, *args: str, env: dict[str, str] | None = None, unbuffered: bool = False) -> subprocess.Popen[str]:
+    """Start the conformance suite as a user does (``python -m pytest suites ...``), results to
+    ``results``, stdout and stderr together; SIGINT reaches it as a Ctrl-C would."""
+    return subprocess.Popen([sys.executable, "-c", _FOREGROUND, sys.executable, *(["-u"] if unbuffered else []),
+                             "-m", "pytest", "suites", "-p", "no:cacheprovider", "--results-dir", str(results), *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})})
+
+
 def run_suite_at(results: Path, *args: str, timeout: float | None = 900, env: dict[str, str] | None = None) -> SuiteRun:
     """Run the conformance suite in a subprocess with extra arguments (and ``env`` added to the
     environment); results go to ``results``. A run past ``timeout`` seconds gets SIGTERM (the
     suite removes its guest as on Ctrl-C) and fails with its output."""
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
-                             "--results-dir", str(results), *args],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, **(env or {})})
+    proc = start_suite(results, *args, env=env)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -101,3 +117,17 @@ def run_suite_at(results: Path, *args: str, timeout: float | None = 900, env: di
         out, _ = proc.communicate(timeout=60)
         raise AssertionError(f"the suite did not finish in {timeout} s:\n{out[-3000:]}") from None
     return SuiteRun(proc.returncode, out, results, proc.pid)
+
+
+def ctrl_c_once_the_guest_runs(proc: subprocess.Popen[str], start_timeout_s: float = 60) -> str:
+    """Wait until ``proc``'s guest domain (``vioconform-<pid>``) is running, send SIGINT, and
+    return the suite's output once it has ended (within 60 s)."""
+    name = f"vioconform-{proc.pid}"
+    deadline = time.monotonic() + start_timeout_s
+    while name not in active_vioconform_domains():
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise AssertionError(f"guest {name} never started:\n{proc.communicate(timeout=60)[0][-3000:]}")
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=60)[0]

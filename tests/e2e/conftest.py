@@ -11,9 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from bench.suite_run import ROOT, SuiteRun, active_vioconform_domains, left_behind_by, run_suite_at
+from bench.suite_run import (
+    ROOT,
+    SuiteRun,
+    active_vioconform_domains,
+    ctrl_c_once_the_guest_runs,
+    left_behind_by,
+    run_suite_at,
+    start_suite,
+)
 
-__all__ = ["ROOT", "SuiteRun", "active_vioconform_domains", "left_behind_by", "run_suite_at"]
+__all__ = ["ROOT", "SuiteRun", "active_vioconform_domains", "ctrl_c_once_the_guest_runs", "left_behind_by",
+           "run_suite_at", "start_suite"]
 
 RunSuite = Callable[..., SuiteRun]
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from tests.e2e.conftest import ROOT, SuiteRun, active_vioconform_domains
+from tests.e2e.conftest import (
+    SuiteRun,
+    ctrl_c_once_the_guest_runs,
+    left_behind_by,
+    start_suite,
+)
 
 
 def test_unknown_controller_is_a_usage_error(run_suite) -> None:  # type: ignore[no-untyped-def]
@@ -66,19 +66,7 @@ def test_failing_guest_setup(run_suite) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_ctrl_c_removes_the_guest_and_its_files(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
-                             "--controllers", "virtio-blk", "--results-dir", str(tmp_path)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    name = f"vioconform-{proc.pid}"
-    deadline = time.monotonic() + 60
-    while name not in active_vioconform_domains():
-        assert time.monotonic() < deadline and proc.poll() is None, "guest never started"
-        time.sleep(0.2)
-    run_dirs = set(Path("/tmp").glob("vioconform-run-*"))
-    assert run_dirs
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    proc = start_suite(tmp_path, "--controllers", "virtio-blk")
+    out = ctrl_c_once_the_guest_runs(proc)
     assert proc.returncode == 2, out  # pytest's "interrupted"
-    assert name not in active_vioconform_domains(), out
-    mine = [d for d in run_dirs if d.exists() and str(os.getpid()) not in d.name]
-    assert not any((d / f"{name}.xml").exists() for d in mine), out
+    assert left_behind_by(proc.pid) == [], out  # its domain, its run directory, its QEMU log

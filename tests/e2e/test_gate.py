@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import signal
 import stat
-import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import ROOT, SuiteRun, run_suite_at
+from tests.e2e.conftest import SuiteRun, run_suite_at, start_suite
 
 #: The interrupt lands 1.5 s after fio at depth 32 starts: inside its 1 s ramp plus 3 s window.
 INTERRUPT_AFTER_S = 1.5
@@ -28,10 +26,8 @@ def _suite_props(junit: Path) -> dict[str, str]:
 
 def test_ctrl_c_in_a_rule_is_an_error_and_an_incomplete_run(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    proc = subprocess.Popen([sys.executable, "-u", "-m", "pytest", "suites", "-p", "no:cacheprovider",
-                             "-k", "queue_depth", "--controllers", "virtio-blk", "-o", "log_cli=true",
-                             "--results-dir", str(results)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = start_suite(results, "-k", "queue_depth", "--controllers", "virtio-blk", "-o", "log_cli=true",
+                       unbuffered=True)
     assert proc.stdout is not None
     lines = []
     try:

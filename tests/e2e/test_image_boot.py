@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +21,13 @@ from hypervisors.libvirt import imageboot
 from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.controllers import disk_file
 from model.types import DiskImageInfo, DiskSpec
-from tests.e2e.conftest import ROOT, RunSuite, SuiteRun, active_vioconform_domains, left_behind_by
+from tests.e2e.conftest import (
+    RunSuite,
+    SuiteRun,
+    ctrl_c_once_the_guest_runs,
+    left_behind_by,
+    start_suite,
+)
 from transport.ssh import generate_run_key
 
 BOTH = ("--controllers", "virtio-scsi,virtio-blk")
@@ -201,16 +205,8 @@ def test_ctrl_c_during_an_image_boot_removes_everything(tmp_path: Path) -> None:
     the user's file stays as it was."""
     image = no_bootloader(tmp_path / "disk.raw")
     before = fingerprint(image)
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "--image", str(image),
-                             "--controllers", "virtio-blk", "--results-dir", str(tmp_path / "results")],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    name = f"vioconform-{proc.pid}"
-    deadline = time.monotonic() + 60
-    while name not in active_vioconform_domains():
-        assert time.monotonic() < deadline and proc.poll() is None, "guest never started"
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    proc = start_suite(tmp_path / "results", "--image", str(image), "--controllers", "virtio-blk")
+    out = ctrl_c_once_the_guest_runs(proc)
     assert proc.returncode == 2, out  # pytest's "interrupted"
     assert left_behind_by(proc.pid) == [], out
     assert fingerprint(image) == before
