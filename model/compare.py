@@ -11,8 +11,8 @@ A metric **moved** when all of these hold (:func:`metric_moved`):
 
 1. each run's median lies outside the other run's spread (a run's spread is its samples'
    min..max), on the side it moved to;
-2. the medians differ by at least a minimum relative effect (:data:`MIN_EFFECT`, per metric
-   overridable);
+2. the medians differ by at least the metric's minimum relative effect (:data:`MIN_EFFECTS`,
+   measured run-to-run noise; :data:`MIN_EFFECT` for a metric it has no entry for);
 3. an exact two-sided Mann-Whitney U (Wilcoxon rank-sum) test over the repeats gives
    p <= :data:`ALPHA`. With few repeats the test cannot reach ALPHA at all (3 against 3
    samples: the smallest possible p is 2/20 = 0.1); the move is then reported as
@@ -48,11 +48,65 @@ FlipKind = Literal["regression", "fix", "error", "changed"]
 #: Significance level of the rank test. The conventional 5 %: no measurement of this suite's
 #: false-alarm rate exists yet (issue 13's noise table, bench/, is to give one); a parameter.
 ALPHA = 0.05
-#: Smallest relative change of a median that is reported, 10 %. Not derived from a measurement
-#: yet: the run-to-run coefficient of variation of each metric on a reference host is to be
-#: measured (bench/, issue 13) and this replaced per metric by a multiple of it. Until then
-#: it is a parameter (``--min-effect``), and a per-metric override goes in ``min_effects``.
+#: Smallest relative change of a median that is reported for a metric :data:`MIN_EFFECTS` has no
+#: entry for (vSphere counters, controllers and rules outside the default suite): 10 %, a
+#: parameter (``--min-effect``). The measured table below is the default for the others.
 MIN_EFFECT = 0.10
+#: Per metric name, the smallest relative change of a median that ``compare`` reports, derived
+#: from the run-to-run noise measured with ``python -m bench.noise --runs 10`` on 2026-11-24
+#: (2 cores, QEMU 7.2 TCG, the default suite: every rule on virtio-scsi and virtio-blk, 10 whole
+#: runs of about 120 s each, every rule passed in every run): model/noise.py's min_effect_for,
+#: 3 x sqrt 2 x the CV of the noisiest of the two configurations (so two healthy runs exceed it
+#: with about 0.27 % probability per metric), and at least 2 % where the metric never moved
+#: (CV 0: exact request sizes and depths). The comment on each line gives that CV.
+MIN_EFFECTS: Mapping[str, float] = {
+    "buffered_depth_max": 0.092,  # CV 2.17 % (virtio-scsi)
+    "buffered_depth_median": 0.132,  # CV 3.12 % (virtio-scsi)
+    "buffered_depth_min": 0.249,  # CV 5.87 % (virtio-scsi)
+    "buffered_request_bytes_max": 0.063,  # CV 1.49 % (virtio-blk)
+    "buffered_request_bytes_median": 0.062,  # CV 1.45 % (virtio-scsi)
+    "buffered_request_bytes_min": 0.146,  # CV 3.44 % (virtio-blk)
+    "crossing_fraction": 0.020,  # CV 0 (always 0)
+    "direct_depth_max": 0.147,  # CV 3.48 % (virtio-blk)
+    "direct_depth_median": 0.129,  # CV 3.04 % (virtio-blk)
+    "direct_depth_min": 0.133,  # CV 3.13 % (virtio-blk)
+    "direct_request_bytes_max": 0.020,  # CV 0 (always 1 MiB)
+    "direct_request_bytes_median": 0.020,  # CV 0 (always 1 MiB)
+    "direct_request_bytes_min": 0.020,  # CV 0 (always 1 MiB)
+    "extra_stripe_requests": 0.020,  # CV 0 (always 0)
+    "fio_iops": 0.082,  # CV 1.92 % (virtio-blk)
+    "guest_avg_request_bytes": 0.020,  # CV 0 (always 1 MiB)
+    "host_request_bytes_mean": 0.020,  # CV 0 (always 1 MiB)
+    "host_request_bytes_p50": 0.020,  # CV 0 (always 1 MiB)
+    "iops_scaling": 0.124,  # CV 2.93 % (virtio-blk)
+    # The direct-io latencies are tens of microseconds under TCG, where one slow vCPU tick is a
+    # large part of them: CV 16-90 %. A latency "move" needs to be several times the value itself.
+    "latency_added_p50_us": 3.785,  # CV 89.22 % (virtio-blk)
+    "latency_guest_min_us": 3.803,  # CV 89.64 % (virtio-scsi)
+    "latency_guest_p50_us": 1.439,  # CV 33.91 % (virtio-blk)
+    "latency_host_min_us": 0.730,  # CV 17.21 % (virtio-blk)
+    "latency_host_p50_us": 0.663,  # CV 15.64 % (virtio-blk)
+    "misaligned_requests": 0.020,  # CV 0 (always 0)
+    "qd1_guest_aqu_sz": 0.080,  # CV 1.89 % (virtio-blk)
+    "qd1_guest_inflight_mean": 0.600,  # CV 14.14 % (virtio-scsi): few samples of /sys inflight
+    "qd1_host_average_depth": 0.152,  # CV 3.57 % (virtio-blk)
+    "qd1_host_depth": 0.020,  # CV 0 (always 1)
+    "qd1_host_depth_max": 0.020,  # CV 0 (always 1)
+    "qd1_host_depth_min": 0.020,  # CV 0 (always 1)
+    "qd1_host_exact_depth_median": 0.020,  # CV 0 (always 1)
+    "qd1_host_exact_depth_p90": 0.020,  # CV 0 (always 1)
+    "qd1_iops": 0.109,  # CV 2.57 % (virtio-blk)
+    "qd32_guest_aqu_sz": 0.067,  # CV 1.58 % (virtio-scsi)
+    "qd32_guest_inflight_mean": 0.304,  # CV 7.17 % (virtio-blk)
+    "qd32_host_average_depth": 0.091,  # CV 2.14 % (virtio-scsi)
+    "qd32_host_depth": 0.125,  # CV 2.94 % (virtio-scsi)
+    "qd32_host_depth_max": 0.020,  # CV 0 (always 31)
+    "qd32_host_depth_min": 0.284,  # CV 6.68 % (virtio-scsi)
+    "qd32_host_exact_depth_median": 0.125,  # CV 2.94 % (virtio-scsi)
+    "qd32_host_exact_depth_p90": 0.020,  # CV 0 (always 31)
+    "qd32_iops": 0.078,  # CV 1.85 % (virtio-scsi)
+    "split_factor": 0.020,  # CV 0 (always 1)
+}
 #: pass/fail transitions across the last N runs that make a configuration flaky. One flip is a
 #: change (a regression or a fix); two or more is going back and forth, by definition.
 FLAKY_MIN_FLIPS = 2
@@ -248,12 +302,12 @@ def metric_moved(key: MetricKey, a: Series, b: Series, min_effect: float = MIN_E
 
 
 def moved_metrics(a: Mapping[MetricKey, Series], b: Mapping[MetricKey, Series], min_effect: float = MIN_EFFECT,
-                  min_effects: Mapping[str, float] | None = None, alpha: float = ALPHA) -> list[Moved]:
-    """Every metric both runs measured that moved beyond the noise, sorted by key.
-    ``min_effects`` overrides :data:`MIN_EFFECT` per metric name."""
+                  min_effects: Mapping[str, float] = MIN_EFFECTS, alpha: float = ALPHA) -> list[Moved]:
+    """Every metric both runs measured that moved beyond the noise, sorted by key. Each metric
+    needs its ``min_effects`` entry (the measured table by default), else ``min_effect``."""
     out = []
     for key in sorted(set(a) & set(b)):
-        m = metric_moved(key, a[key], b[key], (min_effects or {}).get(key[2], min_effect), alpha)
+        m = metric_moved(key, a[key], b[key], min_effects.get(key[2], min_effect), alpha)
         if m is not None:
             out.append(m)
     return out

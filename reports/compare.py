@@ -40,6 +40,7 @@ from model.compare import (
     FLAKY_MIN_FLIPS,
     FLAKY_WINDOW,
     MIN_EFFECT,
+    MIN_EFFECTS,
     Flip,
     Key,
     Moved,
@@ -123,7 +124,7 @@ class Comparison:
     history: int  # runs the flakiness was judged over
     moved: list[Moved]
     fingerprint_diff: list[tuple[str, str, str]]
-    min_effect: float
+    min_effect: float | None  # None: each metric's measured minimum effect (MIN_EFFECTS)
     alpha: float
 
     def of_kind(self, kind: str) -> list[Flip]:
@@ -135,9 +136,10 @@ class Comparison:
 
 
 def compare_runs(store: Store, a: StoredRun, b: StoredRun, flaky_window: int = FLAKY_WINDOW,
-                 min_effect: float = MIN_EFFECT, alpha: float = ALPHA) -> Comparison:
+                 min_effect: float | None = None, alpha: float = ALPHA) -> Comparison:
     """Run ``b`` against the baseline ``a``; StoreError if ``a`` is incomplete (an interrupted run
-    is never a baseline)."""
+    is never a baseline). ``min_effect`` None: each metric's measured minimum effect
+    (model.compare.MIN_EFFECTS); a number: that one for every metric."""
     if not a.complete:
         raise StoreError(f"run {a.id} is incomplete (interrupted): it is never used as a baseline; "
                          f"compare against a complete run")
@@ -145,7 +147,8 @@ def compare_runs(store: Store, a: StoredRun, b: StoredRun, flaky_window: int = F
     if not b.complete:  # b is not among the complete runs last_runs gives: its verdicts come last
         history.append(store.verdicts(b.id))
     return Comparison(a, b, verdict_flips(store.verdicts(a.id), store.verdicts(b.id)), flaky(history), len(history),
-                      moved_metrics(store.series(a.id), store.series(b.id), min_effect, alpha=alpha),
+                      moved_metrics(store.series(a.id), store.series(b.id), MIN_EFFECT if min_effect is None else min_effect,
+                                    MIN_EFFECTS if min_effect is None else {}, alpha=alpha),
                       fingerprint_diff(a.fingerprint, b.fingerprint), min_effect, alpha)
 
 
@@ -186,7 +189,9 @@ def print_comparison(c: Comparison) -> None:
           f"fingerprint): {len(c.flaky)}")
     for (rule, config), n in c.flaky.items():
         print(f"  {rule}[{config}]: {n} flips")
-    print(f"Metrics moved beyond the noise (each median outside the other run's spread, |change| >= {c.min_effect:.0%}, rank test "
+    effect = (f"{c.min_effect:.0%}" if c.min_effect is not None
+              else f"the metric's measured minimum effect (model/compare.py MIN_EFFECTS; {MIN_EFFECT:.0%} if unmeasured)")
+    print(f"Metrics moved beyond the noise (each median outside the other run's spread, |change| >= {effect}, rank test "
           f"p <= {c.alpha:g}): {len(c.moved)}")
     for m in c.moved:
         print("  " + describe_move(m, c.alpha))
@@ -250,8 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--last", type=int, metavar="N",
                     help="compare a run (default: the newest complete one) with the previous run of its "
                          "fingerprint; flakiness over the last N runs")
-    ap.add_argument("--min-effect", type=float, default=MIN_EFFECT,
-                    help=f"smallest relative change of a metric reported (default {MIN_EFFECT})")
+    ap.add_argument("--min-effect", type=float, default=None,
+                    help="smallest relative change of a metric reported, for every metric (default: each metric's "
+                         f"minimum effect measured from run-to-run noise, see the README; {MIN_EFFECT} for one not measured)")
     ap.add_argument("--alpha", type=float, default=ALPHA, help=f"rank test significance level (default {ALPHA})")
     ap.add_argument("--junit", type=Path, metavar="PATH", help="also write the comparison as JUnit XML")
     args = ap.parse_args(argv)

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from model.compare import (
+    MIN_EFFECTS,
     Series,
     Spread,
     fingerprint_diff,
@@ -22,6 +23,7 @@ from model.compare import (
     verdict_flips,
 )
 from model.metrics import describe
+from model.noise import MIN_EFFECT_FLOOR
 
 QD = ("queue-depth", "libvirt:virtio-scsi:latency5ms")
 IO = ("io-size", "libvirt:virtio-blk:file")
@@ -151,3 +153,16 @@ def test_relative_effect_and_fingerprint_diff() -> None:
 def test_metric_table(prop: str, name: str, repeat: int, unit: str, direction: str, known: bool) -> None:
     info = describe(prop)
     assert (info.name, info.repeat, info.unit, info.direction, info.known) == (name, repeat, unit, direction, known)
+
+
+def test_measured_min_effects_decide_per_metric() -> None:
+    assert all(v >= MIN_EFFECT_FLOOR for v in MIN_EFFECTS.values())
+    assert all(describe(name).known for name in MIN_EFFECTS)  # every entry names a metric the store knows
+    iops, lat = ("queue-depth", "c", "qd32_iops"), ("direct-io", "c", "latency_added_p50_us")
+    a = {iops: _s(100, 101, 100, 102), lat: _s(30, 31, 30, 32, direction="lower-better")}
+    b = {iops: _s(90, 91, 90, 89), lat: _s(60, 61, 62, 60, direction="lower-better")}
+    # qd32_iops: -11 % against its measured 7.8 %, a move; the latency doubled, but its run-to-run
+    # CV of 89 % under TCG needs a change of 378 %: not a move.
+    assert [m.name for m in moved_metrics(a, b)] == ["qd32_iops"]
+    # one effect for every metric (compare --min-effect 0.5): the latency moved, the IOPS did not
+    assert [m.name for m in moved_metrics(a, b, 0.5, {})] == ["latency_added_p50_us"]
