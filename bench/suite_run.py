@@ -98,9 +98,14 @@ _FOREGROUND = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_D
 
 def start_suite(results: Path, *args: str, env: dict[str, str] | None = None, unbuffered: bool = False) -> subprocess.Popen[str]:
     """Start the conformance suite as a user does (``python -m pytest suites ...``), results to
-    ``results``, stdout and stderr together; SIGINT reaches it as a Ctrl-C would."""
+    ``results``, stdout and stderr together; SIGINT reaches it as a Ctrl-C would. Unless ``args``
+    name a ``--store``, the run is stored beside ``results`` (``vioconform.db`` in its parent), not
+    in the working directory's ``results/``."""
+    store = [] if any(a == "--store" or a.startswith("--store=") for a in args) else [
+        "--store", f"sqlite:///{results.resolve().parent / 'vioconform.db'}"]
     return subprocess.Popen([sys.executable, "-c", _FOREGROUND, sys.executable, *(["-u"] if unbuffered else []),
-                             "-m", "pytest", "suites", "-p", "no:cacheprovider", "--results-dir", str(results), *args],
+                             "-m", "pytest", "suites", "-p", "no:cacheprovider", "--results-dir", str(results),
+                             *store, *args],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **(env or {})})
 

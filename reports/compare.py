@@ -237,10 +237,10 @@ def _resolve(store: Store, ref: str) -> StoredRun:
 def _last(store: Store, n: int, ref: str | None) -> tuple[StoredRun, StoredRun]:
     b = _resolve(store, ref) if ref else next((r for r in reversed(store.runs()) if r.complete), None)
     if b is None:
-        raise StoreError(f"store {store.url} has no complete run; import one with python -m reports.store import DIR")
+        raise StoreError(f"store {store.shown} has no complete run; import one with python -m reports.store import DIR")
     previous = [r for r in store.last_runs(b.fingerprint, max(n, 2), b) if r.id != b.id]
     if not previous:
-        raise StoreError(f"run {b.id} has no earlier complete run with the same fingerprint in {store.url}; "
+        raise StoreError(f"run {b.id} has no earlier complete run with the same fingerprint in {store.shown}; "
                          f"compare two runs by id or directory instead")
     return previous[-1], b
 

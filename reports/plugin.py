@@ -30,6 +30,7 @@ from reports.junit import write_junit
 from reports.records import Record, RunStatus, settle
 from reports.results import RESULTS_KEY
 from reports.run_properties import RUN_PROPERTIES_KEY
+from reports.store import StoreError, shown_url, store_results
 from suites.assertions import RuleFailure
 
 #: The run's own suite properties (what was tested), filled by the fixtures; defined in
@@ -51,6 +52,10 @@ class FinalReport:
     status: RunStatus
     written: list[tuple[str, Path]] = field(default_factory=list)
     not_written: list[tuple[str, Path, str]] = field(default_factory=list)
+    #: The run in the results store: "run 12 in sqlite:///results/vioconform.db"; "" when not stored
+    stored: str = ""
+    #: Why the run is not in the store although --store asked for it ("" when it is, or none was asked)
+    not_stored: str = ""
 
 
 class _InterruptWatcher:
@@ -218,12 +223,28 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             final.written.append((what, path))
         except OSError as e:
             final.not_written.append((what, path, e.strerror or str(e)))
+    if opts.store_url is not None:
+        _store(final, opts.store_url, results.path, results.junit_path)
     results.make_private()
     if session.exitstatus == pytest.ExitCode.OK:
-        if final.not_written:
+        if final.not_written or final.not_stored:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         elif not status.complete:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _store(final: FinalReport, url: str, directory: Path, junit: Path) -> None:
+    """Write the run into the results store (an interrupted one as incomplete), from the JUnit
+    file just written; the reason in ``final.not_stored`` when it cannot be."""
+    if not any(what == "JUnit XML" for what, _ in final.written):
+        final.not_stored = "the JUnit file was not written, and the store is filled from it"
+        return
+    try:
+        run_id, new = store_results(url, directory, junit)
+    except StoreError as e:
+        final.not_stored = str(e)
+        return
+    final.stored = f"run {run_id} in {shown_url(url)}" + ("" if new else " (stored before, not changed)")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -249,5 +270,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         tr.write_line(f"{what + ':':10} {path}")
     for what, path, why in final.not_written:
         tr.write_line(f"NOT WRITTEN: {what} {path}: {why}; the verdicts above are the only record of them",
+                      red=True, bold=True)
+    if final.stored:
+        tr.write_line(f"stored:    {final.stored}")
+    if final.not_stored:
+        tr.write_line(f"NOT STORED: {final.not_stored}; the JUnit file and the report are the record of this run",
                       red=True, bold=True)
     tr.write_line(f"raw data:  {results.path}")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
@@ -57,6 +58,14 @@ class StoreError(Exception):
 
 def default_url(parent: Path = DEFAULT_PARENT) -> str:
     return f"sqlite:///{parent / 'vioconform.db'}"
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages show it: a password in it (``postgresql://user:PASSWORD@host/db``) as ``***``."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except (SQLAlchemyError, ValueError, TypeError):
+        return re.sub(r"(//[^:/@]+:)[^@]*@", r"\1***@", url)
 
 
 metadata = sa.MetaData()
@@ -140,9 +149,10 @@ def _started(directory: Path, suite: ET.Element, junit: Path) -> dt.datetime:
         return dt.datetime.fromtimestamp(junit.stat().st_mtime, dt.UTC).replace(tzinfo=None)
 
 
-def read_results_dir(directory: Path) -> RunData:
-    """A results directory's run, from its ``junit.xml``; StoreError with the reason otherwise."""
-    junit = directory / "junit.xml"
+def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
+    """A results directory's run, from its ``junit.xml`` (or ``junit``, where ``--junit-xml`` put
+    it); StoreError with the reason otherwise."""
+    junit = junit or directory / "junit.xml"
     if not junit.is_file():
         raise StoreError(f"{directory}: no junit.xml in it: not a vioconform results directory "
                          f"(give the directory a run wrote, e.g. results/20261123-020000)")
@@ -194,28 +204,32 @@ class Store:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self.shown = shown = shown_url(url)
         try:
-            self.engine = sa.create_engine(url)
+            self.engine = sa.create_engine(url, pool_pre_ping=True)
         except (SQLAlchemyError, ImportError, ValueError) as e:
-            raise StoreError(f"store {url}: {e.__class__.__name__}: {e}; give a SQLAlchemy URL such as "
+            raise StoreError(f"store {shown}: {e.__class__.__name__}: {_first_line(e)}; give a SQLAlchemy URL such as "
                              f"sqlite:///results/vioconform.db (and install the database's driver)") from None
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
             parent = Path(url.removeprefix("sqlite:///")).parent
             if not parent.is_dir():
-                raise StoreError(f"store {url}: the directory {parent} does not exist; create it or give "
+                raise StoreError(f"store {shown}: the directory {parent} does not exist; create it or give "
                                  f"another --store")
         try:
             with self.engine.begin() as conn:
-                metadata.create_all(conn)
-                row = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).first()
+                # The version first: a store written by a newer vioconform is not touched at all
+                # (creating this version's tables in it would alter it).
+                row = (conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).first()
+                       if sa.inspect(conn).has_table("meta") else None)
                 if row is None:
+                    metadata.create_all(conn)
                     conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
                 elif int(row[0]) > SCHEMA_VERSION:
-                    raise StoreError(f"store {url} has schema version {row[0]}, written by a newer vioconform "
+                    raise StoreError(f"store {shown} has schema version {row[0]}, written by a newer vioconform "
                                      f"(this one reads version {SCHEMA_VERSION}); update vioconform to use it. "
                                      f"Nothing in it was changed.")
         except SQLAlchemyError as e:
-            raise StoreError(f"store {url} cannot be opened: {_first_line(e)}; check the URL, that the database "
+            raise StoreError(f"store {shown} cannot be opened: {_first_line(e)}; check the URL, that the database "
                              f"is reachable and that you may write to it") from None
 
     def close(self) -> None:
@@ -254,7 +268,7 @@ class Store:
                 if rows:
                     conn.execute(samples.insert(), rows)
         except IntegrityError as e:
-            raise StoreError(f"store {self.url}: the run could not be stored ({_first_line(e)}); nothing of it "
+            raise StoreError(f"store {self.shown}: the run could not be stored ({_first_line(e)}); nothing of it "
                              f"was written") from None
         return run_id, True
 
@@ -270,8 +284,8 @@ class Store:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(runs).where(runs.c.id == run_id)).first()
         if row is None:
-            raise StoreError(f"store {self.url} has no run {run_id}; list its runs with "
-                             f"python -m reports.store --store {self.url} list")
+            raise StoreError(f"store {self.shown} has no run {run_id}; list its runs with "
+                             f"python -m reports.store --store {self.shown} list")
         return _stored(row)
 
     def runs(self) -> list[StoredRun]:
@@ -349,6 +363,25 @@ def open_store(url: str | None) -> Store:
     return Store(url or default_url())
 
 
+def check_store(url: str) -> None:
+    """Open the store at ``url`` once (creating its tables on first use) and close it: run before
+    any guest starts, so an unreachable or too new store ends the run before it costs anything.
+    The default store's directory (``results/``) is created, private (0700), when missing."""
+    if url == default_url() and not DEFAULT_PARENT.exists():
+        DEFAULT_PARENT.mkdir(mode=0o700, parents=True, exist_ok=True)
+    Store(url).close()
+
+
+def store_results(url: str, directory: Path, junit: Path | None = None) -> tuple[int, bool]:
+    """Store the run whose results ``directory`` (and JUnit file) were just written: (run id, True),
+    or the id of the run stored from that directory before and False. StoreError otherwise."""
+    store = Store(url)
+    try:
+        return store.add_run(read_results_dir(directory, junit))
+    finally:
+        store.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m reports.store", description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", help=f"SQLAlchemy URL of the store (default {default_url()})")
@@ -383,7 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       + (f"; stored as parameters, not in model/metrics.py: {', '.join(unknown)}" if unknown else ""))
         else:
             if not store.runs():
-                print(f"(no runs stored in {store.url}; add some with python -m reports.store import DIR)")
+                print(f"(no runs stored in {store.shown}; add some with python -m reports.store import DIR)")
             for r in store.runs():
                 print(f"{r.id}\t{r.started or '-'}\t{'complete' if r.complete else 'INCOMPLETE'}\t"
                       f"{r.options.get('hypervisor', '-')}\t{r.source or '-'}")

@@ -23,7 +23,12 @@ CONFTEST = textwrap.dedent('''
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish():
-        """GATE_FULL_DISK=NAME: the disk is full for any file whose name contains NAME."""
+        """GATE_FULL_DISK=NAME: the disk is full for any file whose name contains NAME.
+        GATE_BREAK_STORE=PATH: the store's file is replaced by one that is no database."""
+        broken = os.environ.get("GATE_BREAK_STORE")
+        if broken:
+            with open(broken, "wb") as f:
+                f.write(b"not a database " * 100)
         full = os.environ.get("GATE_FULL_DISK")
         if not full:
             return
@@ -191,3 +196,52 @@ def test_disk_full_at_the_end_keeps_what_was_written_and_says_what_is_missing(tm
     assert f"NOT WRITTEN: report {tmp_path / 'out' / 'report.html'}: No space left on device" in out
     assert _kind(_cases(tmp_path / "out" / "junit.xml")["passes"]) == "passed"  # what could be written, was
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["junit.xml"]  # no partial report, no temporary
+
+
+def _stored_runs(db: Path) -> list[tuple[int, bool]]:
+    import sqlite3
+    with sqlite3.connect(db) as conn:
+        return [(int(i), bool(c)) for i, c in conn.execute("SELECT id, complete FROM runs ORDER BY id")]
+
+
+def test_every_run_goes_to_the_store_an_interrupted_one_as_incomplete(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"))  # the default store: results/vioconform.db
+    assert "stored:    run 1 in sqlite:///results/vioconform.db" in proc.stdout, proc.stdout + proc.stderr
+    db = tmp_path / "results" / "vioconform.db"
+    assert _stored_runs(db) == [(1, True)]
+    assert stat.S_IMODE((tmp_path / "results").stat().st_mode) == 0o700
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out2"), env={"GATE_SIGNAL": "SIGTERM"})
+    assert proc.returncode == 2 and "stored:    run 2 in" in proc.stdout, proc.stdout + proc.stderr
+    assert _stored_runs(db) == [(1, True), (2, False)]
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out3"), "--store", "none", "-k", "passes")
+    assert proc.returncode == 0 and "stored:" not in proc.stdout, proc.stdout + proc.stderr
+    assert _stored_runs(db) == [(1, True), (2, False)]
+
+
+def test_a_store_that_cannot_be_used_ends_the_run_before_any_rule(tmp_path: Path) -> None:
+    import sqlite3
+    newer = tmp_path / "newer.db"
+    with sqlite3.connect(newer) as conn:
+        conn.execute("CREATE TABLE meta (key VARCHAR(64) PRIMARY KEY, value VARCHAR(256) NOT NULL)")
+        conn.execute("INSERT INTO meta VALUES ('schema_version', '99')")
+    before = newer.read_bytes()
+    for url, said in ((f"sqlite:///{tmp_path}/no/such/dir/x.db", "does not exist"),
+                      (f"sqlite:///{newer}", "schema version 99, written by a newer vioconform"),
+                      ("postgresql://vioconform:s3cret@127.0.0.1:1/vioconform", "cannot be opened")):
+        proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "--store", url)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 4, out
+        assert "--store:" in proc.stderr and said in proc.stderr and "PASSED" not in out, out
+        assert "s3cret" not in out  # a password in the URL is never shown
+        assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    assert newer.read_bytes() == before  # refused, never altered
+
+
+def test_a_store_that_fails_at_the_end_is_named_and_the_exit_is_not_clean(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "--store", f"sqlite:///{db}", "-k", "passes",
+                env={"GATE_BREAK_STORE": str(db)})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 3, out  # every rule passed, but the run is not in the store
+    assert "NOT STORED: store sqlite:///" in out and "the JUnit file and the report are the record" in out
+    assert _kind(_cases(tmp_path / "out" / "junit.xml")["passes"]) == "passed"
