@@ -22,6 +22,9 @@ PACKAGES=(
   # The cloud-init test image (guest/image/testimage.py): debootstrap, GRUB for BIOS and UEFI,
   # the EFI system partition's FAT tools, ext4; OVMF boots images under UEFI (--firmware uefi).
   debootstrap grub-pc-bin grub-efi-amd64-bin mtools dosfstools e2fsprogs
+  # The results store's PostgreSQL path is tested against a private server from Debian's binaries
+  # (tests/pgserver.py); the package's own cluster is never started.
+  postgresql
 )
 
 need_root() {

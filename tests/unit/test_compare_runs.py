@@ -17,26 +17,22 @@ from tests.unit.test_store import BLK, QD, SUITE, healthy, write_run
 TCQ_OFF = (1.0, 1.0, 1.1, 1.0)  # a tcq-off run: the host sees one request at a time whatever the guest offers
 
 
-def _url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'v.db'}"
-
-
-def test_two_healthy_runs_compare_as_no_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_healthy_runs_compare_as_no_change(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     a = write_run(tmp_path, "20261120-020000", healthy((25.1, 25.3, 24.9, 25.2)))
     b = write_run(tmp_path, "20261121-020000", healthy((25.0, 25.4, 25.1, 24.8)))
-    assert main(["--store", _url(tmp_path), str(a), str(b)]) == 0
+    assert main(["--store", store_url, str(a), str(b)]) == 0
     out = capsys.readouterr().out
     assert "Regressions (passed -> failed): 0" in out and "Metrics moved beyond the noise" in out
     assert out.rstrip().endswith("No regression.") and "NOTE" not in out
     assert ": 0\n" in out.split("Metrics moved")[1]
 
 
-def test_a_regression_is_exact_and_exits_non_zero_with_junit(tmp_path: Path,
+def test_a_regression_is_exact_and_exits_non_zero_with_junit(tmp_path: Path, store_url: str,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     a = write_run(tmp_path, "20261120-020000", healthy())
     b = write_run(tmp_path, "20261121-020000", healthy(TCQ_OFF, outcome="failed"))
     junit = tmp_path / "compare.xml"
-    assert main(["--store", _url(tmp_path), str(a), str(b), "--junit", str(junit)]) == 1
+    assert main(["--store", store_url, str(a), str(b), "--junit", str(junit)]) == 1
     out = capsys.readouterr().out
     assert f"Regressions (passed -> failed): 1\n  queue-depth[{QD}]: passed -> failed" in out
     moved = out.split("Metrics moved")[1]
@@ -46,18 +42,18 @@ def test_a_regression_is_exact_and_exits_non_zero_with_junit(tmp_path: Path,
     assert list(cases) == [f"queue-depth[{QD}]"]
     assert cases[f"queue-depth[{QD}]"].find("failure") is not None
     # the same two runs by id: already stored, not imported twice
-    assert main(["--store", _url(tmp_path), "1", "2"]) == 1
-    assert len(Store(_url(tmp_path)).runs()) == 2
+    assert main(["--store", store_url, "1", "2"]) == 1
+    assert len(Store(store_url).runs()) == 2
 
 
-def test_fixes_errors_and_single_samples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fixes_errors_and_single_samples(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     before = healthy(TCQ_OFF, outcome="failed")
     after = healthy()
     after[2] = Record("n", "limits", BLK, {}, "passed")
     after[1] = Record("n", "io-size", BLK, {"split_factor": 16.0}, "error", "ssh lost")
     a = write_run(tmp_path, "20261120-020000", before)
     b = write_run(tmp_path, "20261121-020000", after)
-    assert main(["--store", _url(tmp_path), str(a), str(b), "--junit", str(tmp_path / "j.xml")]) == 0
+    assert main(["--store", store_url, str(a), str(b), "--junit", str(tmp_path / "j.xml")]) == 0
     out = capsys.readouterr().out
     assert f"Fixes (failed -> passed): 2\n  limits[{BLK}]: error -> passed" not in out  # error -> passed is no fix
     assert f"Fixes (failed -> passed): 1\n  queue-depth[{QD}]: failed -> passed" in out
@@ -69,8 +65,8 @@ def test_fixes_errors_and_single_samples(tmp_path: Path, capsys: pytest.CaptureF
     assert cases[f"io-size[{BLK}]"].find("error") is not None and cases[f"io-size[{BLK}]"].find("failure") is None
 
 
-def test_last_n_nights_flaky_and_fingerprints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    url = _url(tmp_path)
+def test_last_n_nights_flaky_and_fingerprints(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    url = store_url
     store = Store(url)
     for night, outcome in enumerate(["passed", "failed", "passed", "failed"], start=20):
         store.import_dir(write_run(tmp_path, f"202611{night}-020000", healthy(outcome=outcome)))
@@ -90,8 +86,8 @@ def test_last_n_nights_flaky_and_fingerprints(tmp_path: Path, capsys: pytest.Cap
     assert "guest.kernel  6.1.0-28-cloud-amd64  6.12.0" in out
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    url = _url(tmp_path)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    url = store_url
     records, status = settle([Record("n", "queue-depth", QD, started=True)], "SIGINT")
     cut = write_run(tmp_path, "20261120-020000", records, status)
     ok = write_run(tmp_path, "20261121-020000", healthy())

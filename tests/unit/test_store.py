@@ -38,9 +38,9 @@ def healthy(qd32: tuple[float, ...] = (25.1, 25.3, 24.9, 25.2), outcome: str = "
             Record("suites/test_alignment.py::t[d]", "alignment", BLK, {}, "skipped", "no trace")]
 
 
-def test_a_results_directory_round_trips(tmp_path: Path) -> None:
+def test_a_results_directory_round_trips(tmp_path: Path, store_url: str) -> None:
     d = write_run(tmp_path, "20261120-020000", healthy())
-    store = Store(f"sqlite:///{tmp_path / 'vioconform.db'}")
+    store = Store(store_url)
     run_id, new = store.import_dir(d)
     assert new
     run = store.run(run_id)
@@ -83,8 +83,8 @@ def test_bad_directories_are_named_with_the_reason(tmp_path: Path) -> None:
         read_results_dir(tmp_path)
 
 
-def test_a_store_of_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'v.db'}"
+def test_a_store_of_a_newer_schema_is_refused_and_left_alone(tmp_path: Path, store_url: str) -> None:
+    url = store_url
     store = Store(url)
     store.import_dir(write_run(tmp_path, "r1", healthy()))
     with store.engine.begin() as conn:
@@ -99,17 +99,17 @@ def test_a_store_of_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> 
     engine.dispose()
 
 
-def test_unusable_store_urls_are_one_clear_line(tmp_path: Path) -> None:
+def test_unusable_store_urls_are_one_clear_line(tmp_path: Path, store_url: str) -> None:
     with pytest.raises(StoreError, match="does not exist; create it or give another --store"):
         Store(f"sqlite:///{tmp_path / 'missing' / 'v.db'}")
     with pytest.raises(StoreError, match="SQLAlchemy URL such as"):
         Store("nonsense://")
     with pytest.raises(StoreError, match="has no run 7; list its runs"):
-        Store(f"sqlite:///{tmp_path / 'v.db'}").run(7)
+        Store(store_url).run(7)
 
 
-def test_import_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"sqlite:///{tmp_path / 'v.db'}"
+def test_import_command(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    url = store_url
     d = write_run(tmp_path, "20261120-020000", healthy())
     assert main(["--store", url, "import", str(d), str(tmp_path / "nothing")]) == 2
     out, err = capsys.readouterr()
