@@ -311,8 +311,3 @@ def moved_metrics(a: Mapping[MetricKey, Series], b: Mapping[MetricKey, Series], 
         if m is not None:
             out.append(m)
     return out
-
-
-def fingerprint_diff(a: Mapping[str, str], b: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    """(key, value in a, value in b) for every fingerprint entry that differs ("-": absent)."""
-    return [(k, a.get(k, "-"), b.get(k, "-")) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]

@@ -45,12 +45,12 @@ from model.compare import (
     Key,
     Moved,
     Spread,
-    fingerprint_diff,
     flaky,
     moved_metrics,
     repeats_needed,
     verdict_flips,
 )
+from model.fingerprint import differences
 from reports.results import write_atomic
 from reports.store import Store, StoredRun, StoreError, default_url, open_store
 
@@ -123,7 +123,8 @@ class Comparison:
     flaky: dict[Key, int]
     history: int  # runs the flakiness was judged over
     moved: list[Moved]
-    fingerprint_diff: list[tuple[str, str, str]]
+    fingerprint_diff: list[tuple[str, str, str]]  # the environment (model.fingerprint): QEMU, libvirt, image...
+    tested_diff: list[tuple[str, str, str]]  # the rest of what was tested (drivers, disk names, boot settings)
     min_effect: float | None  # None: each metric's measured minimum effect (MIN_EFFECTS)
     alpha: float
 
@@ -143,13 +144,13 @@ def compare_runs(store: Store, a: StoredRun, b: StoredRun, flaky_window: int = F
     if not a.complete:
         raise StoreError(f"run {a.id} is incomplete (interrupted): it is never used as a baseline; "
                          f"compare against a complete run")
-    history = [store.verdicts(r.id) for r in store.last_runs(b.fingerprint, flaky_window, b)]
+    history = [store.verdicts(r.id) for r in store.last_runs(b, flaky_window, b)]
     if not b.complete:  # b is not among the complete runs last_runs gives: its verdicts come last
         history.append(store.verdicts(b.id))
     return Comparison(a, b, verdict_flips(store.verdicts(a.id), store.verdicts(b.id)), flaky(history), len(history),
                       moved_metrics(store.series(a.id), store.series(b.id), MIN_EFFECT if min_effect is None else min_effect,
                                     MIN_EFFECTS if min_effect is None else {}, alpha=alpha),
-                      fingerprint_diff(a.fingerprint, b.fingerprint), min_effect, alpha)
+                      *differences(a.fingerprint, b.fingerprint), min_effect, alpha)
 
 
 def _spread(s: Spread, unit: str) -> str:
@@ -178,6 +179,9 @@ def print_comparison(c: Comparison) -> None:
         print(f"NOTE: the runs have different fingerprints ({len(c.fingerprint_diff)} entries differ); "
               "compared anyway:")
         _print_table(["  key", "A", "B"], [[f"  {k}", va, vb] for k, va, vb in c.fingerprint_diff])
+    if c.tested_diff:
+        print(f"Also different in what was tested (not part of the fingerprint; --tested shows all): "
+              f"{', '.join(k for k, _, _ in c.tested_diff)}")
     sections = (("Regressions (passed -> failed)", "regression"), ("Fixes (failed -> passed)", "fix"),
                 ("Harness errors (not conformance failures)", "error"), ("Other verdict changes", "changed"))
     for title, kind in sections:
@@ -238,7 +242,7 @@ def _last(store: Store, n: int, ref: str | None) -> tuple[StoredRun, StoredRun]:
     b = _resolve(store, ref) if ref else next((r for r in reversed(store.runs()) if r.complete), None)
     if b is None:
         raise StoreError(f"store {store.shown} has no complete run; import one with python -m reports.store import DIR")
-    previous = [r for r in store.last_runs(b.fingerprint, max(n, 2), b) if r.id != b.id]
+    previous = [r for r in store.last_runs(b, max(n, 2), b) if r.id != b.id]
     if not previous:
         raise StoreError(f"run {b.id} has no earlier complete run with the same fingerprint in {store.shown}; "
                          f"compare two runs by id or directory instead")

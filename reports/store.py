@@ -32,7 +32,7 @@ import json
 import re
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,16 +40,16 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from model.compare import Key, MetricKey, Series
+from model.fingerprint import OPTIONS_KEY, REVISION_KEY, SERIES_OPTIONS, same_series
 from model.metrics import as_number, describe
 
 SCHEMA_VERSION = 1
 DEFAULT_PARENT = Path("results")  # as reports.results.DEFAULT_PARENT (not imported: no pytest here)
-#: Suite properties that are the run's options rather than what it measured against.
-OPTION_KEYS = ("hypervisor", "controllers", "inject")
+#: Suite properties that are the run's options rather than what it measured against (the
+#: ``options`` property, JSON, adds the rest of them).
+OPTION_KEYS = SERIES_OPTIONS
 #: Suite properties that say how the run ended: the ``complete`` column, not the fingerprint.
 STATUS_KEYS = ("complete", "interrupted_by")
-#: The suite property holding vioconform's revision (written by later runs; "" when absent).
-REVISION_KEY = "vioconform_revision"
 
 
 class StoreError(Exception):
@@ -170,9 +170,16 @@ def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
         finished: dt.datetime | None = started + dt.timedelta(seconds=float(suite.get("time") or 0))
     except ValueError:
         finished = None
+    options = {k: props[k] for k in OPTION_KEYS if k in props}
+    try:
+        more = json.loads(props.get(OPTIONS_KEY) or "{}")
+    except json.JSONDecodeError:
+        more = {"unreadable": props[OPTIONS_KEY]}
+    if isinstance(more, dict):
+        options.update({str(k): v if isinstance(v, str) else json.dumps(v) for k, v in more.items() if k not in options})
     run = RunData(fingerprint={k: v for k, v in props.items()
-                               if k not in (*OPTION_KEYS, *STATUS_KEYS, REVISION_KEY)},
-                  options={k: props[k] for k in OPTION_KEYS if k in props}, revision=props.get(REVISION_KEY, ""),
+                               if k not in (*OPTION_KEYS, *STATUS_KEYS, REVISION_KEY, OPTIONS_KEY)},
+                  options=options, revision=props.get(REVISION_KEY, ""),
                   complete=complete, started=started, finished=finished, source=str(directory.resolve()))
     for case in suite.iter("testcase"):
         name = case.get("name") or ""
@@ -292,9 +299,11 @@ class Store:
         with self.engine.connect() as conn:
             return [_stored(r) for r in conn.execute(sa.select(runs).order_by(runs.c.started, runs.c.id))]
 
-    def last_runs(self, fingerprint: Mapping[str, str], n: int, before: StoredRun | None = None) -> list[StoredRun]:
-        """The last ``n`` complete runs with this fingerprint (oldest first), up to and including ``before``."""
-        same = [r for r in self.runs() if r.complete and r.fingerprint == dict(fingerprint)]
+    def last_runs(self, like: StoredRun, n: int, before: StoredRun | None = None) -> list[StoredRun]:
+        """The last ``n`` complete runs of ``like``'s series (the same fingerprint and configuration,
+        model.fingerprint), oldest first, up to and including ``before``."""
+        same = [r for r in self.runs()
+                if r.complete and same_series(r.fingerprint, r.options, like.fingerprint, like.options)]
         if before is not None:
             same = same[:next((i + 1 for i, r in enumerate(same) if r.id == before.id), len(same))]
         return same[-n:] if n > 0 else []

@@ -12,7 +12,6 @@ from model.compare import (
     MIN_EFFECTS,
     Series,
     Spread,
-    fingerprint_diff,
     flaky,
     mann_whitney,
     metric_moved,
@@ -22,6 +21,7 @@ from model.compare import (
     smallest_p,
     verdict_flips,
 )
+from model.fingerprint import differences
 from model.metrics import describe
 from model.noise import MIN_EFFECT_FLOOR
 
@@ -130,10 +130,12 @@ def test_moved_metrics_per_metric_effect_and_only_shared_keys() -> None:
     assert [m.name for m in moved_metrics(a, b, min_effects={"qd32_iops": 0.02})] == ["qd32_iops"]
 
 
-def test_relative_effect_and_fingerprint_diff() -> None:
+def test_relative_effect_and_fingerprint_differences() -> None:
     assert relative_effect(0, 0) == 0.0 and relative_effect(0, 5) == math.inf and relative_effect(-2, -1) == 0.5
-    assert fingerprint_diff({"qemu": "8.2", "kernel": "6.1"}, {"qemu": "9.0", "kernel": "6.1", "machine": "q35"}) == [
-        ("machine", "-", "q35"), ("qemu", "8.2", "9.0")]
+    assert differences({"qemu.version": "8.2", "guest.kernel": "6.1", "disk.x.kernel_name": "sda"},
+                       {"qemu.version": "9.0", "guest.kernel": "6.1", "qemu.machine": "q35",
+                        "disk.x.kernel_name": "sdb"}) == (
+        [("qemu.machine", "-", "q35"), ("qemu.version", "8.2", "9.0")], [("disk.x.kernel_name", "sda", "sdb")])
 
 
 @pytest.mark.parametrize(("prop", "name", "repeat", "unit", "direction", "known"), [

@@ -1,0 +1,51 @@
+"""A run's environment fingerprint: what it was measured on, as the nightly question needs it.
+
+"Did tonight's QEMU, libvirt or ESXi build change what the guest's storage sees, compared with
+last night's?" needs the runs of one series: the same environment (:data:`FINGERPRINT_KEYS`) and
+the same configuration (:data:`SERIES_OPTIONS`). Everything else a run records about what was
+tested (each disk's kernel name, driver chain, boot settings) is kept too, but is not part of
+the fingerprint: a disk's kernel name (sda or sdb) depends on the order the kernel probes the
+disks in, and changed between 7 of 10 otherwise identical runs here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+#: The run properties that make up the fingerprint (JUnit suite properties, written by the
+#: fixtures): the hypervisor build (libvirt: QEMU's version, binary, machine type and accelerator,
+#: libvirt's library and daemon versions, the host's kernel; vSphere: the vCenter and ESXi builds),
+#: the guest (image and its SHA-256, OS release, kernel) and the fio that measured it.
+FINGERPRINT_KEYS = (
+    "qemu.version", "qemu.emulator", "qemu.machine", "qemu.accel",
+    "libvirt.version", "libvirt.daemon_version", "host.kernel",
+    "vcenter.version", "vcenter.build", "esxi.version", "esxi.build",
+    "image", "image.sha256", "guest.os_release", "guest.kernel", "fio_version",
+)
+#: The options that make two runs of one environment the same nightly job.
+SERIES_OPTIONS = ("hypervisor", "controllers", "inject")
+#: The suite property with vioconform's own revision (``git describe``), and the one with the
+#: options that shaped the results (JSON); neither is part of the fingerprint.
+REVISION_KEY = "vioconform_revision"
+OPTIONS_KEY = "options"
+
+
+def fingerprint(properties: Mapping[str, str]) -> dict[str, str]:
+    """The fingerprint entries of a run's properties (those it has)."""
+    return {k: properties[k] for k in FINGERPRINT_KEYS if k in properties}
+
+
+def same_series(fp_a: Mapping[str, str], opts_a: Mapping[str, str],
+                fp_b: Mapping[str, str], opts_b: Mapping[str, str]) -> bool:
+    """Whether two runs belong to one nightly series: equal fingerprints and series options."""
+    return (fingerprint(fp_a) == fingerprint(fp_b)
+            and all(opts_a.get(k) == opts_b.get(k) for k in SERIES_OPTIONS))
+
+
+def differences(a: Mapping[str, str], b: Mapping[str, str]) -> tuple[list[tuple[str, str, str]],
+                                                                   list[tuple[str, str, str]]]:
+    """(fingerprint differences, other differences in what was tested) between two runs'
+    properties, each as (key, value in a, value in b), "-" for absent, sorted by key."""
+    keys = sorted(set(a) | set(b))
+    rows = [(k, a.get(k, "-"), b.get(k, "-")) for k in keys if a.get(k) != b.get(k)]
+    return [r for r in rows if r[0] in FINGERPRINT_KEYS], [r for r in rows if r[0] not in FINGERPRINT_KEYS]
