@@ -144,6 +144,15 @@ class BackendOptions(Protocol):
     @property
     def vcenter(self) -> str | None: ...
 
+    @property
+    def controllers(self) -> tuple[str, ...]: ...
+
+    @property
+    def emulator(self) -> Path | None: ...
+
+    @property
+    def machine(self) -> str: ...
+
 
 class RequestTracer(Protocol):
     """Records the exact host-side I/O of one disk between ``start()`` and ``stop()``."""
@@ -225,6 +234,11 @@ class HypervisorBackend(ABC):
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> RequestTracer | None:
         """An exact per-request source for this disk, or None where the backend has none."""
         return None
+
+    def environment(self, guest: Guest) -> dict[str, str]:
+        """The running guest's environment fingerprint entries (model/fingerprint.py: the
+        hypervisor's build, its machine and accelerator). Default: nothing known."""
+        return {}
 
     def close(self) -> None:  # noqa: B027 (a hook; by default nothing to release)
         """Release the connection to the hypervisor (and whatever the backend opened through it)."""

@@ -23,7 +23,7 @@ import socket
 import time
 from pathlib import Path
 from typing import ClassVar, Self
-from xml.sax.saxutils import quoteattr
+from xml.sax.saxutils import escape, quoteattr
 
 import libvirt
 
@@ -31,7 +31,7 @@ from guest.image.build import GuestImage, ensure_image
 from guest.image.user import UserImageError
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend, ImageRequest, kernel_panic
 from hypervisors.cleanup import CleanupStack, signals_deferred
-from hypervisors.libvirt import accel, imageboot, leftovers, preflight, qemulog, trace
+from hypervisors.libvirt import accel, environment, imageboot, leftovers, machine, preflight, qemulog, trace
 from hypervisors.libvirt.accel import PROBE_TIMEOUT_S, ProbeResult
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
@@ -70,9 +70,12 @@ class LibvirtBackend(HypervisorBackend):
     controllers: ClassVar[dict[str, str]] = {name: c.description for name, c in CONTROLLERS.items()}
 
     def __init__(self, cleanup: CleanupStack, uri: str = "qemu:///system", accel_mode: str = "auto",
-                 image: GuestImage | None = None) -> None:
+                 image: GuestImage | None = None, emulator: Path | None = None,
+                 machine_type: str = machine.DEFAULT_MACHINE) -> None:
         super().__init__(cleanup)
         self.uri = uri
+        self.emulator = emulator
+        self.machine = machine_type
         self.conn = open_connection(uri)
         check_drives_qemu(uri, self.conn)
         self._accel_mode = accel_mode
@@ -90,7 +93,8 @@ class LibvirtBackend(HypervisorBackend):
         """The guest image first (built once, then cached), then the connection. With ``--image``
         the embedded image is built only if the KVM probe needs it (it boots the embedded kernel)."""
         image = None if opts.image is not None else ensure_image(log.info, opts.guest_kernel_deb)
-        return cls(cleanup, uri=opts.libvirt_uri, accel_mode=opts.accel, image=image)
+        return cls(cleanup, uri=opts.libvirt_uri, accel_mode=opts.accel, image=image, emulator=opts.emulator,
+                   machine_type=opts.machine)
 
     def sweep_leftovers(self) -> None:
         if self.local:
@@ -161,12 +165,14 @@ class LibvirtBackend(HypervisorBackend):
         memory = request.memory_mib if request else 256
         cpu = "<cpu mode='host-passthrough'/>" if domain_type == "kvm" else ""
         if image_files is not None and request is not None and request.image is not None:
-            os_xml = imageboot.os_xml(request.image.firmware, image_files.nvram)
+            os_xml = imageboot.os_xml(request.image.firmware, image_files.nvram, self.machine)
             qemu_args += imageboot.qemu_args(image_files)
         else:
-            os_xml = (f"<os><type arch='x86_64' machine='pc'>hvm</type>\n    <kernel>{kernel}</kernel>"
+            os_xml = (f"<os><type arch='x86_64' machine={quoteattr(self.machine)}>hvm</type>\n    <kernel>{kernel}</kernel>"
                       f"<initrd>{initrd}</initrd><cmdline>{cmdline}</cmdline></os>")
-        qemu_xml = "".join(f"<qemu:arg value={quoteattr(a)}/>" for a in qemu_args)
+        qemu_xml = "".join(f"<qemu:arg value={quoteattr(a)}/>" for a in machine.on_root_bus(qemu_args, self.machine))
+        if self.emulator is not None:
+            devices.insert(0, f"<emulator>{escape(str(self.emulator))}</emulator>")
         return f"""<domain type='{domain_type}' xmlns:qemu='{QEMU_NS}'>
   <name>{name}</name>
   <metadata><vioc:run xmlns:vioc='{METADATA_NS}' pid='{os.getpid()}' dir={quoteattr(str(run_dir))}/></metadata>
@@ -348,6 +354,9 @@ class LibvirtBackend(HypervisorBackend):
             return None
         return trace.QemuTracer(self.channel(guest, disk), family, guest.console_log_path.parent / TRACE_LOG,
                                 logical_block_bytes=disk.configured.logical_block_bytes)
+
+    def environment(self, guest: Guest) -> dict[str, str]:
+        return environment.environment(self.conn, guest.name, self.local)
 
     def close(self) -> None:
         with contextlib.suppress(libvirt.libvirtError):

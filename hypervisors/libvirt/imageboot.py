@@ -119,9 +119,9 @@ def prepare(request: GuestRequest, image: ImageRequest, run_key: Path) -> BootFi
     return BootFiles(overlay, seed, nvram, cloudinit.DEFAULT_GUEST_USER, run_key, host_key.public_line)
 
 
-def os_xml(firmware: str, nvram: Path | None) -> str:
-    """The domain's ``<os>``: the image's bootloader, through SeaBIOS or OVMF."""
-    head = "<os><type arch='x86_64' machine='pc'>hvm</type>"
+def os_xml(firmware: str, nvram: Path | None, machine: str = "pc") -> str:
+    """The domain's ``<os>``: the image's bootloader, through SeaBIOS or OVMF, on ``machine``."""
+    head = f"<os><type arch='x86_64' machine='{escape(machine)}'>hvm</type>"
     if firmware == "uefi":
         code, _ = ovmf_files()
         return (f"{head}<loader readonly='yes' type='pflash'>{escape(str(code))}</loader>"

@@ -20,7 +20,7 @@ from guest.cache import CacheNotWritable
 from guest.image.build import ImageBuildError, check_image_cache, check_kernel_deb
 from guest.image.user import Reader, UserImageError, check_image, check_space
 from hypervisors.base import BackendOptions
-from hypervisors.libvirt import accel, imageboot
+from hypervisors.libvirt import accel, environment, imageboot, machine
 from model.errors import HypervisorError
 
 #: Opening a local daemon takes milliseconds; a URI that leads nowhere (a host that swallows
@@ -86,9 +86,12 @@ def validate_options(opts: BackendOptions) -> None:
     if not is_local(uri):
         raise HypervisorError(f"--libvirt-uri {uri}: the libvirt host must be this machine (the guest's SSH "
                               f"is forwarded on 127.0.0.1); run vioconform on {urlparse(uri).hostname}")
+    if opts.emulator is not None:
+        machine.check_emulator(opts.emulator)
     conn = open_connection(uri)
     try:
         check_drives_qemu(uri, conn)
+        machine.check_machine(opts.emulator or environment.default_emulator(conn), opts.machine, opts.controllers)
         if opts.accel == "kvm":
             accel.check_forced_kvm(uri, conn)
         accel.check_cache_writable(uri, conn, opts.accel)

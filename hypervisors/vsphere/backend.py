@@ -291,6 +291,17 @@ class VSphereBackend(HypervisorBackend):
             source = self._sources[(host, via, key)] = open_source(self.vc, self.config, host, via, key)
         return source
 
+    def environment(self, guest: Guest) -> dict[str, str]:
+        """The vCenter's build (the ServiceInstance's ``about``) and the clone's ESXi host's
+        (``config.product``): the fingerprint of a vSphere run."""
+        about = self.vc.content.about
+        host = self.vm_of(guest).runtime.host
+        product = host.config.product if host is not None and host.config is not None else None
+        return {"vcenter.version": str(about.version), "vcenter.build": str(about.build),
+                "vcenter.name": str(about.fullName),
+                "esxi.version": str(product.version) if product else "unknown",
+                "esxi.build": str(product.build) if product else "unknown"}
+
     def close(self) -> None:
         sources, self._sources = list(self._sources.values()), {}
         for source in sources:
