@@ -75,6 +75,13 @@ def test_round_trip_one_disk_per_controller(backend: VSphereBackend, vcsim: Sim,
     ssh = SshTransport(guest.ssh, connect_timeout_s=10)
     assert ssh.run("echo vioconform-$((6*7))").stdout.strip() == "vioconform-42"
     ssh.close()
+    # the fingerprint: vCenter's about and the clone's ESXi host's product, as vcsim answers them
+    env = backend.environment(guest)
+    about = backend.vc.content.about
+    assert (env["vcenter.version"], env["vcenter.build"]) == (about.version, about.build) and about.version
+    host = backend.vm_of(guest).runtime.host
+    assert (env["esxi.version"], env["esxi.build"]) == (host.config.product.version, host.config.product.build)
+    assert env["esxi.version"] and env["esxi.build"]
     cleanup.run()
     assert vcsim.vms(f"vioconform-{backend.run_id}") == []
 
