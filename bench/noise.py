@@ -8,8 +8,8 @@ Each run is a whole suite run (its own guest and boot), written to a results sto
 benchmark's own (a temporary SQLite file unless ``--store`` names one); the table then gives,
 per metric and configuration, the runs, the mean of the runs' medians, and the CV across runs
 (model/noise.py). The last table is per metric name: the noisiest configuration's CV and the
-minimum effect ``compare`` should require for it (3 x sqrt 2 x CV, floor 2 %; model/noise.py says
-why). Only metrics with a direction (higher- or lower-better) are listed: parameters are settings.
+minimum effect ``compare`` should require for it (3 x sqrt 2 x CV, floor 2 %, and at least the
+widest change seen between two of the runs; model/noise.py says why). Only metrics with a direction (higher- or lower-better) are listed: parameters are settings.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench.suite_run import run_suite_at
-from model.noise import min_effect_for, run_to_run, worst_by_name
+from model.noise import MIN_EFFECT_FLOOR, run_to_run, worst_by_name
 from reports.store import Store, StoreError
 
 CONTROLLERS = "virtio-scsi,virtio-blk"
@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store", default=None, metavar="URL", help="store to write the runs to (default: a new temporary SQLite file)")
     ap.add_argument("--from-store", default=None, metavar="URL", help="measure nothing: use every complete run in this store")
     ap.add_argument("--markdown", action="store_true", help="also print the per-name table as Markdown (for the README)")
+    ap.add_argument("--all", action="store_true", help="also list parameters (settings and counts), not only "
+                                                        "metrics with a direction")
     ap.add_argument("suite_args", nargs="*", help="extra arguments for the suite (after --)")
     args = ap.parse_args(argv)
     if args.runs < 2 and not args.from_store:
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {i + 1}/{args.runs}: {time.monotonic() - t0:.0f} s, stored as run {run_id}, "
                   f"{sum(o == 'passed' for o in outcomes.values())} passed, {len(bad)} failed {bad or ''}", flush=True)
     stored = [r for r in store.runs() if r.complete]
-    rows = [r for r in run_to_run([store.series(r.id) for r in stored]) if r.direction != "parameter"]
+    rows = [r for r in run_to_run([store.series(r.id) for r in stored]) if args.all or r.direction != "parameter"]
     if not rows:
         print(f"bench.noise: no metric measured by 2 or more complete runs in {url}", file=sys.stderr)
         return 1
@@ -68,15 +70,21 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"{r.rule:16} {r.config:38} {r.name:34} {r.runs:>4} {r.mean:>12.4g} {100 * r.cv:>6.2f}")
     worst = worst_by_name(rows)
-    print(f"\n{'metric':34} {'unit':9} {'worst CV %':>10} {'min effect %':>12}  (noisiest configuration)")
+    print(f"\n{'metric':34} {'unit':9} {'CV %':>8} {'widest %':>9} {'min effect %':>12}  (noisiest configuration)")
     for name in sorted(worst):
         r = worst[name]
-        print(f"{name:34} {r.unit:9} {100 * r.cv:>10.2f} {100 * min_effect_for(r.cv):>12.1f}  ({r.config})")
+        print(f"{name:34} {r.unit:9} {100 * r.cv:>8.2f} {100 * r.widest:>9.1f} {100 * r.min_effect:>12.1f}  ({r.config})")
     if args.markdown:
-        print("\n| metric | unit | runs | worst CV | min effect | noisiest configuration |\n|---|---|---|---|---|---|")
+        print("\n| metric | unit | runs | CV | widest change | min effect | noisiest configuration |\n"
+              "|---|---|---|---|---|---|---|")
         for name in sorted(worst):
             r = worst[name]
-            print(f"| `{name}` | {r.unit} | {r.runs} | {100 * r.cv:.2f} % | {100 * min_effect_for(r.cv):.1f} % | {r.config} |")
+            where = r.config.split(":")[1] if r.min_effect > MIN_EFFECT_FLOOR else "both (never moved)"
+            print(f"| `{name}` | {r.unit} | {r.runs} | {100 * r.cv:.2f} % | {100 * r.widest:.1f} % | "
+                  f"{100 * r.min_effect:.1f} % | {where} |")
+        print("\n    " + "\n    ".join(f'"{n}": {worst[n].min_effect:.3f},  # CV {100 * worst[n].cv:.2f} %, widest '
+                                         f'{100 * worst[n].widest:.1f} % ({worst[n].config.split(":")[1]})'
+                                         for n in sorted(worst)))
     print(f"\nraw results: {work}")
     return 0
 

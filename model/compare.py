@@ -55,57 +55,71 @@ MIN_EFFECT = 0.10
 #: Per metric name, the smallest relative change of a median that ``compare`` reports, derived
 #: from the run-to-run noise measured with ``python -m bench.noise --runs 10`` on 2026-11-24
 #: (2 cores, QEMU 7.2 TCG, the default suite: every rule on virtio-scsi and virtio-blk, 10 whole
-#: runs of about 120 s each, every rule passed in every run): model/noise.py's min_effect_for,
-#: 3 x sqrt 2 x the CV of the noisiest of the two configurations (so two healthy runs exceed it
-#: with about 0.27 % probability per metric), and at least 2 % where the metric never moved
-#: (CV 0: exact request sizes and depths). The comment on each line gives that CV.
+#: runs of about 120 s each, every rule passed in every run): model/noise.py's NoiseRow.min_effect,
+#: 3 x sqrt 2 x the CV of the noisier of the two configurations (so two healthy runs exceed it
+#: with about 0.27 % probability per metric if the noise were normal), at least the widest change
+#: seen between two of the 10 runs (the TCG latencies are not normal: they jump by up to 9x), and
+#: at least 2 % where the metric never moved (exact request sizes and depths). The comment on each
+#: line gives the CV and the widest change.
 MIN_EFFECTS: Mapping[str, float] = {
-    "buffered_depth_max": 0.092,  # CV 2.17 % (virtio-scsi)
-    "buffered_depth_median": 0.132,  # CV 3.12 % (virtio-scsi)
-    "buffered_depth_min": 0.249,  # CV 5.87 % (virtio-scsi)
-    "buffered_request_bytes_max": 0.063,  # CV 1.49 % (virtio-blk)
-    "buffered_request_bytes_median": 0.062,  # CV 1.45 % (virtio-scsi)
-    "buffered_request_bytes_min": 0.146,  # CV 3.44 % (virtio-blk)
-    "crossing_fraction": 0.020,  # CV 0 (always 0)
-    "direct_depth_max": 0.147,  # CV 3.48 % (virtio-blk)
-    "direct_depth_median": 0.129,  # CV 3.04 % (virtio-blk)
-    "direct_depth_min": 0.133,  # CV 3.13 % (virtio-blk)
-    "direct_request_bytes_max": 0.020,  # CV 0 (always 1 MiB)
-    "direct_request_bytes_median": 0.020,  # CV 0 (always 1 MiB)
-    "direct_request_bytes_min": 0.020,  # CV 0 (always 1 MiB)
-    "extra_stripe_requests": 0.020,  # CV 0 (always 0)
-    "fio_iops": 0.082,  # CV 1.92 % (virtio-blk)
-    "guest_avg_request_bytes": 0.020,  # CV 0 (always 1 MiB)
-    "host_request_bytes_mean": 0.020,  # CV 0 (always 1 MiB)
-    "host_request_bytes_p50": 0.020,  # CV 0 (always 1 MiB)
-    "iops_scaling": 0.124,  # CV 2.93 % (virtio-blk)
-    # The direct-io latencies are tens of microseconds under TCG, where one slow vCPU tick is a
-    # large part of them: CV 16-90 %. A latency "move" needs to be several times the value itself.
-    "latency_added_p50_us": 3.785,  # CV 89.22 % (virtio-blk)
-    "latency_guest_min_us": 3.803,  # CV 89.64 % (virtio-scsi)
-    "latency_guest_p50_us": 1.439,  # CV 33.91 % (virtio-blk)
-    "latency_host_min_us": 0.730,  # CV 17.21 % (virtio-blk)
-    "latency_host_p50_us": 0.663,  # CV 15.64 % (virtio-blk)
-    "misaligned_requests": 0.020,  # CV 0 (always 0)
-    "qd1_guest_aqu_sz": 0.080,  # CV 1.89 % (virtio-blk)
-    "qd1_guest_inflight_mean": 0.600,  # CV 14.14 % (virtio-scsi): few samples of /sys inflight
-    "qd1_host_average_depth": 0.152,  # CV 3.57 % (virtio-blk)
-    "qd1_host_depth": 0.020,  # CV 0 (always 1)
-    "qd1_host_depth_max": 0.020,  # CV 0 (always 1)
-    "qd1_host_depth_min": 0.020,  # CV 0 (always 1)
-    "qd1_host_exact_depth_median": 0.020,  # CV 0 (always 1)
-    "qd1_host_exact_depth_p90": 0.020,  # CV 0 (always 1)
-    "qd1_iops": 0.109,  # CV 2.57 % (virtio-blk)
-    "qd32_guest_aqu_sz": 0.067,  # CV 1.58 % (virtio-scsi)
-    "qd32_guest_inflight_mean": 0.304,  # CV 7.17 % (virtio-blk)
-    "qd32_host_average_depth": 0.091,  # CV 2.14 % (virtio-scsi)
-    "qd32_host_depth": 0.125,  # CV 2.94 % (virtio-scsi)
-    "qd32_host_depth_max": 0.020,  # CV 0 (always 31)
-    "qd32_host_depth_min": 0.284,  # CV 6.68 % (virtio-scsi)
-    "qd32_host_exact_depth_median": 0.125,  # CV 2.94 % (virtio-scsi)
-    "qd32_host_exact_depth_p90": 0.020,  # CV 0 (always 31)
-    "qd32_iops": 0.078,  # CV 1.85 % (virtio-scsi)
-    "split_factor": 0.020,  # CV 0 (always 1)
+    "buffered_depth_max": 0.092,  # CV 2.17 %, widest 8.0 % (virtio-scsi)
+    "buffered_depth_median": 0.132,  # CV 3.12 %, widest 9.8 % (virtio-scsi)
+    "buffered_depth_min": 0.249,  # CV 5.87 %, widest 22.9 % (virtio-scsi)
+    "buffered_request_bytes_max": 0.063,  # CV 1.49 %, widest 4.0 % (virtio-blk)
+    "buffered_request_bytes_median": 0.062,  # CV 1.45 %, widest 4.3 % (virtio-scsi)
+    "buffered_request_bytes_min": 0.146,  # CV 3.44 %, widest 12.7 % (virtio-blk)
+    "crossing_fraction": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "direct_depth_max": 0.147,  # CV 3.48 %, widest 10.5 % (virtio-blk)
+    "direct_depth_median": 0.129,  # CV 3.04 %, widest 9.3 % (virtio-blk)
+    "direct_depth_min": 0.133,  # CV 3.13 %, widest 8.1 % (virtio-blk)
+    "direct_request_bytes_max": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "direct_request_bytes_median": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "direct_request_bytes_min": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "extra_stripe_requests": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "fio_iops": 0.082,  # CV 1.92 %, widest 5.6 % (virtio-blk)
+    "guest_avg_request_bytes": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "host_request_bytes_mean": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "host_request_bytes_p50": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "iops_scaling": 0.124,  # CV 2.93 %, widest 8.9 % (virtio-blk)
+    "latency_added_p50_us": 9.211,  # CV 89.22 %, widest 921.1 % (virtio-blk)
+    "latency_guest_min_us": 9.047,  # CV 89.64 %, widest 904.7 % (virtio-scsi)
+    "latency_guest_p50_us": 1.474,  # CV 33.91 %, widest 147.4 % (virtio-blk)
+    "latency_host_min_us": 0.730,  # CV 17.21 %, widest 63.5 % (virtio-blk)
+    "latency_host_p50_us": 0.663,  # CV 15.64 %, widest 60.3 % (virtio-blk)
+    "misaligned_requests": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "qd1_guest_aqu_sz": 0.080,  # CV 1.89 %, widest 5.4 % (virtio-blk)
+    "qd1_guest_inflight_mean": 0.600,  # CV 14.14 %, widest 56.2 % (virtio-scsi)
+    "qd1_host_average_depth": 0.152,  # CV 3.57 %, widest 9.2 % (virtio-blk)
+    "qd1_host_depth": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "qd1_host_depth_max": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "qd1_host_depth_min": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "qd1_host_exact_depth_median": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "qd1_host_exact_depth_p90": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "qd1_iops": 0.109,  # CV 2.57 %, widest 6.5 % (virtio-blk)
+    "qd32_guest_aqu_sz": 0.067,  # CV 1.58 %, widest 4.1 % (virtio-scsi)
+    "qd32_guest_inflight_mean": 0.304,  # CV 7.17 %, widest 25.3 % (virtio-blk)
+    "qd32_host_average_depth": 0.091,  # CV 2.14 %, widest 6.8 % (virtio-scsi)
+    "qd32_host_depth": 0.125,  # CV 2.94 %, widest 8.3 % (virtio-scsi)
+    "qd32_host_depth_max": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "qd32_host_depth_min": 0.284,  # CV 6.68 %, widest 18.2 % (virtio-scsi)
+    "qd32_host_exact_depth_median": 0.125,  # CV 2.94 %, widest 8.3 % (virtio-scsi)
+    "qd32_host_exact_depth_p90": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "qd32_iops": 0.078,  # CV 1.85 %, widest 5.6 % (virtio-scsi)
+    "split_factor": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    # Parameters that are themselves counts of what happened (python -m bench.noise --all lists
+    # them): a request or interrupt count moves with the IOPS of its window. Settings (block
+    # sizes, queue depths, max_sectors_kb) never moved: any change of theirs is reported at 10 %.
+    "host_requests": 0.065,  # CV 1.53 %, widest 4.3 % (virtio-blk)
+    "iops_scaling_required": 0.102,  # CV 2.41 %, widest 7.3 % (virtio-blk)
+    "iops_scaling_required_from_guest": 0.102,  # CV 2.41 %, widest 7.3 % (virtio-blk)
+    "qd1_host_exact_requests": 0.116,  # CV 2.73 %, widest 7.9 % (virtio-blk)
+    "qd1_host_required": 0.091,  # CV 2.15 %, widest 5.4 % (virtio-blk)
+    "qd1_host_required_from_guest": 0.091,  # CV 2.15 %, widest 5.4 % (virtio-blk)
+    "qd32_host_exact_requests": 0.069,  # CV 1.64 %, widest 4.5 % (virtio-scsi)
+    "qd32_host_required": 0.067,  # CV 1.58 %, widest 4.1 % (virtio-scsi)
+    "qd32_host_required_from_guest": 0.067,  # CV 1.58 %, widest 4.1 % (virtio-scsi)
+    "queue0_count": 0.251,  # CV 5.92 %, widest 19.8 % (virtio-blk)
+    "queue1_count": 0.260,  # CV 6.14 %, widest 19.2 % (virtio-scsi)
 }
 #: pass/fail transitions across the last N runs that make a configuration flaky. One flip is a
 #: change (a regression or a fix); two or more is going back and forth, by definition.

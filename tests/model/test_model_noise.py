@@ -55,3 +55,15 @@ def test_worst_configuration_sets_the_name_s_effect() -> None:
     runs = [{k1: s(100), k2: s(100)}, {k1: s(102), k2: s(120)}]
     worst = worst_by_name(run_to_run(runs))
     assert worst["qd1_iops"].config == "libvirt:virtio-blk"
+
+
+def test_the_minimum_effect_covers_the_widest_change_between_healthy_runs() -> None:
+    """Heavy-tailed noise (a latency of 5 us in one run, 40 us in the next, as the TCG latencies
+    here): 3 x sqrt 2 x CV alone would call the healthy jump a move."""
+    key = ("direct-io", "c", "latency_guest_min_us")
+    runs = [{key: Series("us", "lower-better", (v,))} for v in (5, 6, 5, 40, 5, 6, 5, 5, 6, 5)]
+    (row,) = run_to_run(runs)
+    assert row.widest == pytest.approx(7.0)  # 5 -> 40
+    assert row.min_effect == pytest.approx(7.0) and row.min_effect > min_effect_for(row.cv)
+    steady = run_to_run([{key: Series("us", "lower-better", (v,))} for v in (100, 102, 98, 101)])[0]
+    assert steady.min_effect == min_effect_for(steady.cv)  # normal-looking noise: the 3-sigma rule decides

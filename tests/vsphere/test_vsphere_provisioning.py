@@ -80,6 +80,7 @@ def test_round_trip_one_disk_per_controller(backend: VSphereBackend, vcsim: Sim,
     about = backend.vc.content.about
     assert (env["vcenter.version"], env["vcenter.build"]) == (about.version, about.build) and about.version
     host = backend.vm_of(guest).runtime.host
+    assert host is not None and host.config is not None and host.config.product is not None
     assert (env["esxi.version"], env["esxi.build"]) == (host.config.product.version, host.config.product.build)
     assert env["esxi.version"] and env["esxi.build"]
     cleanup.run()
