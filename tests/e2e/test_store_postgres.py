@@ -21,6 +21,11 @@ from tests.unit.test_compare_runs import (  # noqa: F401 - collected here again,
     test_last_n_nights_flaky_and_fingerprints,
     test_two_healthy_runs_compare_as_no_change,
 )
+from tests.unit.test_compare_recorded import (  # noqa: F401 - collected here again, on PostgreSQL
+    test_io_breakup_is_an_io_size_regression,
+    test_tcq_off_is_a_queue_depth_regression,
+    test_two_healthy_runs_are_no_change,
+)
 from tests.unit.test_store import (  # noqa: F401 - collected here again, on PostgreSQL
     test_a_results_directory_round_trips,
     test_a_store_of_a_newer_schema_is_refused_and_left_alone,
