@@ -14,17 +14,17 @@ import pytest
 from bench.suite_run import active_vioconform_domains, run_suite_at
 from reports.store import Store
 from tests.pgserver import PASSWORD, PgServer, create_database, private_postgres
+from tests.unit.test_compare_recorded import (  # noqa: F401 - collected here again, on PostgreSQL
+    test_io_breakup_is_an_io_size_regression,
+    test_tcq_off_is_a_queue_depth_regression,
+    test_two_healthy_runs_are_no_change,
+)
 from tests.unit.test_compare_runs import (  # noqa: F401 - collected here again, on PostgreSQL
     test_a_regression_is_exact_and_exits_non_zero_with_junit,
     test_bad_input_is_one_line_and_exit_2,
     test_fixes_errors_and_single_samples,
     test_last_n_nights_flaky_and_fingerprints,
     test_two_healthy_runs_compare_as_no_change,
-)
-from tests.unit.test_compare_recorded import (  # noqa: F401 - collected here again, on PostgreSQL
-    test_io_breakup_is_an_io_size_regression,
-    test_tcq_off_is_a_queue_depth_regression,
-    test_two_healthy_runs_are_no_change,
 )
 from tests.unit.test_store import (  # noqa: F401 - collected here again, on PostgreSQL
     test_a_results_directory_round_trips,
