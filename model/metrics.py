@@ -107,6 +107,9 @@ METRICS: tuple[tuple[str, MetricSpec], ...] = (
     (r"configured_queues|guest_hw_queues|queues_used", MetricSpec("queues", PARAM)),
     (r"queue\d+_count", MetricSpec("interrupts", PARAM)),
     (r"vcpus|online_cpus", MetricSpec("cpus", PARAM)),
+    # every rule: its repeats (--repeats) and what a stored --baseline added
+    (r"repeats|repeats_passed", MetricSpec("repeats", PARAM)),
+    (r"baseline_metrics_(compared|worse)", MetricSpec("metrics", PARAM)),
     # Text the rules record beside the numbers: what the numbers came from.
     (r".*_source|evidence|notes|baseline|baseline_saved_to|guest_driver|[a-z]+_disk", MetricSpec("", PARAM)),
     # limits: the guest's view and the configured value of each limit, as text.

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from model.rules.verdict import Number, RuleVerdict
+from model.rules.verdict import Number, RuleVerdict, spread
 
 Outcome = Literal["passed", "failed", "error", "skipped", "not run"]
 
@@ -47,9 +47,26 @@ class Record:
     duration_s: float = 0.0
     started: bool = False
     verdict: RuleVerdict | None = None
+    #: While a rule's repeat K of several runs (suites.assertions.judge_repeated): what the test
+    #: adds goes in as ``NAME.rK``; 0 when not repeating.
+    repeat: int = 0
 
     def add(self, **values: Number) -> None:
+        if self.repeat:
+            values = {f"{k}.r{self.repeat}": v for k, v in values.items()}
         self.properties.update(values)
+
+    def fold_repeats(self) -> None:
+        """After the repeats: each ``NAME.rK`` number also as NAME, the median over the repeats
+        (a text property as the first repeat's)."""
+        by_name: dict[str, list[Number]] = {}
+        for prop, value in self.properties.items():
+            name, dot, k = prop.rpartition(".r")
+            if dot and k.isdigit():
+                by_name.setdefault(name, []).append(value)
+        for name, values in by_name.items():
+            numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            self.properties[name] = round(spread(numbers)[0], 6) if len(numbers) == len(values) else values[0]
 
     def measured(self) -> dict[str, Number]:
         """Every measured number by name: the test's own, then the verdict's (JUnit's properties)."""

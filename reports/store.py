@@ -262,9 +262,15 @@ class Store:
                         for k, (o, m) in sorted(run.verdicts.items())])
                 ids: dict[tuple[str, str, str], int] = {}
                 rows = []
+                # A repeated metric is written as NAME.rK and, for people, NAME (their median): the
+                # samples are the repeats, the median is not one more.
+                repeated = {(rule, config, describe(prop).name) for (rule, config, prop) in run.properties
+                            if describe(prop).repeat > 0}
                 for (rule, config, prop), value in sorted(run.properties.items()):
                     info = describe(prop)
                     mk = (rule, config, info.name)
+                    if info.repeat == 0 and mk in repeated:
+                        continue
                     if mk not in ids:
                         ids[mk] = _insert(conn, metrics.insert().values(
                             run_id=run_id, rule=rule, config=config, name=info.name, unit=info.unit,

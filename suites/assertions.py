@@ -7,13 +7,18 @@ hypervisor) is an ERROR: no verdict was reached (see reports/plugin.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from _pytest.outcomes import Failed  # pytest.fail.Exception, importable as a base class for typing
 
+from model.rules.baseline import against_baseline
+from model.rules.verdict import combine_repeats
+
 if TYPE_CHECKING:
     from model.rules.verdict import RuleVerdict
+    from reports.baseline import StoredBaseline
     from reports.records import Record
 
 
@@ -39,3 +44,26 @@ def conclude(verdict: RuleVerdict, record: Record, config: str, raw_dir: Path) -
     __tracebackhide__ = True
     record.verdict = verdict
     fail_unless(verdict.passed, verdict.rule, config, verdict.explain(), raw_dir)
+
+
+def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, once: Callable[[Path], RuleVerdict],
+                   exact: bool, baseline: StoredBaseline | None = None) -> None:
+    """Measure and judge a rule ``repeats`` times (``once(raw_dir)`` is one measurement and its
+    verdict; with several repeats each gets ``raw_dir/rK`` and what it adds to the record is
+    ``NAME.rK``), combine the verdicts (model.rules.verdict.combine_repeats: ``exact`` checks fail
+    on any failing repeat, measured ones by the majority), compare with the stored ``baseline``
+    when one is given, and conclude."""
+    __tracebackhide__ = True
+    verdicts = []
+    for k in range(1, repeats + 1):
+        record.repeat = k if repeats > 1 else 0
+        try:
+            verdicts.append(once(raw_dir / f"r{k}" if repeats > 1 else raw_dir))
+        finally:
+            record.repeat = 0
+    record.fold_repeats()
+    verdict = combine_repeats(verdicts, exact)
+    if baseline is not None:
+        verdict = against_baseline(verdict, {**record.properties, **verdict.properties},
+                                   baseline.for_rule(verdict.rule, config), baseline.source)
+    conclude(verdict, record, config, raw_dir)

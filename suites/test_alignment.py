@@ -8,6 +8,8 @@ at 1 MiB; ``--inject misaligned`` starts it at sector 63, as DOS-era tools did.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fixtures.options import SuiteOptions
@@ -22,8 +24,10 @@ from model.rules.alignment import (
     count_boundary_crossings,
     judge_alignment,
 )
+from model.rules.verdict import RuleVerdict
+from reports.baseline import StoredBaseline
 from reports.records import Record
-from suites.assertions import conclude, raw_dir_for
+from suites.assertions import judge_repeated, raw_dir_for
 from suites.needs import needed
 
 FILE_BYTES = 32 << 20
@@ -55,7 +59,8 @@ def remove_filesystem(disk: GuestDisk, parts: Partitioning, fs: Filesystem) -> N
 
 
 @pytest.mark.rule("alignment")
-def test_alignment(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: Record) -> None:
+def test_alignment(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: Record,
+                   stored_baseline: StoredBaseline | None) -> None:
     disk = scratch_disk
     raw = raw_dir_for(suite_options.results_dir, disk.config_id) / "alignment"
     if not disk.backend.exact_counts:
@@ -66,22 +71,27 @@ def test_alignment(scratch_disk: GuestDisk, suite_options: SuiteOptions, record:
                     "request's offset")
     parts, fs = needed(disk, Partitioning, "alignment"), needed(disk, Filesystem, "alignment")
     start_sector = MISALIGNED_START_SECTOR if "misaligned" in suite_options.inject else HEALTHY_START_SECTOR
-    try:
-        start_bytes = make_filesystem(disk, parts, fs, start_sector)
-        job = FioJob("align4k", rw="randwrite", bs_bytes=4096, iodepth=4, io_bytes=4096 * WRITES,
-                     size_bytes=FILE_BYTES, randseed=1, runtime_s=120)
-        run = run_counted(disk, job, trace=True, raw_dir=raw, target=f"{MOUNT}/data")
-    except FilesystemUnsupported as e:
-        pytest.skip(f"alignment cannot run on this guest: {e}")
-    finally:
-        remove_filesystem(disk, parts, fs)
-    if run.host_trace is None:
-        pytest.skip(f"alignment needs each request's offset, and the host trace is incomplete: {run.host_trace_gap}")
-    requests = [(r.offset_lbn * 512, r.length_bytes) for r in run.host_trace.requests if not r.is_flush]
-    # The grid is the device's own (as the hypervisor configured it), whatever the guest was told.
-    cfg, lim = disk.attached.configured, disk.advertised_limits
-    counts = count_boundary_crossings(requests, max(cfg.physical_block_bytes, lim.physical_block_size),
-                                      cfg.optimal_io_bytes or lim.optimal_io_size)
-    verdict = judge_alignment(counts, start_bytes, f"{WRITES} x 4 KiB O_DIRECT random writes to a file on {fs.kind}",
-                              run.host_trace.source)
-    conclude(verdict, record, disk.config_id, raw)
+
+    def once(raw: Path) -> RuleVerdict:
+        try:
+            start_bytes = make_filesystem(disk, parts, fs, start_sector)
+            job = FioJob("align4k", rw="randwrite", bs_bytes=4096, iodepth=4, io_bytes=4096 * WRITES,
+                         size_bytes=FILE_BYTES, randseed=1, runtime_s=120)
+            run = run_counted(disk, job, trace=True, raw_dir=raw, target=f"{MOUNT}/data")
+        except FilesystemUnsupported as e:
+            pytest.skip(f"alignment cannot run on this guest: {e}")
+        finally:
+            remove_filesystem(disk, parts, fs)
+        if run.host_trace is None:
+            pytest.skip(f"alignment needs each request's offset, and the host trace is incomplete: {run.host_trace_gap}")
+        requests = [(r.offset_lbn * 512, r.length_bytes) for r in run.host_trace.requests if not r.is_flush]
+        # The grid is the device's own (as the hypervisor configured it), whatever the guest was told.
+        cfg, lim = disk.attached.configured, disk.advertised_limits
+        counts = count_boundary_crossings(requests, max(cfg.physical_block_bytes, lim.physical_block_size),
+                                          cfg.optimal_io_bytes or lim.optimal_io_size)
+        return judge_alignment(counts, start_bytes, f"{WRITES} x 4 KiB O_DIRECT random writes to a file on {fs.kind}",
+                               run.host_trace.source)
+
+    # A misaligned request is an exact finding: every repeat must pass.
+    judge_repeated(record, disk.config_id, raw, suite_options.repeats_for("alignment"), once, exact=True,
+                   baseline=stored_baseline)

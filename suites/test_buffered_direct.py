@@ -20,7 +20,9 @@ from guest.tools.system import PageCache, Uname
 from measure.disk import GuestDisk
 from measure.window import measure
 from model.errors import ParseError
+from model.rules.baseline import against_baseline
 from model.rules.buffered_direct import RegimeSample, RegimeSeries, judge_regime, merge_baseline, parse_baseline
+from reports.baseline import StoredBaseline
 from reports.records import Record
 from suites.assertions import conclude, raw_dir_for
 from suites.needs import needed
@@ -39,7 +41,8 @@ def _copy_job(mode: str) -> FioJob:
 
 
 @pytest.mark.rule("buffered-direct")
-def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, record: Record) -> None:
+def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
+                                stored_baseline: StoredBaseline | None) -> None:
     raw = raw_dir_for(suite_options.results_dir, disk.config_id) / "buffered-direct"
     baseline = None
     source = ""
@@ -57,7 +60,7 @@ def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, re
     now: dict[str, RegimeSeries] = {}
     for mode in ("buffered", "direct"):
         samples = []
-        for i in range(suite_options.repeats):
+        for i in range(suite_options.repeats_for("buffered-direct")):
             # Every copy starts cold: what an earlier run left in the page cache never reaches the host.
             cache.drop()
             m = measure(disk, _copy_job(mode), COPY_WINDOW_S, raw_dir=raw / f"{mode}{i}", exact=False)
@@ -72,7 +75,10 @@ def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, re
         record.add(baseline_saved_to=str(path))
     verdict = judge_regime(now, baseline, source)
     (raw / "regime.json").write_text(json.dumps(verdict.properties, indent=1))
-    if baseline is None:
+    if stored_baseline is not None:  # --baseline RUN: the stored run's metrics, as every rule compares them
+        verdict = against_baseline(verdict, {**record.properties, **verdict.properties},
+                                   stored_baseline.for_rule("buffered-direct", disk.config_id), stored_baseline.source)
+    elif baseline is None:
         record.verdict = verdict
         pytest.skip("buffered-direct measured only: no --baseline to compare with (make one with --save-baseline "
                     "PATH on the previous image or hypervisor version). " + " | ".join(verdict.lines))

@@ -8,6 +8,7 @@ advertises a volatile write cache. Every run is counted whole on both sides, not
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -16,8 +17,10 @@ from guest.tools.fio import FioJob
 from measure.counted import CountedRun, run_counted
 from measure.disk import GuestDisk
 from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io
+from model.rules.verdict import RuleVerdict
+from reports.baseline import StoredBaseline
 from reports.records import Record
-from suites.assertions import conclude, raw_dir_for
+from suites.assertions import judge_repeated, raw_dir_for
 
 #: Writes per run: enough that one lost or merged write is a visible 0.5 %, few enough to take
 #: under a second each on a file-backed disk under TCG.
@@ -52,38 +55,42 @@ def host_flushes(run: CountedRun) -> int:
 
 @pytest.mark.rule("direct-io")
 def test_direct_io_fidelity_and_durability(scratch_disk: GuestDisk, suite_options: SuiteOptions,
-                                           record: Record) -> None:
+                                           record: Record, stored_baseline: StoredBaseline | None) -> None:
     disk = scratch_disk
     if not disk.backend.exact_counts:
         pytest.skip(f"the {disk.backend.name} backend's host counters are averages, not request counts: "
                     "one-for-one writes cannot be counted")
-    raw = raw_dir_for(suite_options.results_dir, disk.config_id) / "direct-io"
-    fidelity = []
-    latency = None
-    for bs in (1024, 4096):
-        run = run_counted(disk, _writes(f"direct{bs // 1024}k", bs, WRITES), trace=bs == 4096, raw_dir=raw)
-        fidelity.append(OneForOne(bs, run.fio.jobs[0].write.io_count, run.host.writes, run.host.wr_bytes))
-        if bs == 4096:
-            latency = _latency_floor(run)
-    probed = disk.advertised_limits.write_cache
-    configured = disk.attached.configured.write_cache
-    volatile = bool(configured) if configured is not None else probed == "write back"
-    cache_source = (f"hypervisor configured {'write back' if configured else 'write through'}"
-                    if configured is not None else "unknown to the hypervisor") + f"; guest probed {probed!r}"
-    if disk.limits.write_cache != probed:
-        cache_source += f", now {disk.limits.write_cache!r}"
-    if disk.limits.fua is not None:
-        cache_source += f"; guest sends FUA writes: {'yes' if disk.limits.fua else 'no (flushes instead)'}"
-    durability = []
-    skipped = None
-    if not disk.backend.counts_flushes:
-        skipped = f"the {disk.backend.name} backend's host counters do not count flushes"
-    else:
-        run = run_counted(disk, _writes("dsync4k", 4096, WRITES // 2, sync=True), trace=True, raw_dir=raw)
-        durability.append(Durability("O_DSYNC writes", run.fio.jobs[0].write.io_count, host_flushes(run)))
-        run = run_counted(disk, _writes("fsync4k", 4096, WRITES // 2, direct=False, ioengine="psync", fsync_every=1),
-                          trace=True, raw_dir=raw)
-        durability.append(Durability("fsync after each buffered write", run.fio.jobs[0].sync.io_count,
-                                     host_flushes(run)))
-    verdict = judge_direct_io(fidelity, durability, volatile, cache_source, latency, skipped)
-    conclude(verdict, record, disk.config_id, raw)
+
+    def once(raw: Path) -> RuleVerdict:
+        fidelity = []
+        latency = None
+        for bs in (1024, 4096):
+            run = run_counted(disk, _writes(f"direct{bs // 1024}k", bs, WRITES), trace=bs == 4096, raw_dir=raw)
+            fidelity.append(OneForOne(bs, run.fio.jobs[0].write.io_count, run.host.writes, run.host.wr_bytes))
+            if bs == 4096:
+                latency = _latency_floor(run)
+        probed = disk.advertised_limits.write_cache
+        configured = disk.attached.configured.write_cache
+        volatile = bool(configured) if configured is not None else probed == "write back"
+        cache_source = (f"hypervisor configured {'write back' if configured else 'write through'}"
+                        if configured is not None else "unknown to the hypervisor") + f"; guest probed {probed!r}"
+        if disk.limits.write_cache != probed:
+            cache_source += f", now {disk.limits.write_cache!r}"
+        if disk.limits.fua is not None:
+            cache_source += f"; guest sends FUA writes: {'yes' if disk.limits.fua else 'no (flushes instead)'}"
+        durability = []
+        skipped = None
+        if not disk.backend.counts_flushes:
+            skipped = f"the {disk.backend.name} backend's host counters do not count flushes"
+        else:
+            run = run_counted(disk, _writes("dsync4k", 4096, WRITES // 2, sync=True), trace=True, raw_dir=raw)
+            durability.append(Durability("O_DSYNC writes", run.fio.jobs[0].write.io_count, host_flushes(run)))
+            run = run_counted(disk, _writes("fsync4k", 4096, WRITES // 2, direct=False, ioengine="psync", fsync_every=1),
+                              trace=True, raw_dir=raw)
+            durability.append(Durability("fsync after each buffered write", run.fio.jobs[0].sync.io_count,
+                                         host_flushes(run)))
+        return judge_direct_io(fidelity, durability, volatile, cache_source, latency, skipped)
+
+    # One for one writes and flushes are exact conformance checks: every repeat must pass.
+    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / "direct-io",
+                   suite_options.repeats_for("direct-io"), once, exact=True, baseline=stored_baseline)

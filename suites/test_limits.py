@@ -9,13 +9,16 @@ import pytest
 from fixtures.options import SuiteOptions
 from measure.disk import GuestDisk
 from model.rules.limits import judge_limits
+from reports.baseline import StoredBaseline
 from reports.records import Record
-from suites.assertions import conclude, raw_dir_for
+from suites.assertions import judge_repeated, raw_dir_for
 
 
 @pytest.mark.rule("limits")
 def test_limits_advertisement(disk: GuestDisk, scratch_disk: GuestDisk, suite_options: SuiteOptions,
-                              record: Record) -> None:
-    verdict = judge_limits([(d.attached.spec.role, d.attached.configured, d.advertised_limits)
-                            for d in (disk, scratch_disk)])
-    conclude(verdict, record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id))
+                              record: Record, stored_baseline: StoredBaseline | None) -> None:
+    # Settings read once (they do not vary between repeats); exact, and compared with a baseline's.
+    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id), 1,
+                   lambda _raw: judge_limits([(d.attached.spec.role, d.attached.configured, d.advertised_limits)
+                                              for d in (disk, scratch_disk)]),
+                   exact=True, baseline=stored_baseline)

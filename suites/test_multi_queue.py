@@ -4,6 +4,8 @@ completion interrupts per request virtqueue (``/proc/interrupts``) show which qu
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fixtures.options import SuiteOptions
@@ -12,13 +14,16 @@ from guest.tools.interrupts import Interrupts
 from measure.disk import GuestDisk
 from measure.window import measure
 from model.rules.multi_queue import judge_multiqueue
+from model.rules.verdict import RuleVerdict
+from reports.baseline import StoredBaseline
 from reports.records import Record
-from suites.assertions import conclude, raw_dir_for
+from suites.assertions import judge_repeated, raw_dir_for
 from suites.needs import needed
 
 
 @pytest.mark.rule("multi-queue")
-def test_multiqueue(disk: GuestDisk, suite_options: SuiteOptions, record: Record) -> None:
+def test_multiqueue(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
+                    stored_baseline: StoredBaseline | None) -> None:
     configured = disk.attached.configured.queues
     if configured is None or configured < 2:
         pytest.skip(f"{disk.attached.spec.controller}: " + ("the guest chooses its queue count; no configured "
@@ -28,16 +33,20 @@ def test_multiqueue(disk: GuestDisk, suite_options: SuiteOptions, record: Record
     if virtio_dev is None:
         pytest.skip(f"{disk.kernel_name} is not on a virtio device ({path}): per-queue interrupts unknown")
     cpus, present = irq.cpus("online"), irq.cpus("present")
-    raw = raw_dir_for(suite_options.results_dir, disk.config_id) / "multi-queue"
-    before = irq.per_queue(virtio_dev)
-    if not before:
-        pytest.skip(f"{virtio_dev} has no interrupt vector per request queue in the guest's /proc/interrupts (its "
-                    "queues share one, e.g. 'virtio1-virtqueues' without MSI-X): per-queue interrupts unknown")
     job = FioJob("mq", rw="randread", bs_bytes=4096, iodepth=4, numjobs=len(cpus),
                  cpus_allowed=",".join(map(str, cpus)))
-    measure(disk, job, 2.0, raw_dir=raw, exact=False)
-    after = irq.per_queue(virtio_dev)
-    per_queue = {q: after.get(q, 0) - before.get(q, 0) for q in sorted(set(before) | set(after))}
-    verdict = judge_multiqueue(configured, disk.limits.nr_hw_queues, len(present), per_queue,
-                               f"completion interrupts per request queue of {virtio_dev}", online_cpus=len(cpus))
-    conclude(verdict, record, disk.config_id, raw)
+
+    def once(raw: Path) -> RuleVerdict:
+        before = irq.per_queue(virtio_dev)
+        if not before:
+            pytest.skip(f"{virtio_dev} has no interrupt vector per request queue in the guest's /proc/interrupts (its "
+                        "queues share one, e.g. 'virtio1-virtqueues' without MSI-X): per-queue interrupts unknown")
+        measure(disk, job, 2.0, raw_dir=raw, exact=False)
+        after = irq.per_queue(virtio_dev)
+        per_queue = {q: after.get(q, 0) - before.get(q, 0) for q in sorted(set(before) | set(after))}
+        return judge_multiqueue(configured, disk.limits.nr_hw_queues, len(present), per_queue,
+                                f"completion interrupts per request queue of {virtio_dev}", online_cpus=len(cpus))
+
+    # How the guest spreads I/O over queues is measured (interrupt counts): the majority decides.
+    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / "multi-queue",
+                   suite_options.repeats_for("multi-queue"), once, exact=False, baseline=stored_baseline)

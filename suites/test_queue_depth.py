@@ -7,6 +7,8 @@ min(N, device queue depth) requests in flight, and IOPS must scale with it. fio'
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fixtures.options import SuiteOptions
@@ -14,26 +16,32 @@ from guest.tools.fio import FioJob
 from measure.disk import GuestDisk
 from measure.window import depth_point, measure, save_measurement
 from model.rules.queue_depth import judge_queue_depth
+from model.rules.verdict import RuleVerdict
+from reports.baseline import StoredBaseline
 from reports.records import Record
-from suites.assertions import conclude
+from suites.assertions import judge_repeated, raw_dir_for
 
 
 @pytest.mark.rule("queue-depth")
-def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, record: Record) -> None:
+def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
+                                 stored_baseline: StoredBaseline | None) -> None:
     if suite_options.disk_backing != "latency":
         pytest.skip("queue-depth needs a latency-bound disk (--disk-backing latency): a file-backed disk "
                     "completes from the host's page cache too fast to build a queue")
-    raw = suite_options.results_dir / "raw" / disk.config_id.replace(":", "_")
-    points = []
-    for depth in suite_options.depths:
-        m = measure(disk, FioJob(f"qd{depth}", rw="randread", bs_bytes=4096, iodepth=depth), suite_options.window_s,
-                    raw_dir=raw)
-        save_measurement(m, raw / f"queue-depth-qd{depth}.json")
-        record.add(**{f"qd{depth}_{k}": v for k, v in m.exact_summary().items()},
-                   **{f"qd{depth}_host_average_depth": round(m.host_depth_median, 2)})
-        points.append(depth_point(m))
-    device_depth = disk.attached.configured.queue_depth
-    verdict = judge_queue_depth(points, device_depth, suite_options.require_queuing)
+
+    def once(raw: Path) -> RuleVerdict:
+        points = []
+        for depth in suite_options.depths:
+            m = measure(disk, FioJob(f"qd{depth}", rw="randread", bs_bytes=4096, iodepth=depth),
+                        suite_options.window_s, raw_dir=raw)
+            save_measurement(m, raw / f"queue-depth-qd{depth}.json")
+            record.add(**{f"qd{depth}_{k}": v for k, v in m.exact_summary().items()},
+                       **{f"qd{depth}_host_average_depth": round(m.host_depth_median, 2)})
+            points.append(depth_point(m))
+        return judge_queue_depth(points, disk.attached.configured.queue_depth, suite_options.require_queuing)
+
     record.add(guest_queue_depth=disk.limits.scsi_queue_depth or 0, guest_nr_requests=disk.limits.nr_requests,
                guest_driver=disk.limits.driver)
-    conclude(verdict, record, disk.config_id, raw)
+    # Depths and IOPS are measured quantities: the majority of repeats decides.
+    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id),
+                   suite_options.repeats_for("queue-depth"), once, exact=False, baseline=stored_baseline)

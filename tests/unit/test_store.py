@@ -29,7 +29,7 @@ def write_run(parent: Path, name: str, records: list[Record], status: RunStatus 
 
 
 def healthy(qd32: tuple[float, ...] = (25.1, 25.3, 24.9, 25.2), outcome: str = "passed") -> list[Record]:
-    qd = {f"qd32_host_depth.r{i}": v for i, v in enumerate(qd32)}
+    qd = {f"qd32_host_depth.r{i}": v for i, v in enumerate(qd32, 1)}
     return [Record("suites/test_queue_depth.py::t[a]", "queue-depth", QD,
                    {**qd, "qd32_iops": 6400.0, "qd32_host_source": "bpftrace", "mystery_number": 3},
                    outcome, "" if outcome == "passed" else "host saw 1.0"),  # type: ignore[arg-type]
