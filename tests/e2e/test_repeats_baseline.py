@@ -1,0 +1,51 @@
+"""--repeats and --baseline on real guests: a repeated run carries every repeat; the same guest
+against it as a stored baseline passes; a tcq-off guest against it fails, citing the baseline."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.suite_run import SuiteRun, run_suite_at
+
+SCSI = "libvirt:virtio-scsi:latency5ms"
+ARGS = ("--controllers", "virtio-scsi", "-k", "queue_depth or io_size")
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    run = run_suite_at(tmp_path_factory.mktemp("runs") / "healthy", *ARGS, "--repeats", "2")
+    assert run.returncode == 0, run.output[-3000:]
+    return run
+
+
+def test_a_repeated_run_keeps_every_repeat(healthy: SuiteRun) -> None:
+    qd = healthy.props(healthy.cases()[f"queue-depth[{SCSI}]"])
+    assert {"qd32_host_depth.r1", "qd32_host_depth.r2", "qd32_host_depth"} <= set(qd)
+    r1, r2, median = (float(qd[k]) for k in ("qd32_host_depth.r1", "qd32_host_depth.r2", "qd32_host_depth"))
+    assert median == pytest.approx((r1 + r2) / 2)
+    assert (qd["repeats"], qd["repeats_passed"]) == ("2", "2")
+    assert (healthy.results / "raw" / SCSI.replace(":", "_") / "r2").is_dir()
+    assert "stored:    run 1 in" in healthy.output
+
+
+def test_the_same_guest_passes_against_its_stored_run(healthy: SuiteRun) -> None:
+    run = run_suite_at(healthy.results.parent / "again", *ARGS, "--baseline", str(healthy.results))
+    assert run.returncode == 0, run.output[-3000:]
+    qd = run.props(run.cases()[f"queue-depth[{SCSI}]"])
+    assert int(qd["baseline_metrics_compared"]) >= 10 and qd["baseline_metrics_worse"] == "0"
+
+
+def test_tcq_off_fails_against_the_healthy_baseline(healthy: SuiteRun) -> None:
+    run = run_suite_at(healthy.results.parent / "tcq-off", *ARGS, "--inject", "tcq-off", "--baseline", "1")
+    assert run.returncode == 1, run.output[-3000:]
+    assert run.outcomes()[f"queue-depth[{SCSI}]"] == "failed"
+    failure = run.cases()[f"queue-depth[{SCSI}]"].find("failure")
+    assert failure is not None
+    text = (failure.get("message") or "") + (failure.text or "")
+    assert f"worse than the baseline run 1 ({healthy.results.resolve()}): qd32_iops" in text
+
+
+def test_a_missing_baseline_ends_the_run_before_any_guest(healthy: SuiteRun) -> None:
+    run = run_suite_at(healthy.results.parent / "none", *ARGS, "--baseline", "99")
+    assert run.returncode == 4 and "has no run 99" in run.output, run.output[-3000:]
+    assert not run.left_behind
