@@ -4,10 +4,12 @@ The pictures come from the verdict's typed figures (``model.rules.figures``), ne
 names of its JUnit properties. For the queue-depth rule the picture is the whole story at a
 glance: for each offered depth, three bars: what the workload offered, what the guest block
 layer held (aqu-sz) and what the host saw. A healthy guest has three similar bars; the Solaris
-TCQ signature is a tall guest bar over a host bar of about 1. The other rules draw labelled
-pairs, the expected or guest side against the host side. Plain inline SVG: no JavaScript, no
-external files. Each kind of figure is drawn by one function (:func:`chart` picks it), so a
-kind can be drawn another way without touching the rest.
+TCQ signature is a tall guest bar over a host bar of about 1. Beside it, each measured window as
+vscsiStats shows it: the host's histograms (outstanding I/Os at issue, I/O length, latency) next
+to the guest's own view. The other rules draw labelled pairs, the expected or guest side against
+the host side. matplotlib draws them (reports/charts.py) as inline SVG: no JavaScript, no external
+files. The header names what was measured: QEMU, machine, accelerator, libvirt, host kernel (or
+vCenter and ESXi), image and guest kernel.
 """
 
 from __future__ import annotations
@@ -17,79 +19,25 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import assert_never
 
-from model.rules.figures import DepthFigure, Figure, PairFigure
+from model.rules.figures import DepthFigure, Figure, HistogramFigure, PairFigure
+from reports import charts
 from reports.records import Record, RunStatus
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
 
 COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#6a1b9a", "skipped": "#757575", "not run": "#e65100"}
-BARS = (("offered", "#9e9e9e"), ("guest aqu-sz", "#1565c0"), ("host depth", "#ef6c00"))
-PAIR_COLORS = ("#1565c0", "#ef6c00")
 
 
 def chart(figure: Figure) -> str:
-    """One figure as inline SVG (empty when it has nothing to draw)."""
+    """One figure as inline SVG, drawn by reports/charts.py (empty when it has nothing to draw)."""
     match figure:
         case DepthFigure():
-            return depth_chart(figure)
+            return charts.depth_svg(figure)
         case PairFigure():
-            return pair_chart(figure)
+            return charts.pair_svg(figure)
+        case HistogramFigure():
+            return charts.histogram_svg(figure)
         case _:
             assert_never(figure)
-
-
-def depth_chart(figure: DepthFigure, width: int = 420, height: int = 220) -> str:
-    """Grouped bars (offered, guest aqu-sz, host depth) on a linear scale up to the largest of them."""
-    groups = [(g.offered, (float(g.offered), g.guest_aqu_sz, g.host_depth)) for g in figure.groups]
-    if not groups:
-        return ""
-    top = max(max(values) for _, values in groups) or 1.0
-    left, bottom, plot_h = 40, 30, height - 62  # 32 px over the plot: the legend and the tallest bar's value
-    group_w = (width - left - 10) / len(groups)
-    bar_w = group_w / (len(BARS) + 1)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">',
-             f'<line x1="{left}" y1="{height - bottom}" x2="{width - 5}" y2="{height - bottom}" stroke="#333"/>']
-    for frac in (0.0, 0.5, 1.0):
-        y = height - bottom - frac * plot_h
-        parts.append(f'<text x="{left - 4}" y="{y + 4:.0f}" font-size="10" text-anchor="end">{top * frac:.0f}</text>')
-    for gi, (offered, values) in enumerate(groups):
-        x0 = left + gi * group_w + bar_w / 2
-        for bi, ((label, color), v) in enumerate(zip(BARS, values, strict=True)):
-            h = plot_h * v / top
-            x = x0 + bi * bar_w
-            parts.append(f'<rect x="{x:.1f}" y="{height - bottom - h:.1f}" width="{bar_w * 0.9:.1f}" '
-                         f'height="{h:.1f}" fill="{color}"><title>{label}: {v:g}</title></rect>')
-            parts.append(f'<text x="{x + bar_w * 0.45:.1f}" y="{height - bottom - h - 3:.1f}" font-size="9" '
-                         f'text-anchor="middle">{v:.1f}</text>')
-        parts.append(f'<text x="{x0 + 1.5 * bar_w:.1f}" y="{height - bottom + 14}" font-size="11" '
-                     f'text-anchor="middle">offered {offered}</text>')
-    for li, (label, color) in enumerate(BARS):
-        parts.append(f'<rect x="{left + li * 110}" y="4" width="10" height="10" fill="{color}"/>'
-                     f'<text x="{left + li * 110 + 14}" y="13" font-size="11">{label}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def pair_chart(figure: PairFigure, width: int = 420) -> str:
-    """Horizontal bar pairs (expected or guest side in blue, host side in orange)."""
-    if not figure.pairs:
-        return ""
-    top = max(max(p.first, p.second) for p in figure.pairs) or 1.0
-    left, bar_h, row_h = 190, 12, 34
-    height = row_h * len(figure.pairs) + 6
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
-    for i, p in enumerate(figure.pairs):
-        y = 4 + i * row_h
-        parts.append(f'<text x="{left - 6}" y="{y + bar_h + 4}" font-size="11" text-anchor="end">'
-                     f"{html.escape(p.label)}</text>")
-        for j, v in enumerate((p.first, p.second)):
-            w = (width - left - 60) * v / top
-            yy = y + j * (bar_h + 2)
-            value = html.escape(f"{v:g} {p.unit}".strip())
-            parts.append(f'<rect x="{left}" y="{yy}" width="{w:.1f}" height="{bar_h}" fill="{PAIR_COLORS[j]}">'
-                         f"<title>{value}</title></rect>"
-                         f'<text x="{left + w + 4:.1f}" y="{yy + bar_h - 2}" font-size="10">{value}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
 
 
 def incomplete_banner(status: RunStatus | None) -> str:
@@ -98,6 +46,23 @@ def incomplete_banner(status: RunStatus | None) -> str:
         return ""
     return (f'<p id="incomplete" style="background:#c62828;color:#fff;padding:8px;font-weight:bold">'
             f"{html.escape(status.banner())}</p>")
+
+
+#: The header's "measured on" line: the run's fingerprint entries a reader asks for first.
+HEADER_KEYS = (("QEMU", "qemu.version"), ("machine", "qemu.machine"), ("accelerator", "qemu.accel"),
+               ("emulator", "qemu.emulator"), ("libvirt", "libvirt.version"), ("host kernel", "host.kernel"),
+               ("vCenter", "vcenter.version"), ("vCenter build", "vcenter.build"), ("ESXi", "esxi.version"),
+               ("ESXi build", "esxi.build"), ("image", "image"), ("guest", "guest.os_release"),
+               ("guest kernel", "guest.kernel"), ("fio", "fio_version"), ("vioconform", "vioconform_revision"))
+
+
+def measured_on(properties: Mapping[str, str]) -> str:
+    """What this run measured, in the header: the hypervisor build, machine, image and guest."""
+    items = [(label, properties[key]) for label, key in HEADER_KEYS if properties.get(key)]
+    if not items:
+        return ""
+    cells = "".join(f"<tr><th>{html.escape(label)}</th><td>{html.escape(value)}</td></tr>" for label, value in items)
+    return f'<table id="measured-on" class="env">{cells}</table>'
 
 
 def what_was_tested(properties: Mapping[str, str]) -> str:
@@ -155,10 +120,12 @@ def report_document(records: Iterable[Record], title: str = "vioconform report",
                         f"<table>{props}</table></details></section>")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:60em}} table{{border-collapse:collapse}}
+<style>body{{font-family:sans-serif;margin:2em;max-width:72em}} table{{border-collapse:collapse}}
 td{{border-bottom:1px solid #ddd;padding:2px 8px;font-size:13px}} pre{{background:#f6f6f6;padding:8px;white-space:pre-wrap}}
-section{{margin-top:2em}}</style></head>
+section{{margin-top:2em}} table.env th{{text-align:left;font-size:13px;padding:2px 8px;color:#555}}
+svg{{max-width:100%;height:auto}}</style></head>
 <body><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>
+{measured_on(properties or {})}
 <table><tr><th>verdict</th><th>rule</th><th>configuration</th><th>message</th></tr>{''.join(rows)}</table>
 {what_was_tested(properties or {})}
 {''.join(sections)}

@@ -25,6 +25,9 @@ PACKAGES=(
   # The results store's PostgreSQL path is tested against a private server from Debian's binaries
   # (tests/pgserver.py); the package's own cluster is never started.
   postgresql
+  # The report and trend pages are checked in a real headless browser (tests/e2e/test_pages_browser.py);
+  # the charts' text is set in DejaVu Sans.
+  chromium fonts-dejavu-core
 )
 
 need_root() {

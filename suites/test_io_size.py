@@ -7,6 +7,7 @@ where it sets one). The split factor is host requests per guest I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
 from measure.disk import GuestDisk
-from measure.window import measure, save_measurement
+from measure.window import histogram_figure, measure, save_measurement
 from model.rules.io_size import REQUEST_BYTES, IoSizeMeasurement, judge_io_size
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
@@ -64,4 +65,4 @@ def _measure_and_judge(disk: GuestDisk, suite_options: SuiteOptions, record: Rec
         fio_iops=m.fio.jobs[0].total_iops, host_request_bytes_p50=host_p50,
         guest_max_segments=disk.limits.max_segments))
     record.add(guest_avg_request_bytes=round(m.guest.avg_request_size_bytes))
-    return verdict
+    return dataclasses.replace(verdict, figures=(*verdict.figures, histogram_figure(m, "io-size, 1 MiB reads")))

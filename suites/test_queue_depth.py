@@ -7,6 +7,7 @@ min(N, device queue depth) requests in flight, and IOPS must scale with it. fio'
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
 from measure.disk import GuestDisk
-from measure.window import depth_point, measure, save_measurement
+from measure.window import depth_point, histogram_figure, measure, save_measurement
 from model.rules.queue_depth import judge_queue_depth
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
@@ -30,7 +31,7 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
                     "completes from the host's page cache too fast to build a queue")
 
     def once(raw: Path) -> RuleVerdict:
-        points = []
+        points, windows = [], []
         for depth in suite_options.depths:
             m = measure(disk, FioJob(f"qd{depth}", rw="randread", bs_bytes=4096, iodepth=depth),
                         suite_options.window_s, raw_dir=raw)
@@ -38,7 +39,9 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
             record.add(**{f"qd{depth}_{k}": v for k, v in m.exact_summary().items()},
                        **{f"qd{depth}_host_average_depth": round(m.host_depth_median, 2)})
             points.append(depth_point(m))
-        return judge_queue_depth(points, disk.attached.configured.queue_depth, suite_options.require_queuing)
+            windows.append(histogram_figure(m, f"queue-depth, offered depth {depth}"))
+        verdict = judge_queue_depth(points, disk.attached.configured.queue_depth, suite_options.require_queuing)
+        return dataclasses.replace(verdict, figures=(*verdict.figures, *windows))
 
     record.add(guest_queue_depth=disk.limits.scsi_queue_depth or 0, guest_nr_requests=disk.limits.nr_requests,
                guest_driver=disk.limits.driver)

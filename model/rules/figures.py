@@ -50,7 +50,47 @@ class PairFigure:
     pairs: tuple[Pair, ...]
 
 
-Figure = DepthFigure | PairFigure
+Buckets = tuple[tuple[str, float], ...]  # (bucket label, count or share), in bucket order
+
+
+@dataclass(frozen=True)
+class HistogramFigure:
+    """One measured window as vscsiStats shows it, host and guest side by side: the host's
+    histograms of outstanding I/Os when each request arrived, of request lengths and of latency
+    (exact, from the host's per-request trace: ``source``), beside the guest's view of the same
+    window: how many I/Os fio had submitted (``iodepth_level``, % of time) and its completion
+    latency percentiles. ``host_missing`` says why there are no host histograms, if there are none."""
+
+    label: str
+    source: str
+    outstanding: Buckets
+    io_length: Buckets
+    latency_us: Buckets
+    guest_depth_pct: Buckets
+    guest_clat_us: Buckets
+    host_missing: str = ""
+
+
+Figure = DepthFigure | PairFigure | HistogramFigure
+
+
+def buckets(limits: tuple[int, ...], counts: tuple[int, ...], unit: str = "") -> Buckets:
+    """A vscsiStats histogram's buckets as labelled counts: "<=L" per limit, ">L" for the overflow;
+    the empty buckets at both ends are left out (a depth of 1-32 needs no 64-4096 buckets)."""
+    labels = [f"<={_short(limit)}{unit}" for limit in limits] + [f">{_short(limits[-1])}{unit}"]
+    nonzero = [i for i, c in enumerate(counts) if c]
+    if not nonzero:
+        return ()
+    lo, hi = nonzero[0], nonzero[-1]
+    return tuple((labels[i], float(counts[i])) for i in range(lo, hi + 1))
+
+
+def _short(n: int) -> str:
+    """4096 -> "4K", 1048576 -> "1M" (binary), 100 -> "100"."""
+    for div, suffix in ((1 << 20, "M"), (1 << 10, "K")):
+        if n >= div and n % div == 0:
+            return f"{n // div}{suffix}"
+    return str(n)
 
 
 def pair_figure(*pairs: Pair) -> tuple[Figure, ...]:

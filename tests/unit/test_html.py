@@ -6,10 +6,11 @@ import dataclasses
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from model.rules.figures import DepthFigure, DepthGroup, Pair, PairFigure
+from model.rules.figures import DepthFigure, DepthGroup, HistogramFigure, Pair, PairFigure, buckets
 from model.rules.io_size import IoSizeMeasurement, judge_io_size
 from model.rules.queue_depth import judge_queue_depth
-from reports.html import chart, depth_chart, pair_chart, write_html
+from reports.charts import depth_axis_top, depth_svg, pair_svg
+from reports.html import chart, write_html
 from reports.records import Record, settle
 from tests.unit.test_queue_depth_verdict import TCQ_OFF as TCQ_OFF_POINTS
 
@@ -25,30 +26,56 @@ IO_BREAKUP = IoSizeMeasurement(request_bytes=1 << 20, max_transfer_bytes=1310720
                                host_source="exact (QEMU trace events)", fio_iops=291.1, host_request_bytes_p50=65536)
 
 
-def test_depth_chart_is_valid_svg_with_bar_heights_in_proportion_and_inside_the_plot() -> None:
-    svg = ET.fromstring(depth_chart(TCQ_OFF))
-    rects = [r for r in svg.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None]
-    heights = {r.findtext(f"{SVG}title") or "": float(r.get("height", "0")) for r in rects}
-    assert heights["offered: 32"] > heights["guest aqu-sz: 30.1"] > 25 * heights["host depth: 0.8"]
-    assert depth_chart(DepthFigure(())) == ""
+def _texts(svg: str | ET.Element) -> list[str]:
+    """Every text in an SVG (matplotlib keeps text as text: ``svg.fonttype none``)."""
+    root = ET.fromstring(svg) if isinstance(svg, str) else svg
+    return ["".join(t.itertext()).strip() for t in root.iter(f"{SVG}text")]
+
+
+def test_depth_chart_labels_every_bar_and_reaches_the_offered_depth() -> None:
+    texts = _texts(depth_svg(TCQ_OFF))
+    assert {"offered 1", "offered 32", "offered", "guest aqu-sz", "host depth"} <= set(texts)
+    assert {"32", "30", "0.8", "0.9"} <= set(texts)  # each bar's value over it
+    assert depth_svg(DepthFigure(())) == ""
 
 
 def test_depth_scale_reaches_the_offered_depth() -> None:
     # Recorded: healthy virtio-scsi; the offered 32 is the tallest bar and must not be cut off at the top.
-    svg = ET.fromstring(depth_chart(DepthFigure((DepthGroup(1, 0.92, 0.85), DepthGroup(32, 27.03, 25.37)))))
-    assert [t.text for t in svg.iter(f"{SVG}text")][:3] == ["0", "16", "32"]
-    assert all(float(r.get("y", "0")) >= 0 for r in svg.iter(f"{SVG}rect"))
+    healthy = DepthFigure((DepthGroup(1, 0.92, 0.85), DepthGroup(32, 27.03, 25.37)))
+    assert depth_axis_top(healthy) >= 32
+    # a host that saw more than was offered (a wrong count) is drawn, not cut off
+    assert depth_axis_top(DepthFigure((DepthGroup(8, 7.0, 40.0),))) >= 40
+
+
+def test_charts_are_deterministic_svg() -> None:
+    assert depth_svg(TCQ_OFF) == depth_svg(TCQ_OFF) and depth_svg(TCQ_OFF).startswith("<svg")
+    assert "<?xml" not in depth_svg(TCQ_OFF)
 
 
 def test_pair_chart_shows_expected_and_host_side() -> None:
-    svg = pair_chart(PairFigure((Pair("request size: expected / host", 1024.0, 64.0, "KiB"),)))
-    assert svg.startswith("<svg") and ">1024 KiB<" in svg and ">64 KiB<" in svg
-    assert pair_chart(PairFigure(())) == ""
+    svg = pair_svg(PairFigure((Pair("request size: expected / host", 1024.0, 64.0, "KiB"),)))
+    assert {"1024 KiB", "64 KiB", "request size: expected / host"} <= set(_texts(svg))
+    assert pair_svg(PairFigure(())) == ""
 
 
 def test_chart_draws_each_kind_with_its_own_function() -> None:
     pairs = PairFigure((Pair("a / b", 3.0, 4.0),))
-    assert chart(TCQ_OFF) == depth_chart(TCQ_OFF) and chart(pairs) == pair_chart(pairs)
+    assert chart(TCQ_OFF) == depth_svg(TCQ_OFF) and chart(pairs) == pair_svg(pairs)
+
+
+def test_histograms_host_beside_guest() -> None:
+    fig = HistogramFigure("queue-depth, offered 32", "exact (QEMU trace events)",
+                          buckets((1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 64), (0, 0, 1, 3, 5, 9, 30, 100, 300, 900, 0, 0)),
+                          buckets((4095, 4096, 8191), (0, 1552, 0, 0)), buckets((1000, 5000, 10000), (0, 10, 1530, 12),
+                                                                               "us"),
+                          (("16", 1.2), ("32", 98.8)), (("p50", 6128.0), ("p99", 9000.0)))
+    texts = _texts(chart(fig))
+    assert {"host: outstanding I/Os at issue", "host: I/O length (bytes)", "host: latency",
+            "guest: fio submitted depth", "guest: completion latency"} <= set(texts)
+    assert {"<=4", "<=32", "<=4K", "<=10000us", ">10000us"} <= set(texts) and "<=1" not in texts  # empty ends cut
+    missing = dataclasses.replace(fig, source="", outstanding=(), io_length=(), latency_us=(),
+                                  host_missing="this backend has no per-request host trace")
+    assert "no host trace" in _texts(chart(missing))
 
 
 def test_report_file(tmp_path: Path) -> None:
@@ -66,10 +93,6 @@ def _svgs(text: str) -> list[ET.Element]:
     return [ET.fromstring("<svg" + part.split("</svg>")[0] + "</svg>") for part in text.split("<svg")[1:]]
 
 
-def _titles(svg: ET.Element) -> list[str]:
-    return [t.text or "" for t in svg.iter(f"{SVG}title")]
-
-
 def test_renamed_or_dropped_properties_do_not_change_the_pictures(tmp_path: Path) -> None:
     io_size = judge_io_size(IO_BREAKUP)
     renamed = {("expected_request_size" if k == "expected_request_bytes" else k): v
@@ -81,10 +104,9 @@ def test_renamed_or_dropped_properties_do_not_change_the_pictures(tmp_path: Path
                                                                                            properties=renamed)),
             Record("n2", "queue-depth", "c", {}, "failed", "tcq", verdict=depth)]
     text = write_html(recs, tmp_path / "r.html").read_text()
-    pair_svg, depth_svg = _svgs(text)
-    assert _titles(pair_svg) == ["1024 KiB", "64 KiB"]
-    assert _titles(depth_svg) == ["offered: 1", "guest aqu-sz: 0.9", "host depth: 0.8",
-                                  "offered: 32", "guest aqu-sz: 30.1", "host depth: 0.8"]
+    pair_pic, depth_pic = _svgs(text)
+    assert {"1024 KiB", "64 KiB"} <= set(_texts(pair_pic))
+    assert {"offered 1", "offered 32", "0.9", "30", "0.8"} <= set(_texts(depth_pic))
     assert "<td>expected_request_size</td>" in text and "host_request_bytes_mean" not in text
     assert "<td>qd32_depth_seen_by_host</td>" in text and "qd32_host_depth<" not in text and "aqu_sz<" not in text
 

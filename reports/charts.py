@@ -1,0 +1,166 @@
+"""Every picture of the reports, drawn by matplotlib as inline SVG (no JavaScript, no files).
+
+Deterministic: the same figure gives the same SVG bytes (a fixed ``svg.hashsalt``, no date in the
+metadata). Text stays text (``svg.fonttype none``), so the page is searchable and small. The Agg
+backend: no display needed.
+
+- :func:`depth_svg`: the queue-depth picture. For each offered depth three bars, what the workload
+  offered, what the guest's block layer held (aqu-sz) and what the host saw; the axis always
+  reaches the offered depth, so "offered 32" is never cut off.
+- :func:`pair_svg`: the other rules' pairs, the expected or guest side against the host side.
+- :func:`histogram_svg`: one window as vscsiStats shows it, the host's histograms of outstanding
+  I/Os, request length and latency beside the guest's own view (fio's submitted depth and its
+  completion latency percentiles).
+- :func:`verdict_grid_svg` and :func:`series_svg`: the trend page (reports/trend.py).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+
+import matplotlib
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.patches import Patch, Rectangle
+
+from model.rules.figures import Buckets, DepthFigure, HistogramFigure, PairFigure
+
+matplotlib.use("Agg")
+matplotlib.rcParams.update({"svg.hashsalt": "vioconform", "svg.fonttype": "none", "font.size": 9,
+                            "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False})
+
+OFFERED, GUEST, HOST = "#9e9e9e", "#1565c0", "#ef6c00"
+OUTCOME_COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#6a1b9a", "skipped": "#9e9e9e",
+                  "not run": "#e65100", "absent": "#ffffff"}
+
+
+def to_svg(fig: MplFigure) -> str:
+    """The figure as an inline ``<svg>`` element (no XML prolog), then closed."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": "vioconform"}, bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def depth_axis_top(figure: DepthFigure) -> float:
+    """The top of the queue-depth axis: the largest offered depth or measured value, plus room
+    for the bar labels."""
+    top = max((max(float(g.offered), g.guest_aqu_sz, g.host_depth) for g in figure.groups), default=1.0)
+    return top * 1.15 or 1.0
+
+
+def depth_svg(figure: DepthFigure) -> str:
+    if not figure.groups:
+        return ""
+    fig, ax = plt.subplots(figsize=(5.2, 2.6))
+    n = len(figure.groups)
+    width = 0.26
+    for i, (label, color) in enumerate((("offered", OFFERED), ("guest aqu-sz", GUEST), ("host depth", HOST))):
+        values = [float(g.offered) if i == 0 else g.guest_aqu_sz if i == 1 else g.host_depth for g in figure.groups]
+        bars = ax.bar([x + (i - 1) * width for x in range(n)], values, width, label=label, color=color)
+        ax.bar_label(bars, labels=[f"{v:.1f}" if v < 10 else f"{v:.0f}" for v in values], fontsize=7, padding=1)
+    ax.set_xticks(range(n), [f"offered {g.offered}" for g in figure.groups])
+    ax.set_ylim(0, depth_axis_top(figure))
+    ax.set_ylabel("I/Os in flight")
+    ax.legend(loc="upper left", fontsize=7, frameon=False, ncols=3)
+    return to_svg(fig)
+
+
+def pair_svg(figure: PairFigure) -> str:
+    if not figure.pairs:
+        return ""
+    fig, axes = plt.subplots(len(figure.pairs), 1, figsize=(5.2, 0.62 * len(figure.pairs) + 0.3), squeeze=False)
+    for ax, p in zip(axes[:, 0], figure.pairs, strict=True):
+        bars = ax.barh([1, 0], [p.first, p.second], color=[GUEST, HOST], height=0.7)
+        ax.bar_label(bars, labels=[f"{v:g} {p.unit}".strip() for v in (p.first, p.second)], fontsize=7, padding=2)
+        ax.set_yticks([])
+        ax.set_xlim(0, max(p.first, p.second, 1e-9) * 1.35)
+        ax.set_title(p.label, fontsize=8, loc="left")
+        ax.tick_params(axis="x", labelsize=7)
+    fig.tight_layout()
+    return to_svg(fig)
+
+
+def _bars(ax: Axes, data: Buckets, color: str, title: str, ylabel: str) -> None:
+    ax.set_title(title, fontsize=8, loc="left")
+    if not data:
+        ax.text(0.5, 0.5, "nothing recorded", ha="center", va="center", transform=ax.transAxes, fontsize=8)
+        ax.set_xticks([])
+        return
+    labels, values = zip(*data, strict=True)
+    ax.bar(range(len(values)), values, color=color)
+    ax.set_xticks(range(len(values)), labels, rotation=45, ha="right", fontsize=7)
+    ax.set_ylabel(ylabel, fontsize=7)
+    ax.tick_params(axis="y", labelsize=7)
+
+
+def histogram_svg(figure: HistogramFigure) -> str:
+    """Host (orange) and guest (blue) views of one window, vscsiStats-style."""
+    fig, axes = plt.subplots(1, 5, figsize=(11, 2.3))
+    if figure.host_missing:
+        for ax in axes[:3]:
+            ax.text(0.5, 0.5, "no host trace", ha="center", va="center", transform=ax.transAxes, fontsize=8)
+            ax.set_xticks([])
+            ax.set_yticks([])
+    else:
+        _bars(axes[0], figure.outstanding, HOST, "host: outstanding I/Os at issue", "requests")
+        _bars(axes[1], figure.io_length, HOST, "host: I/O length (bytes)", "requests")
+        _bars(axes[2], figure.latency_us, HOST, "host: latency", "requests")
+    _bars(axes[3], figure.guest_depth_pct, GUEST, "guest: fio submitted depth", "% of time")
+    _bars(axes[4], figure.guest_clat_us, GUEST, "guest: completion latency", "us")
+    fig.suptitle(f"{figure.label}" + (f" (host: {figure.source})" if figure.source else
+                                       f" (host: {figure.host_missing})"), fontsize=8, x=0.01, ha="left")
+    fig.tight_layout()
+    return to_svg(fig)
+
+
+def verdict_grid_svg(rows: Sequence[str], columns: Sequence[str], outcomes: Sequence[Sequence[str]]) -> str:
+    """Rule x configuration rows, one column per run, each cell coloured by its outcome."""
+    if not rows or not columns:
+        return ""
+    fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 0.3 * len(rows) + 1.2))
+    for y, row in enumerate(outcomes):
+        for x, outcome in enumerate(row):
+            ax.add_patch(Rectangle((x, len(rows) - 1 - y), 0.92, 0.88, color=OUTCOME_COLORS.get(outcome, "#000"),
+                                       ec="#bbb", lw=0.5))
+    ax.set_xlim(0, len(columns))
+    ax.set_ylim(0, len(rows))
+    ax.set_xticks([x + 0.46 for x in range(len(columns))], columns, rotation=45, ha="right", fontsize=7)
+    ax.set_yticks([len(rows) - 1 - y + 0.44 for y in range(len(rows))], rows, fontsize=7)
+    ax.tick_params(length=0)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_visible(False)
+    used = sorted({o for row in outcomes for o in row} - {"absent"})
+    ax.legend(handles=[Patch(color=OUTCOME_COLORS[o], label=o) for o in used], loc="upper left",
+              bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
+    return to_svg(fig)
+
+
+def series_svg(title: str, unit: str, columns: Sequence[str], medians: Sequence[float | None],
+               lows: Sequence[float | None], highs: Sequence[float | None], band: tuple[float, float] | None) -> str:
+    """One metric over runs: each run's median (dots and line) with its repeats' min..max (error
+    bars), and the noise band (shaded) around the series' median."""
+    fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 2.0))
+    xs = [i for i, m in enumerate(medians) if m is not None]
+    ys = [float(m) for m in medians if m is not None]
+    if band is not None:
+        ax.axhspan(band[0], band[1], color=GUEST, alpha=0.12, lw=0, label="noise band")
+    if xs:
+        err_lo = [ys[k] - (lo if (lo := lows[i]) is not None else ys[k]) for k, i in enumerate(xs)]
+        err_hi = [(hi if (hi := highs[i]) is not None else ys[k]) - ys[k] for k, i in enumerate(xs)]
+        ax.errorbar(xs, ys, yerr=[err_lo, err_hi], fmt="o-", color=GUEST, ms=3, lw=1, capsize=2, label="median, min..max")
+    ax.set_xticks(range(len(columns)), columns, rotation=45, ha="right", fontsize=7)
+    ax.set_xlim(-0.5, max(len(columns) - 0.5, 0.5))
+    ax.set_title(title, fontsize=8, loc="left")
+    ax.set_ylabel(unit, fontsize=7)
+    if ys and all(math.isfinite(y) for y in ys):
+        lo = min([*ys, *(band or ())])
+        hi = max([*ys, *(band or ())])
+        pad = (hi - lo) * 0.15 or abs(hi) * 0.1 or 1.0
+        ax.set_ylim(lo - pad, hi + pad)
+    ax.legend(fontsize=7, frameon=False, loc="best")
+    return to_svg(fig)

@@ -1,0 +1,149 @@
+"""The trend page: the last N runs of one nightly series, from the results store.
+
+    python -m reports.trend [--store URL] [--last N] [--run ID] [-o trend.html] [--all-metrics]
+
+A series is one fingerprint and configuration (model/fingerprint.py: the same QEMU, libvirt,
+host kernel, image and guest; the same hypervisor, controllers and faults). The page shows:
+
+- which series it is (the fingerprint's entries and the options);
+- a verdict grid: one row per rule and configuration, one column per run, each cell coloured by
+  its outcome (passed, failed, error, skipped, not run; white where a run did not have it);
+- the key metrics as time series: each run's median with its repeats' min..max, and the noise
+  band: the series' median +- the metric's minimum effect (model/noise.py over the shown runs when
+  there are 3 or more, else the measured table in model/compare.py). A point outside the band
+  moved beyond the noise.
+
+Without ``--run`` the series is the newest complete run's. Exit code 2 on bad input (a store that
+cannot be opened, a run id that does not exist, an empty store), with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from model.compare import MIN_EFFECT, MIN_EFFECTS, MetricKey, Series, Spread
+from model.fingerprint import SERIES_OPTIONS, fingerprint
+from model.noise import run_to_run
+from reports import charts
+from reports.results import write_atomic
+from reports.store import Store, StoredRun, StoreError, default_url, open_store
+
+#: The metrics drawn unless ``--all-metrics``: one or two per rule, the ones a regression moves.
+KEY_METRICS = ("qd32_host_depth", "qd32_iops", "iops_scaling", "split_factor", "host_request_bytes_mean",
+               "fio_iops", "buffered_request_bytes_median", "direct_request_bytes_median", "latency_host_p50_us",
+               "misaligned_requests", "queues_used")
+
+
+def _label(r: StoredRun) -> str:
+    return f"{r.started:%m-%d %H:%M} #{r.id}" if r.started else f"#{r.id}"
+
+
+def noise_bands(series: Sequence[dict[MetricKey, Series]], keys: Sequence[MetricKey]) -> dict[MetricKey, tuple[float, float]]:
+    """Each metric's band: the median of the runs' medians +- its minimum effect (relative)."""
+    effects = {(r.rule, r.config, r.name): r.min_effect for r in run_to_run(series)} if len(series) >= 3 else {}
+    bands = {}
+    for key in keys:
+        medians = [Spread.of(s[key].values).median for s in series if key in s and s[key].values]
+        if not medians:
+            continue
+        center = statistics.median(medians)
+        effect = effects.get(key, MIN_EFFECTS.get(key[2], MIN_EFFECT))
+        half = abs(center) * effect if center else effect
+        bands[key] = (center - half, center + half)
+    return bands
+
+
+def trend_document(store: Store, runs: Sequence[StoredRun], all_metrics: bool = False) -> str:
+    """The page for ``runs`` (oldest first, one series)."""
+    esc = html.escape
+    columns = [_label(r) for r in runs]
+    verdicts = [store.verdicts(r.id) for r in runs]
+    keys = sorted({k for v in verdicts for k in v})
+    grid = charts.verdict_grid_svg([f"{rule} [{config}]" for rule, config in keys], columns,
+                                   [[v.get(k, "absent") for v in verdicts] for k in keys])
+    series = [store.series(r.id) for r in runs]
+    metric_keys = sorted({k for s in series for k, v in s.items()
+                          if v.direction != "parameter" and (all_metrics or k[2] in KEY_METRICS)})
+    bands = noise_bands(series, metric_keys)
+    plots = []
+    for key in metric_keys:
+        spreads = [Spread.of(s[key].values) if key in s and s[key].values else None for s in series]
+        unit = next(s[key].unit for s in series if key in s)
+        plots.append(charts.series_svg(f"{key[0]} [{key[1]}]: {key[2]}", unit, columns,
+                                       [sp.median if sp else None for sp in spreads],
+                                       [sp.lo if sp else None for sp in spreads],
+                                       [sp.hi if sp else None for sp in spreads], bands.get(key)))
+    last = runs[-1]
+    fp = fingerprint(last.fingerprint)
+    ident = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fp.items())
+    ident += "".join(f"<tr><th>{esc(k)}</th><td>{esc(last.options.get(k, '-'))}</td></tr>" for k in SERIES_OPTIONS)
+    note = ("" if len(runs) >= 2 else
+            "<p class='note'>Only one run of this series is stored: there is no trend yet.</p>")
+    band_note = ("run-to-run spread of these runs" if len(runs) >= 3
+                 else "the minimum effects measured on the reference host (README, 'Run-to-run noise')")
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>vioconform trend</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:80em}} table{{border-collapse:collapse}}
+th{{text-align:left;color:#555;font-weight:normal;padding:2px 8px;font-size:13px}} td{{padding:2px 8px;font-size:13px}}
+svg{{max-width:100%;height:auto}} .note{{background:#fff3e0;padding:6px}}
+#metrics{{display:flex;flex-wrap:wrap;gap:6px}} #metrics svg{{width:49%}}</style></head>
+<body><h1>vioconform trend: {len(runs)} run(s) of one series</h1>
+<p>Runs {esc(columns[0])} to {esc(columns[-1])}. A series is one fingerprint and configuration:</p>
+<table id="series">{ident}</table>{note}
+<h2>Verdicts</h2><div id="grid">{grid}</div>
+<h2>Key metrics</h2><p>Each run's median, its repeats' min..max, and the noise band (shaded: the series' median
++- the metric's minimum effect, from the {band_note}). A point outside the band moved beyond the noise.</p>
+<div id="metrics">{''.join(plots) or '<p>No metric with a direction was measured.</p>'}</div>
+</body></html>
+"""
+
+
+def series_runs(store: Store, ref: int | None, n: int) -> list[StoredRun]:
+    """The last ``n`` complete runs of the series of run ``ref`` (default: the newest complete run)."""
+    if ref is not None:
+        run = store.run(ref)
+    else:
+        complete = [r for r in store.runs() if r.complete]
+        if not complete:
+            raise StoreError(f"store {store.shown} has no complete run; run the suite, or import results with "
+                             f"python -m reports.store import DIR")
+        run = complete[-1]
+    runs = store.last_runs(run, n, run)
+    return runs or [run]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m reports.trend", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--store", help=f"SQLAlchemy URL of the results store (default {default_url()})")
+    ap.add_argument("--last", type=int, default=14, metavar="N", help="runs shown (default 14)")
+    ap.add_argument("--run", type=int, metavar="ID", help="a run of the series to show (default: the newest complete run)")
+    ap.add_argument("-o", "--output", type=Path, default=Path("trend.html"), help="the page (default trend.html)")
+    ap.add_argument("--all-metrics", action="store_true", help="every metric with a direction, not only the key ones")
+    args = ap.parse_args(argv)
+    if args.last < 1:
+        ap.error("--last takes 1 or more")
+    try:
+        store = open_store(args.store)
+    except StoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        runs = series_runs(store, args.run, args.last)
+        page = trend_document(store, runs, args.all_metrics)
+    except StoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    write_atomic(args.output, page)
+    print(f"trend page: {args.output} ({len(runs)} run(s) of the series of run {runs[-1].id})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

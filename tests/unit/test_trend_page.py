@@ -1,0 +1,64 @@
+"""The trend page (reports/trend.py) from stored runs: recorded whole runs imported into a store."""
+
+from __future__ import annotations
+
+import statistics
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from model.compare import Series
+from model.noise import EFFECT_PER_CV
+from reports.store import Store
+from reports.trend import main, noise_bands
+from tests.unit.test_compare_recorded import HEALTHY, HEALTHY2, RUNS
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _texts(page: str) -> list[str]:
+    out = []
+    for part in page.split("<svg")[1:]:
+        root = ET.fromstring("<svg" + part.split("</svg>")[0] + "</svg>")
+        out += ["".join(t.itertext()).strip() for t in root.iter(f"{SVG}text")]
+    return out
+
+
+def test_two_nights_of_one_series(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    store = Store(store_url)
+    for d in (HEALTHY, HEALTHY2, RUNS / "20261124-194640-tcq-off"):
+        store.import_dir(d)
+    store.close()
+    out = tmp_path / "trend.html"
+    assert main(["--store", store_url, "--run", "2", "-o", str(out)]) == 0
+    assert "2 run(s) of the series of run 2" in capsys.readouterr().out
+    page = out.read_text()
+    assert "2 run(s) of one series" in page  # the tcq-off run is another series (inject), not in it
+    assert "<th>guest.kernel</th><td>6.1.0-56-amd64</td>" in page and "<th>inject</th><td>none</td>" in page
+    texts = _texts(page)
+    assert "queue-depth [libvirt:virtio-scsi:latency5ms]" in texts and "passed" in texts and "skipped" in texts
+    assert "queue-depth [libvirt:virtio-scsi:latency5ms]: qd32_iops" in texts
+    assert "noise band" in texts and "11-24 19:11 #1" in texts and "11-24 19:13 #2" in texts
+    # the tcq-off run's own series: one run, said so
+    assert main(["--store", store_url, "--run", "3", "-o", str(out)]) == 0
+    assert "Only one run of this series is stored" in out.read_text()
+
+
+def test_bands_come_from_the_shown_runs_or_the_measured_table() -> None:
+    key = ("queue-depth", "c", "qd32_iops")
+    two = [{key: Series("IO/s", "higher-better", (5000.0,))}, {key: Series("IO/s", "higher-better", (5100.0,))}]
+    lo, hi = noise_bands(two, [key])[key]
+    assert (lo + hi) / 2 == pytest.approx(5050) and hi - lo == pytest.approx(2 * 5050 * 0.078)  # MIN_EFFECTS
+    many = [{key: Series("IO/s", "higher-better", (v,))} for v in (5000.0, 5100.0, 4900.0, 5000.0)]
+    lo, hi = noise_bands(many, [key])[key]
+    cv = statistics.stdev([5000, 5100, 4900, 5000]) / 5000  # 1.6 %: 3 x sqrt 2 x CV = 6.9 % > widest 4.1 %
+    assert hi - lo == pytest.approx(2 * 5000 * EFFECT_PER_CV * cv)  # these runs' own spread, not the table's
+
+
+def test_bad_input(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--store", store_url, "-o", str(tmp_path / "t.html")]) == 2
+    assert "has no complete run" in capsys.readouterr().err
+    assert main(["--store", store_url, "--run", "4", "-o", str(tmp_path / "t.html")]) == 2
+    assert "has no run 4" in capsys.readouterr().err
+    assert not (tmp_path / "t.html").exists()
