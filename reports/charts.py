@@ -66,7 +66,7 @@ def depth_svg(figure: DepthFigure) -> str:
     ax.set_xticks(range(n), [f"offered {g.offered}" for g in figure.groups])
     ax.set_ylim(0, depth_axis_top(figure))
     ax.set_ylabel("I/Os in flight")
-    ax.legend(loc="upper left", fontsize=7, frameon=False, ncols=3)
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False, ncols=3)
     return to_svg(fig)
 
 

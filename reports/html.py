@@ -62,7 +62,7 @@ def measured_on(properties: Mapping[str, str]) -> str:
     if not items:
         return ""
     cells = "".join(f"<tr><th>{html.escape(label)}</th><td>{html.escape(value)}</td></tr>" for label, value in items)
-    return f'<table id="measured-on" class="env">{cells}</table>'
+    return f'<h2>Measured on</h2><table id="measured-on" class="env">{cells}</table>'
 
 
 def what_was_tested(properties: Mapping[str, str]) -> str:
@@ -126,7 +126,7 @@ section{{margin-top:2em}} table.env th{{text-align:left;font-size:13px;padding:2
 svg{{max-width:100%;height:auto}}</style></head>
 <body><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>
 {measured_on(properties or {})}
-<table><tr><th>verdict</th><th>rule</th><th>configuration</th><th>message</th></tr>{''.join(rows)}</table>
+<h2>Verdicts</h2><table><tr><th>verdict</th><th>rule</th><th>configuration</th><th>message</th></tr>{''.join(rows)}</table>
 {what_was_tested(properties or {})}
 {''.join(sections)}
 </body></html>
