@@ -43,6 +43,7 @@ from hypervisors.libvirt.controllers import (
     pci_addr,
 )
 from hypervisors.libvirt.leftovers import METADATA_NS, destroy
+from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.qmp import DomainQmp
 from model.blockstats import HostBlockCounters
@@ -68,10 +69,14 @@ def _free_loopback_port() -> int:
 class LibvirtBackend(HypervisorBackend):
     name: ClassVar[str] = "libvirt"
     controllers: ClassVar[dict[str, str]] = {name: c.description for name, c in CONTROLLERS.items()}
+    #: --emulator (None: libvirt's default QEMU) and --machine; class defaults, so the domain XML
+    #: can be made without a connection (tests build it on an instance made by __new__)
+    emulator: Path | None = None
+    machine: str = DEFAULT_MACHINE
 
     def __init__(self, cleanup: CleanupStack, uri: str = "qemu:///system", accel_mode: str = "auto",
                  image: GuestImage | None = None, emulator: Path | None = None,
-                 machine_type: str = machine.DEFAULT_MACHINE) -> None:
+                 machine_type: str = DEFAULT_MACHINE) -> None:
         super().__init__(cleanup)
         self.uri = uri
         self.emulator = emulator
