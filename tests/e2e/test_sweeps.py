@@ -24,6 +24,7 @@ import pytest
 from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX, CleanupStack
 from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.leftovers import METADATA_NS, destroy
+from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qemulog import log_path
 from tests.e2e.conftest import ROOT
 
@@ -79,7 +80,7 @@ def test_making_a_backend_sweeps_nothing(leftovers: Leftovers) -> None:
     try:
         LibvirtBackend(cleanup, URI).close()
         opts = SimpleNamespace(libvirt_uri=URI, accel="tcg", guest_kernel_deb=None, vcenter=None, image=None,
-                               firmware="bios")
+                               firmware="bios", controllers=(), emulator=None, machine=DEFAULT_MACHINE)
         LibvirtBackend.from_options(cleanup, opts).close()  # the suite's way (the image is cached: no build)
     finally:
         cleanup.run()
