@@ -151,6 +151,9 @@ class BackendOptions(Protocol):
     def emulator(self) -> Path | None: ...
 
     @property
+    def host_dir(self) -> str: ...
+
+    @property
     def machine(self) -> str: ...
 
 

@@ -5,9 +5,10 @@ Pure data, importable from anywhere (model, transport, guest tools, hypervisors,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from model.histogram import HistogramKind, HistogramSet
 from model.limits import ConfiguredLimits
@@ -51,13 +52,16 @@ class DiskSpec:
 
 @dataclass(frozen=True)
 class SshEndpoint:
-    """How to reach the guest. ``host_key`` is the pinned ``"ssh-ed25519 AAAA..."`` line."""
+    """How to reach the guest. ``host_key`` is the pinned ``"ssh-ed25519 AAAA..."`` line.
+    ``via``: where ``host:port`` is not this machine's but a remote libvirt host's loopback, opens
+    a connection there (a tunnel of the suite's SSH connection to the host, a socket-like object)."""
 
     host: str
     port: int
     user: str
     key_path: Path
     host_key: str
+    via: Callable[[str, int], Any] | None = None
 
 
 @dataclass(frozen=True)

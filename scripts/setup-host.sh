@@ -16,6 +16,9 @@ log() { printf 'vioconform setup: %s\n' "$*" >&2; }
 # qemu-utils: qemu-img (a user's --image: its format, the overlay); ovmf: --firmware uefi.
 PACKAGES=(
   qemu-system-x86 qemu-utils ovmf
+  # A remote libvirt host is tested through a private sshd on loopback (tests/sshserver.py); the
+  # system sshd is not started (nor configured) by the suite.
+  openssh-server openssh-client
   libvirt-daemon-system libvirt-clients libvirt-dev pkg-config gcc python3-dev
   busybox-static dropbear-bin fio cpio zstd
   build-essential dpkg-dev libaio-dev zlib1g-dev

@@ -187,7 +187,8 @@ class SshTransport:
             client.get_host_keys().add(host_id, key.get_name(), key)
             client.set_missing_host_key_policy(paramiko.RejectPolicy())
             try:
-                client.connect(ep.host, port=ep.port, username=ep.user, key_filename=str(ep.key_path),
+                sock = ep.via(ep.host, ep.port) if ep.via is not None else None
+                client.connect(ep.host, port=ep.port, username=ep.user, key_filename=str(ep.key_path), sock=sock,
                                timeout=10, banner_timeout=20, auth_timeout=20,
                                allow_agent=False, look_for_keys=False)
                 return client

@@ -1,8 +1,11 @@
 """KVM/QEMU through libvirt: boots the embedded guest with its disks under test.
 
-Works with any libvirt URI whose host is this machine (``qemu:///system`` by default;
-as root ``qemu:///session`` is served by the same daemon). The guest is reached through
-a QEMU user-mode port forward on 127.0.0.1, so no bridged or NAT network is needed.
+Works with a libvirt daemon on this machine (``qemu:///system`` by default; as root
+``qemu:///session`` is served by the same daemon) or on another host over SSH
+(``qemu+ssh://user@host/system``). The guest is reached through a QEMU user-mode port forward on
+the libvirt host's 127.0.0.1, so no bridged or NAT network is needed; on a remote host through a
+tunnel of the suite's own SSH connection to it (``hypervisors.libvirt.hostlink``), which also
+stages the guest's files there (``hypervisors.libvirt.hostfiles``).
 
 Host-side counters come from QMP ``query-blockstats`` through libvirt's monitor
 passthrough (``hypervisors.libvirt.qmp``).
@@ -17,15 +20,16 @@ import contextlib
 import functools
 import logging
 import os
+import random
 import re
-import shutil
 import socket
 import time
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
 from typing import ClassVar, Self
 from xml.sax.saxutils import escape, quoteattr
 
 import libvirt
+import paramiko
 
 from guest.image.build import GuestImage, ensure_image
 from guest.image.user import UserImageError
@@ -42,6 +46,8 @@ from hypervisors.libvirt.controllers import (
     disk_overrides,
     pci_addr,
 )
+from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR, ConsoleMirror, HostFiles, LocalFiles, RemoteFiles
+from hypervisors.libvirt.hostlink import HostAddress, HostLink
 from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_connection
@@ -66,6 +72,12 @@ def _free_loopback_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: Ports a remote host's forward is taken from (this machine cannot ask the host's kernel for a
+#: free one): QEMU refuses a port in use, and the suite tries another (``FORWARD_ATTEMPTS``).
+REMOTE_PORTS = (20000, 59999)
+FORWARD_ATTEMPTS = 4
+
+
 class LibvirtBackend(HypervisorBackend):
     name: ClassVar[str] = "libvirt"
     controllers: ClassVar[dict[str, str]] = {name: c.description for name, c in CONTROLLERS.items()}
@@ -73,21 +85,29 @@ class LibvirtBackend(HypervisorBackend):
     #: can be made without a connection (tests build it on an instance made by __new__)
     emulator: Path | None = None
     machine: str = DEFAULT_MACHINE
+    files: HostFiles = LocalFiles()
 
     def __init__(self, cleanup: CleanupStack, uri: str = "qemu:///system", accel_mode: str = "auto",
                  image: GuestImage | None = None, emulator: Path | None = None,
-                 machine_type: str = DEFAULT_MACHINE) -> None:
+                 machine_type: str = DEFAULT_MACHINE, host_dir: PurePath = DEFAULT_HOST_DIR) -> None:
         super().__init__(cleanup)
         self.uri = uri
         self.emulator = emulator
         self.machine = machine_type
-        self.conn = open_connection(uri)
-        check_drives_qemu(uri, self.conn)
+        self.local = is_local(uri)
+        # A remote host: the suite's own SSH connection first (its host key checked), for files and tunnels.
+        self.files = LocalFiles() if self.local else RemoteFiles(HostLink(HostAddress.from_uri(uri)), host_dir)
+        try:
+            self.conn = open_connection(uri)
+            check_drives_qemu(uri, self.conn)
+        except BaseException:
+            self.files.close()
+            raise
         self._accel_mode = accel_mode
         self._image = image
         self._accel: str | None = None
-        # Owner pids and QEMU's logs are this host's: only a local daemon's are swept and kept.
-        self.local = is_local(uri)
+        self._stages: dict[Path, PurePath] = {}
+        self._mirrors: dict[str, ConsoleMirror] = {}
 
     @classmethod
     def validate_options(cls, opts: BackendOptions) -> None:
@@ -99,11 +119,28 @@ class LibvirtBackend(HypervisorBackend):
         the embedded image is built only if the KVM probe needs it (it boots the embedded kernel)."""
         image = None if opts.image is not None else ensure_image(log.info, opts.guest_kernel_deb)
         return cls(cleanup, uri=opts.libvirt_uri, accel_mode=opts.accel, image=image, emulator=opts.emulator,
-                   machine_type=opts.machine)
+                   machine_type=opts.machine, host_dir=PurePosixPath(opts.host_dir))
 
     def sweep_leftovers(self) -> None:
+        """What runs from this machine that were killed left on the libvirt host: their domains,
+        then their directories and QEMU logs (this machine's $TMPDIR, or the remote staging dir)."""
+        leftovers.sweep_domains(self.conn)
         if self.local:
-            leftovers.sweep(self.conn)
+            leftovers.sweep_files()
+        else:
+            self.files.sweep()
+
+    def stage(self, run_dir: Path) -> PurePath:
+        """Where QEMU finds this run's files on the libvirt host: the run directory itself on this
+        machine, a staging directory (removed with the run) on a remote host."""
+        if run_dir not in self._stages:
+            self._stages[run_dir] = self.files.stage_dir(run_dir, self.cleanup)
+        return self._stages[run_dir]
+
+    def tunnel(self, host: str, port: int) -> paramiko.Channel:
+        """A connection to ``host:port`` as the remote libvirt host sees it (``SshEndpoint.via``)."""
+        assert isinstance(self.files, RemoteFiles)
+        return self.files.link.tunnel(host, port)
 
     @property
     def image(self) -> GuestImage:
@@ -119,10 +156,12 @@ class LibvirtBackend(HypervisorBackend):
 
     def probe_kvm(self, run_dir: Path) -> ProbeResult:
         """Boot the embedded kernel under KVM: does it reach the probe marker, and if not, why."""
-        kernel, initrd = self.stage_boot_files(run_dir)
+        stage = self.stage(run_dir)
+        kernel, initrd = self.stage_boot_files(stage)
         name = f"vioconform-kvmprobe-{os.getpid()}"
-        xml = self.domain_xml(name, "kvm", run_dir, kernel, initrd, "console=ttyS0 quiet vioconform.probe=1",
+        xml = self.domain_xml(name, "kvm", stage, kernel, initrd, "console=ttyS0 quiet vioconform.probe=1",
                               None, None)
+        self.files.note_domain(stage, name)
         undo = self.cleanup.push(f"domain {name}", lambda: self.remove_domain(name, run_dir))
         try:
             with signals_deferred():
@@ -133,7 +172,7 @@ class LibvirtBackend(HypervisorBackend):
             log.info("KVM probe: libvirt refused a kvm domain: %s", said)
             return ProbeResult(False, qemulog.qemu_cause(said) or said.splitlines()[0])
         try:
-            self.wait_for_console(dom, run_dir / "console.log", "VIOCONFORM-PROBE-OK", PROBE_TIMEOUT_S)
+            self.wait_for_console(dom, stage / "console.log", "VIOCONFORM-PROBE-OK", PROBE_TIMEOUT_S)
             return ProbeResult(True)
         except HypervisorError as e:
             first = str(e).splitlines()[0]
@@ -141,10 +180,11 @@ class LibvirtBackend(HypervisorBackend):
             return ProbeResult(False, qemulog.qemu_cause(str(e)) or first)
         finally:
             undo()
-            (run_dir / "console.log").unlink(missing_ok=True)
+            self.files.remove(stage / "console.log")
 
     # -- domain XML -------------------------------------------------------------------------
-    def domain_xml(self, name: str, domain_type: str, run_dir: Path, kernel: Path | None, initrd: Path | None,
+    def domain_xml(self, name: str, domain_type: str, run_dir: PurePath, kernel: PurePath | None,
+                   initrd: PurePath | None,
                    cmdline: str, request: GuestRequest | None, ssh_port: int | None,
                    image_files: imageboot.BootFiles | None = None) -> str:
         """The transient domain: the embedded kernel (``kernel``, ``initrd``, ``cmdline``) or, with
@@ -180,7 +220,7 @@ class LibvirtBackend(HypervisorBackend):
             devices.insert(0, f"<emulator>{escape(str(self.emulator))}</emulator>")
         return f"""<domain type='{domain_type}' xmlns:qemu='{QEMU_NS}'>
   <name>{name}</name>
-  <metadata><vioc:run xmlns:vioc='{METADATA_NS}' pid='{os.getpid()}' dir={quoteattr(str(run_dir))}/></metadata>
+  <metadata><vioc:run xmlns:vioc='{METADATA_NS}' pid='{os.getpid()}' host={quoteattr(socket.gethostname())} dir={quoteattr(str(run_dir))}/></metadata>
   <memory unit='MiB'>{memory}</memory>
   <vcpu>{vcpus}</vcpu>
   {os_xml}
@@ -208,8 +248,10 @@ class LibvirtBackend(HypervisorBackend):
         try:
             self.destroy_by_name(name)
         finally:
-            if self.local:
-                qemulog.keep_log(name, run_dir)
+            mirror = self._mirrors.pop(name, None)
+            if mirror is not None:
+                mirror.stop()
+            self.files.take_qemu_log(name, run_dir)
 
     def destroy_by_name(self, name: str) -> None:
         try:
@@ -220,13 +262,13 @@ class LibvirtBackend(HypervisorBackend):
             raise
         destroy(dom)
 
-    def stage_boot_files(self, run_dir: Path) -> tuple[Path, Path]:
-        """Copy kernel and initramfs into the run directory: the cache under /root is not
-        readable by the QEMU user, and libvirt relabels what it boots."""
-        kernel, initrd = run_dir / "vmlinuz", run_dir / "initrd.img"
-        if not kernel.exists():
-            shutil.copyfile(self.image.kernel_path, kernel)
-            shutil.copyfile(self.image.initrd_path, initrd)
+    def stage_boot_files(self, stage: PurePath) -> tuple[PurePath, PurePath]:
+        """Copy kernel and initramfs into the staging directory (``stage``): the cache under /root
+        is not readable by the QEMU user, and libvirt relabels what it boots. Once per run."""
+        kernel, initrd = stage / "vmlinuz", stage / "initrd.img"
+        if self.files.size(kernel) == 0:
+            self.files.put(self.image.kernel_path, kernel)
+            self.files.put(self.image.initrd_path, initrd)
         return kernel, initrd
 
     # -- HypervisorBackend --------------------------------------------------------------------
@@ -234,35 +276,51 @@ class LibvirtBackend(HypervisorBackend):
         run_dir = request.run_dir
         os.chmod(run_dir, 0o755)
         domain_type = self.accel(run_dir)
+        if request.image is not None and not self.local:
+            raise HypervisorError(f"--image on a remote libvirt host ({self.uri}) is not supported yet: the "
+                                  "image's overlay and seed are made on this machine; run vioconform on the host")
+        stage = self.stage(run_dir)
         for disk in request.disks:
             if disk.backing == "file":
-                with open(disk_file(run_dir, disk), "wb") as f:
-                    f.truncate(disk.size_bytes)
-        port = _free_loopback_port()
-        console = run_dir / "console.log"
-        console.unlink(missing_ok=True)
-        trace.prepare_log_file(run_dir / TRACE_LOG)
+                self.files.create_disk(disk_file(stage, disk), disk.size_bytes)
+        console = stage / "console.log"
+        self.files.remove(console)
+        self.files.for_qemu(stage / TRACE_LOG)
         if request.image is not None:
-            return self._start_image_guest(request, request.image, domain_type, port)
-        kernel, initrd = self.stage_boot_files(run_dir)
+            return self._start_image_guest(request, request.image, domain_type, _free_loopback_port())
+        kernel, initrd = self.stage_boot_files(stage)
         cmdline = f"console=ttyS0 quiet vioconform.key={request.authorized_key}"
-        xml = self.domain_xml(request.name, domain_type, run_dir, kernel, initrd, cmdline, request, port)
-        (run_dir / f"{request.name}.xml").write_text(xml)
-        for attempt in (1, 2):
-            dom = self.boot(xml, request.name, run_dir)
+        self.files.note_domain(stage, request.name)
+        for attempt in range(1, FORWARD_ATTEMPTS + 2):
+            port = _free_loopback_port() if self.local else random.randint(*REMOTE_PORTS)
+            xml = self.domain_xml(request.name, domain_type, stage, kernel, initrd, cmdline, request, port)
+            (run_dir / f"{request.name}.xml").write_text(xml)
+            try:
+                dom = self.boot(xml, request.name, run_dir)
+            except HypervisorError as e:
+                # Another process took the port between its choice and QEMU's bind (two runs, two
+                # workers): QEMU says so; another port.
+                if "host forwarding rule" not in str(e) or attempt >= FORWARD_ATTEMPTS:
+                    raise
+                log.warning("guest %s: port %d on the libvirt host is taken; another", request.name, port)
+                continue
             try:
                 host_key = self.wait_for_console(dom, console, "VIOCONFORM-READY", request.boot_timeout_s)
                 break
             except GuestStoppedDuringBoot as e:
                 # QEMU 7.2 under TCG segfaulted about once in 10 boots of a 9-controller guest here
                 # (memory_region_dispatch_write, vCPU 1). One retry; a second stop is reported.
-                if attempt == 2:
+                if attempt >= 2:
                     raise
                 log.warning("guest %s stopped during boot, starting it once more: %s",
                             request.name, str(e).splitlines()[0])
-                console.unlink(missing_ok=True)
-        return Guest(request.name, SshEndpoint("127.0.0.1", port, "root", run_dir / "id_ed25519", host_key),
-                     _attached(request), accel=_accel_name(domain_type), console_log_path=console)
+                self.files.remove(console)
+        local_console = run_dir / "console.log"
+        if isinstance(self.files, RemoteFiles):
+            self._mirrors[request.name] = ConsoleMirror(self.files, console, local_console).start()
+        via = None if self.local else self.tunnel
+        return Guest(request.name, SshEndpoint("127.0.0.1", port, "root", run_dir / "id_ed25519", host_key, via=via),
+                     _attached(request), accel=_accel_name(domain_type), console_log_path=local_console)
 
     def _start_image_guest(self, request: GuestRequest, image: ImageRequest, domain_type: str, port: int) -> Guest:
         """Boot a user's image on an overlay (``hypervisors.libvirt.imageboot``) and wait until the
@@ -309,12 +367,14 @@ class LibvirtBackend(HypervisorBackend):
                                      f"{qemulog.qemu_cause(said) or 'nothing'}\n--- QEMU log (last lines) "
                                      f"---\n{said}", console_log=_tail(text))
 
-    def wait_for_console(self, dom: libvirt.virDomain, console: Path, marker: str, timeout_s: float) -> str:
-        """Wait until the console shows ``marker``; return the host key line printed before it."""
+    def wait_for_console(self, dom: libvirt.virDomain, console: PurePath, marker: str, timeout_s: float) -> str:
+        """Wait until the console (a file on the libvirt host) shows ``marker``; return the host key
+        line printed before it."""
         deadline = time.monotonic() + timeout_s
         text = ""
+        period = 0.2 if self.local else 0.5  # a remote read is an SFTP round trip
         while time.monotonic() < deadline:
-            text = console.read_text(errors="replace") if console.exists() else ""
+            text = self.files.read(console).decode(errors="replace")
             if marker in text:
                 m = re.search(r"VIOCONFORM-HOSTKEY (ssh-ed25519 \S+)", text)
                 return m.group(1) if m else ""
@@ -323,13 +383,12 @@ class LibvirtBackend(HypervisorBackend):
                 raise GuestStoppedDuringBoot(f"guest {dom.name()} stopped during boot; QEMU said: "
                                              f"{qemulog.qemu_cause(said) or 'nothing'}\n--- QEMU log (last lines) "
                                              f"---\n{said}", console_log=_tail(text))
-            time.sleep(0.2)
+            time.sleep(period)
         raise HypervisorError(f"guest {dom.name()} did not reach {marker} within {timeout_s:.0f} s "
                               "(raise --boot-timeout if the host is slow)", console_log=_tail(text))
 
     def qemu_log(self, name: str) -> str:
-        path = qemulog.log_path(name)
-        return _tail(path.read_text(errors="replace"), 15) if self.local and path.exists() else "(no QEMU log)"
+        return _tail(self.files.qemu_log(name), 15) or "(no QEMU log)"
 
     def channel(self, guest: Guest, disk: AttachedDisk) -> DomainQmp:
         """The guest's monitor and the disk's counters."""
@@ -357,15 +416,18 @@ class LibvirtBackend(HypervisorBackend):
         family = CONTROLLERS[disk.spec.controller].trace_family
         if family is None or guest.console_log_path is None:
             return None
-        return trace.QemuTracer(self.channel(guest, disk), family, guest.console_log_path.parent / TRACE_LOG,
-                                logical_block_bytes=disk.configured.logical_block_bytes)
+        return trace.QemuTracer(self.channel(guest, disk), family, self.stage(guest.console_log_path.parent) / TRACE_LOG,
+                                logical_block_bytes=disk.configured.logical_block_bytes, files=self.files)
 
     def environment(self, guest: Guest) -> dict[str, str]:
-        return environment.environment(self.conn, guest.name, self.local)
+        return environment.environment(self.conn, guest.name, self.files.kernel_release())
 
     def close(self) -> None:
+        for mirror in self._mirrors.values():
+            mirror.stop()
         with contextlib.suppress(libvirt.libvirtError):
             self.conn.close()
+        self.files.close()
 
 
 #: libvirt domain states in which the guest cannot run, as ``guest_dead_reason`` names them

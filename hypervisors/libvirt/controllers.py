@@ -21,7 +21,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from hypervisors.libvirt.trace import qemu_user
 from model.errors import HypervisorError
@@ -260,14 +260,14 @@ def latency_blockdev(disk: DiskSpec, node: str) -> dict[str, object]:
             "latency-ns": int(disk.latency_ms * 1_000_000), "read-zeroes": True}
 
 
-def file_blockdev(path: Path, node: str) -> dict[str, object]:
+def file_blockdev(path: PurePath, node: str) -> dict[str, object]:
     """A raw file block node set up as libvirt sets up ``cache='none' io='native'``."""
     cache = {"direct": True, "no-flush": False}
     return {"driver": "raw", "node-name": node, "cache": cache, "discard": "unmap",
             "file": {"driver": "file", "filename": str(path), "aio": "native", "cache": cache, "discard": "unmap"}}
 
 
-def disk_args(p: Placement, run_dir: Path) -> list[str]:
+def disk_args(p: Placement, run_dir: PurePath) -> list[str]:
     """JSON QEMU arguments of a disk libvirt does not create.
 
     JSON form: QEMU 7.2 creates all key=value -device options before the JSON ones libvirt
@@ -277,7 +277,7 @@ def disk_args(p: Placement, run_dir: Path) -> list[str]:
         blockdev = latency_blockdev(p.disk, node)
     else:
         path = disk_file(run_dir, p.disk)
-        give_to_qemu(path)
+        give_to_qemu(Path(path))  # a local disk file (a remote one is given by hostfiles.RemoteFiles)
         blockdev = file_blockdev(path, node)
     return ["-blockdev", json.dumps(blockdev), "-device", json.dumps(device_props(p, node))]
 
@@ -344,12 +344,12 @@ def disk_overrides(disks: Sequence[DiskSpec]) -> str:
     return f"<qemu:override>{''.join(props)}</qemu:override>" if props else ""
 
 
-def disk_file(run_dir: Path, disk: DiskSpec) -> Path:
+def disk_file(run_dir: PurePath, disk: DiskSpec) -> PurePath:
     """Where a file-backed disk's image lives (created sparse by the backend)."""
     return run_dir / f"dut{disk.index}.img"
 
 
-def disk_devices(disks: Sequence[DiskSpec], run_dir: Path,
+def disk_devices(disks: Sequence[DiskSpec], run_dir: PurePath,
                  first_boot_order: int | None = None) -> tuple[list[str], list[str]]:
     """Domain XML elements and extra QEMU arguments that attach ``disks`` to their controllers.
 

@@ -3,7 +3,6 @@ libvirt uses by default; hypervisors/libvirt/machine.py checks ``--emulator`` an
 
 from __future__ import annotations
 
-import platform
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -29,10 +28,10 @@ def _version(n: int) -> str:
     return f"{n // 1_000_000}.{n // 1000 % 1000}.{n % 1000}"
 
 
-def environment(conn: libvirt.virConnect, domain: str, local: bool) -> dict[str, str]:
+def environment(conn: libvirt.virConnect, domain: str, host_kernel: str) -> dict[str, str]:
     """The running domain's fingerprint entries: QEMU's version (asked of the running QEMU), the
     binary, the canonical machine type and accelerator (from the live domain XML), libvirt's library
-    and daemon versions, and the host's kernel (this machine's; a remote host's is not known)."""
+    and daemon versions, and the libvirt host's kernel (``uname -r`` there)."""
     root = ET.fromstring(conn.lookupByName(domain).XMLDesc(0))
     os_type = root.find("os/type")
     reply = qmp(conn, domain, {"execute": "query-version"}).get("return", {})
@@ -46,5 +45,5 @@ def environment(conn: libvirt.virConnect, domain: str, local: bool) -> dict[str,
         "qemu.accel": "kvm" if root.get("type") == "kvm" else "tcg",
         "libvirt.version": _version(libvirt.getVersion()),
         "libvirt.daemon_version": _version(conn.getLibVersion()),
-        "host.kernel": platform.release() if local else "unknown (remote libvirt host)",
+        "host.kernel": host_kernel,
     }

@@ -1,15 +1,17 @@
 """What killed runs leave on a libvirt host, and its removal (``LibvirtBackend.sweep_leftovers``).
 
-Every domain the suite starts is named ``vioconform-...`` and carries its owner's pid in its
-metadata; run directories carry an ``owner.pid`` file and QEMU logs the pid in their name.
-Only what belongs to a process that is gone is removed: a running suite's, or anyone else's,
-is left alone. The suite's session sweeps before it starts its guest; nothing else does.
+Every domain the suite starts is named ``vioconform-...`` and carries its owner's pid and the
+name of the machine that runs the suite in its metadata; run directories carry an ``owner.pid``
+file and QEMU logs the pid in their name. Only what belongs to a process of this machine that is
+gone is removed: a running suite's, another machine's (a libvirt host shared by several
+controllers), or anyone else's, is left alone. The suite's session sweeps before it starts its guest; nothing else does.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import socket
 
 import libvirt
 
@@ -34,8 +36,20 @@ def destroy(dom: libvirt.virDomain) -> None:
 
 
 def sweep(conn: libvirt.virConnect) -> None:
-    """Destroy ``vioconform-*`` domains whose owning process is gone (a killed earlier run), then
-    remove their run directories and QEMU logs."""
+    """A local host: domains, then run directories and QEMU logs."""
+    sweep_domains(conn)
+    sweep_files()
+
+
+def sweep_files() -> None:
+    """This machine's run directories and QEMU logs of killed runs."""
+    sweep_run_dirs()  # after the domains: their QEMU may still hold the disk files
+    qemulog.sweep_logs()
+
+
+def sweep_domains(conn: libvirt.virConnect) -> None:
+    """Destroy ``vioconform-*`` domains whose owning process (on this machine) is gone."""
+    me = socket.gethostname()
     for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
         if not dom.name().startswith(DOMAIN_PREFIX):
             continue
@@ -44,8 +58,9 @@ def sweep(conn: libvirt.virConnect) -> None:
         except libvirt.libvirtError:
             continue
         m = re.search(r"pid=['\"](\d+)['\"]", meta)
+        host = re.search(r"host=['\"]([^'\"]*)['\"]", meta)
+        if host is not None and host.group(1) != me:
+            continue  # another machine's run (domains of earlier versions name no host: this machine's)
         if m and not owner_alive(int(m.group(1))):
             log.warning("destroying leftover domain %s of dead process %s", dom.name(), m.group(1))
             destroy(dom)
-    sweep_run_dirs()  # after the domains: their QEMU may still hold the disk files
-    qemulog.sweep_logs()

@@ -71,17 +71,25 @@ def check_emulator(path: Path) -> str:
 
 def machine_types(path: Path) -> dict[str, str]:
     """The machine types the emulator offers: name -> description (``-machine help``)."""
+    return parse_machine_types(_run(path, "-machine", "help"))
+
+
+def parse_machine_types(help_text: str) -> dict[str, str]:
+    """``-machine help``'s answer as name -> description."""
     types = {}
-    for line in _run(path, "-machine", "help").splitlines()[1:]:  # the first line is "Supported machines are:"
+    for line in help_text.splitlines()[1:]:  # the first line is "Supported machines are:"
         name, _, description = line.strip().partition(" ")
         if name:
             types[name] = description.strip()
     return types
 
 
-def check_machine(path: Path, machine: str, controllers: tuple[str, ...]) -> None:
-    """HypervisorError unless ``machine`` is one of the emulator's types and carries every controller."""
-    types = machine_types(path)
+def check_machine(path: Path, machine: str, controllers: tuple[str, ...],
+                  types: dict[str, str] | None = None) -> None:
+    """HypervisorError unless ``machine`` is one of the emulator's types (``types``, else asked of
+    the emulator on this machine) and carries every controller."""
+    if types is None:
+        types = machine_types(path)
     if machine not in types:
         names = sorted(t for t in types if t.startswith(("pc", "q35", "microvm")) or t in ("isapc", "none"))
         raise HypervisorError(f"--machine {machine}: {path} has no such machine type; it offers: "

@@ -8,10 +8,11 @@ turns a failure here into pytest's usage error (exit 4): no guest, no traceback.
 
 from __future__ import annotations
 
+import shlex
 import socket
 import tempfile
 import threading
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
 from urllib.parse import urlparse
 
 import libvirt
@@ -21,11 +22,15 @@ from guest.image.build import ImageBuildError, check_image_cache, check_kernel_d
 from guest.image.user import Reader, UserImageError, check_image, check_space
 from hypervisors.base import BackendOptions
 from hypervisors.libvirt import accel, environment, imageboot, machine
+from hypervisors.libvirt.hostlink import SSH_TRANSPORTS, HostAddress, HostLink, HostLinkError
 from model.errors import HypervisorError
 
 #: Opening a local daemon takes milliseconds; a URI that leads nowhere (a host that swallows
 #: packets, a server that never answers) would otherwise hang the run for TCP's minutes.
 CONNECT_TIMEOUT_S = 10.0
+#: What a run stages on a remote host: the embedded kernel and initramfs (about 40 MB), the logs,
+#: and sparse disk files (which take no room until written; the rules write at most a few MB).
+HOST_DIR_MIN_FREE_MIB = 200
 
 
 def open_connection(uri: str, timeout_s: float = CONNECT_TIMEOUT_S) -> libvirt.virConnect:
@@ -54,8 +59,13 @@ def open_connection(uri: str, timeout_s: float = CONNECT_TIMEOUT_S) -> libvirt.v
 
 
 def is_local(uri: str) -> bool:
-    """Whether the URI's daemon runs on this machine (no host, or this machine's name)."""
-    return urlparse(uri).hostname in (None, "", "localhost", "127.0.0.1", "::1", socket.gethostname())
+    """Whether the URI's daemon runs on this machine and shares its files: no host or this machine's
+    name, and not an SSH transport (``qemu+ssh://`` is a remote host even on loopback: the suite
+    then stages its files over SSH, as for any other host)."""
+    u = urlparse(uri)
+    if u.scheme.partition("+")[2] in SSH_TRANSPORTS:
+        return False
+    return u.hostname in (None, "", "localhost", "127.0.0.1", "::1", socket.gethostname())
 
 
 def check_drives_qemu(uri: str, conn: libvirt.virConnect) -> None:
@@ -83,15 +93,28 @@ def validate_options(opts: BackendOptions) -> None:
     except CacheNotWritable as e:
         raise HypervisorError(str(e)) from None
     uri = opts.libvirt_uri
+    link = None
     if not is_local(uri):
-        raise HypervisorError(f"--libvirt-uri {uri}: the libvirt host must be this machine (the guest's SSH "
-                              f"is forwarded on 127.0.0.1); run vioconform on {urlparse(uri).hostname}")
-    if opts.emulator is not None:
+        if opts.image is not None:
+            raise HypervisorError(f"--image with a remote libvirt host ({uri}) is not supported yet: the image's "
+                                  "overlay and seed are made on this machine; run vioconform on the host")
+        link = HostLink(HostAddress.from_uri(uri))  # the host key is checked here, first
+    elif opts.emulator is not None:
         machine.check_emulator(opts.emulator)
-    conn = open_connection(uri)
+    try:
+        conn = open_connection(uri)
+    except BaseException:
+        if link is not None:
+            link.close()
+        raise
     try:
         check_drives_qemu(uri, conn)
-        machine.check_machine(opts.emulator or environment.default_emulator(conn), opts.machine, opts.controllers)
+        emulator = opts.emulator or environment.default_emulator(conn)
+        types = None
+        if link is not None:
+            types = machine.parse_machine_types(remote_machine_help(link, emulator, opts.emulator is not None))
+            check_host_dir(link, PurePosixPath(opts.host_dir))
+        machine.check_machine(emulator, opts.machine, opts.controllers, types)
         if opts.accel == "kvm":
             accel.check_forced_kvm(uri, conn)
         accel.check_cache_writable(uri, conn, opts.accel)
@@ -99,3 +122,29 @@ def validate_options(opts: BackendOptions) -> None:
         raise HypervisorError(str(e)) from None
     finally:
         conn.close()
+        if link is not None:
+            link.close()
+
+
+def remote_machine_help(link: HostLink, emulator: Path, given: bool) -> str:
+    """``-machine help`` of the emulator on a remote libvirt host (``--emulator`` names a path there)."""
+    what = f"--emulator {emulator}" if given else f"libvirt's QEMU {emulator}"
+    try:
+        return link.run(f"test -x {shlex.quote(str(emulator))} && {shlex.quote(str(emulator))} -machine help")
+    except HostLinkError as e:
+        raise HypervisorError(f"{what}: not an executable QEMU on {link.address.host} ({str(e).splitlines()[-1]}); "
+                              "install qemu-system-x86 there or give the path of its QEMU") from None
+
+
+def check_host_dir(link: HostLink, host_dir: PurePath) -> None:
+    """The remote staging directory can be made and written, and its file system has room for a
+    run's boot files (the initramfs alone is tens of MB)."""
+    q = shlex.quote(str(host_dir))
+    try:
+        free_kib = int(link.run(f"mkdir -p -m 0755 {q} && test -w {q} && df -Pk {q} | awk 'NR==2 {{print $4}}'").strip())
+    except (HostLinkError, ValueError) as e:
+        raise HypervisorError(f"--host-dir {host_dir}: cannot use it on {link.address.host}: {e}") from None
+    if free_kib < HOST_DIR_MIN_FREE_MIB * 1024:
+        raise HypervisorError(f"--host-dir {host_dir} on {link.address.host} has {free_kib // 1024} MiB free; a run "
+                              f"stages about {HOST_DIR_MIN_FREE_MIB} MiB there (kernel, initramfs, logs); free some "
+                              "space or point --host-dir elsewhere")

@@ -25,7 +25,7 @@ import os
 import pwd
 import time
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from model.blockstats import HostBlockCounters, HostCountersDelta
@@ -70,6 +70,36 @@ def prepare_log_file(path: Path) -> Path:
     return path
 
 
+class LocalLog:
+    """The trace log on this machine (a local libvirt host); ``hostfiles.RemoteFiles`` offers the
+    same three operations for a log on a remote host."""
+
+    def for_qemu(self, path: PurePath) -> None:
+        prepare_log_file(Path(path))
+
+    def size(self, path: PurePath) -> int:
+        p = Path(path)
+        return p.stat().st_size if p.exists() else 0
+
+    def read(self, path: PurePath, offset: int = 0) -> bytes:
+        p = Path(path)
+        if not p.exists():
+            return b""
+        with open(p, "rb") as f:
+            f.seek(offset)
+            return f.read()
+
+
+class LogFiles(Protocol):
+    """Where the trace log is: this machine (``LocalLog``) or the libvirt host over SFTP."""
+
+    def for_qemu(self, path: PurePath) -> None: ...
+
+    def size(self, path: PurePath) -> int: ...
+
+    def read(self, path: PurePath, offset: int = ...) -> bytes: ...
+
+
 class QmpChannel(Protocol):
     """All QemuTracer needs of a domain: its monitor, and the counters of the traced disk
     (``hypervisors.libvirt.qmp.DomainQmp`` through libvirt)."""
@@ -90,8 +120,8 @@ class QemuTracer:
 
     ``logical_block_bytes``: the disk's logical block size, the unit of SCSI events' positions."""
 
-    def __init__(self, channel: QmpChannel, family: str, log_path: Path, logical_block_bytes: int = 512,
-                 redirect_log: bool = False) -> None:
+    def __init__(self, channel: QmpChannel, family: str, log_path: PurePath, logical_block_bytes: int = 512,
+                 redirect_log: bool = False, files: LogFiles | None = None) -> None:
         if family not in FAMILY_EVENTS:
             raise TraceUnavailable(f"no QEMU trace events are known for controller family {family!r}")
         self.channel = channel
@@ -100,6 +130,7 @@ class QemuTracer:
         self.log_path = log_path
         self.logical_block_bytes = logical_block_bytes
         self.redirect_log = redirect_log
+        self.files: LogFiles = files or LocalLog()
         self._offset = 0
         self._on = False
 
@@ -129,9 +160,9 @@ class QemuTracer:
 
     def start(self) -> None:
         if self.redirect_log:
-            prepare_log_file(self.log_path)
+            self.files.for_qemu(self.log_path)
             self._hmp(f"logfile {self.log_path}")
-        self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._offset = self.files.size(self.log_path)
         self._set(True)
         self._on = True
         self._counters, self._t0_us = self._read_counters()
@@ -152,9 +183,7 @@ class QemuTracer:
         if self.redirect_log:
             self._hmp("logfile /dev/null")
         time.sleep(0.05)  # the last lines are written by QEMU's I/O thread
-        with open(self.log_path, "rb") as f:
-            f.seek(self._offset)
-            text = f.read().decode(errors="replace")
+        text = self.files.read(self.log_path, self._offset).decode(errors="replace")
         requests = tuple(parse_qemu_trace(text, source=f"{self.log_path}",
                                           scsi_block_bytes=self.logical_block_bytes))
         # Compared with the counters: data requests (QEMU 7.2's NVMe does not count its flushes in
@@ -216,7 +245,7 @@ def check_complete(traced: int, own_requests: int, what: str, family: str) -> No
                               f"traced {traced} of {own_requests} requests; {why}")
 
 
-def domain_trace_args(log_path: Path) -> list[str]:
+def domain_trace_args(log_path: PurePath) -> list[str]:
     """QEMU arguments for a domain the suite starts: the log file the events go to."""
     return ["-D", str(log_path)]
 

@@ -44,7 +44,7 @@ def test_libvirt_accepts_every_controller_with_either_backing(tmp_path: Path) ->
         specs = two_disks_each(backing=backing)
         for s in specs:
             if s.backing == "file":
-                disk_file(tmp_path, s).write_bytes(b"")
+                Path(disk_file(tmp_path, s)).write_bytes(b"")
         request = GuestRequest("vioconform-xmlcheck", tuple(specs), tmp_path, "AAAA")
         xml = LibvirtBackend.domain_xml(LibvirtBackend.__new__(LibvirtBackend), request.name, "qemu", tmp_path,
                                         tmp_path / "vmlinuz", tmp_path / "initrd", "console=ttyS0", request, 2222)

@@ -114,7 +114,7 @@ def test_libvirt_accepts_the_image_domains(tmp_path: Path) -> None:
     """BIOS and UEFI, with a file-backed disk under test (which must not take the boot disk's
     bootindex): libvirt turns the XML into QEMU arguments without booting."""
     specs = (DiskSpec("virtio-blk", 0, backing="file"), DiskSpec("virtio-scsi", 1))
-    disk_file(tmp_path, specs[0]).write_bytes(b"")
+    Path(disk_file(tmp_path, specs[0])).write_bytes(b"")
     info = DiskImageInfo(tmp_path / "disk.qcow2", "qcow2", MIB, "0" * 64)
     files = imageboot.BootFiles(tmp_path / "overlay.qcow2", tmp_path / "seed.iso", tmp_path / "OVMF_VARS.fd",
                                 "vioconform", tmp_path / "id_ed25519", "ssh-ed25519 AAAA")

@@ -1,0 +1,223 @@
+"""The files a guest needs on its libvirt host, on this machine or a remote one.
+
+A run keeps its record in its run directory on this machine (``hypervisors.cleanup.make_run_dir``).
+QEMU needs its own files where it runs: the kernel and initramfs, the disk files under test, the
+console and trace logs. ``LocalFiles`` (a ``qemu:///`` URI) keeps them in the run directory itself.
+``RemoteFiles`` (``qemu+ssh://``) stages them in a directory of the suite's own on the host
+(``--host-dir``, default ``/var/tmp/vioconform``): ``<host dir>/vioconform-run-<...>/``, with an
+``owner`` file naming this machine and process, so that a later run from this machine can sweep
+what a killed one left there, and nothing anyone else made. The directory goes at the end of the
+run; the console log comes back to the run directory first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import shlex
+import shutil
+import socket
+import threading
+from pathlib import Path, PurePath, PurePosixPath
+
+import paramiko
+
+from hypervisors.cleanup import OWNER_FILE, CleanupStack, owner_alive
+from hypervisors.libvirt import qemulog
+from hypervisors.libvirt.hostlink import HostLink
+from hypervisors.libvirt.trace import LocalLog
+from model.errors import HypervisorError
+
+log = logging.getLogger("vioconform.libvirt")
+
+#: Where the suite stages a remote guest's files unless --host-dir says otherwise.
+DEFAULT_HOST_DIR = PurePosixPath("/var/tmp/vioconform")
+#: The domains a staging directory's run started, one name per line.
+DOMAINS_FILE = "domains"
+#: The user QEMU runs as under a Debian host's system daemon.
+QEMU_USER = "libvirt-qemu"
+
+
+def owner_line() -> str:
+    """Who made a staging directory: this machine and process."""
+    return f"{socket.gethostname()} {os.getpid()}\n"
+
+
+class LocalFiles(LocalLog):
+    """The libvirt host is this machine: QEMU's files are the run directory's."""
+
+    local = True
+
+    def stage_dir(self, run_dir: Path, cleanup: CleanupStack) -> PurePath:
+        return run_dir
+
+    def note_domain(self, stage: PurePath, name: str) -> None:
+        """Local domains' logs are found by the pid in their names (``qemulog.sweep_logs``)."""
+
+    def put(self, src: Path, dest: PurePath) -> None:
+        if not Path(dest).exists():
+            shutil.copyfile(src, dest)
+
+    def create_disk(self, path: PurePath, size_bytes: int) -> None:
+        with open(path, "wb") as f:
+            f.truncate(size_bytes)
+
+    def remove(self, path: PurePath) -> None:
+        Path(path).unlink(missing_ok=True)
+
+    def qemu_log(self, name: str) -> str:
+        path = qemulog.log_path(name)
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def take_qemu_log(self, name: str, run_dir: Path | None) -> None:
+        qemulog.keep_log(name, run_dir)
+
+    def kernel_release(self) -> str:
+        return platform.release()
+
+    def sweep(self) -> None:
+        """The local sweep is the session's (run directories in $TMPDIR, QEMU logs)."""
+
+    def close(self) -> None:
+        pass
+
+
+class RemoteFiles:
+    """The libvirt host is another machine, reached over ``link``; files go to ``base``."""
+
+    local = False
+
+    def __init__(self, link: HostLink, base: PurePath = DEFAULT_HOST_DIR) -> None:
+        self.link = link
+        self.base = base
+        self._qemu_ids: tuple[int, int] | None = None
+
+    @property
+    def qemu_ids(self) -> tuple[int, int]:
+        """uid and gid of QEMU's user on the host (root where the host has no libvirt-qemu)."""
+        if self._qemu_ids is None:
+            out = self.link.run(f"id -u {QEMU_USER} 2>/dev/null && id -g {QEMU_USER} || echo 0 0").split()
+            self._qemu_ids = (int(out[0]), int(out[1]))
+        return self._qemu_ids
+
+    def stage_dir(self, run_dir: Path, cleanup: CleanupStack) -> PurePath:
+        """``<base>/<run dir's name>`` on the host, made now, removed by ``cleanup``; the console
+        log is copied back into ``run_dir`` before."""
+        path = self.base / run_dir.name
+        q = shlex.quote
+        self.link.run(f"mkdir -p -m 0755 {q(str(self.base))} && mkdir -m 0755 {q(str(path))}")
+
+        def remove() -> None:
+            console = self.read(path / "console.log")
+            if console:
+                (run_dir / "console.log").write_bytes(console)
+            self.link.remove_tree(path)
+
+        cleanup.push(f"staging directory {path} on {self.link.address.host}", remove)
+        self.link.write(path / OWNER_FILE, owner_line().encode())
+        return path
+
+    def put(self, src: Path, dest: PurePath) -> None:
+        self.link.put(src, dest)
+
+    def note_domain(self, stage: PurePath, name: str) -> None:
+        """Record a domain started from ``stage``: a sweep of the directory removes its QEMU log."""
+        self.link.write(stage / DOMAINS_FILE, f"{name}\n".encode(), append=True)
+
+    def create_disk(self, path: PurePath, size_bytes: int) -> None:
+        self.link.create_sparse(path, size_bytes)
+        self.link.give(path, *self.qemu_ids, 0o660)
+
+    def for_qemu(self, path: PurePath) -> None:
+        """An empty file QEMU (as its own user) can append to: the trace log."""
+        self.link.write(path, b"", append=True)
+        self.link.give(path, *self.qemu_ids, 0o644)
+
+    def size(self, path: PurePath) -> int:
+        return self.link.size(path)
+
+    def remove(self, path: PurePath) -> None:
+        self.link.run(f"rm -f -- {shlex.quote(str(path))}")
+
+    def read(self, path: PurePath, offset: int = 0) -> bytes:
+        return self.link.read(path, offset)
+
+    def qemu_log(self, name: str) -> str:
+        return self.link.read(PurePosixPath(qemulog.log_path(name))).decode(errors="replace")
+
+    def take_qemu_log(self, name: str, run_dir: Path | None) -> None:
+        """Copy the domain's QEMU log (libvirt never removes it) into ``run_dir``, remove it on the host."""
+        text = self.link.read(PurePosixPath(qemulog.log_path(name)))
+        if text and run_dir is not None and run_dir.is_dir():
+            (run_dir / f"{name}.qemu.log").write_bytes(text)
+        self.link.run(f"rm -f -- {shlex.quote(str(qemulog.log_path(name)))}")
+
+    def kernel_release(self) -> str:
+        return self.link.run("uname -r").strip()
+
+    def sweep(self) -> None:
+        """Remove staging directories (and their domains' QEMU logs) that runs from this machine
+        left on the host when they were killed: an owner file naming this machine and a process
+        that is gone. Anything else in the directory is left alone."""
+        if not self.link.is_dir(self.base):
+            return
+        me = socket.gethostname()
+        for entry in self.link.listdir(self.base):
+            path = self.base / entry
+            owner = self.link.read(path / OWNER_FILE).decode(errors="replace").split()
+            if len(owner) != 2 or owner[0] != me or not owner[1].isdigit() or owner_alive(int(owner[1])):
+                continue
+            log.warning("removing staging directory %s on %s of dead process %s", path, self.link.address.host,
+                        owner[1])
+            for name in self.link.read(path / DOMAINS_FILE).decode(errors="replace").split():
+                # the QEMU logs of the domains this directory's run started (pid-named logs alone
+                # could be another machine's run with the same pid)
+                if name.startswith("vioconform-"):
+                    self.link.run(f"rm -f -- {shlex.quote(str(qemulog.log_path(name)))}")
+            self.link.remove_tree(path)
+
+    def close(self) -> None:
+        self.link.close()
+
+
+HostFiles = LocalFiles | RemoteFiles
+
+
+
+class ConsoleMirror:
+    """Keeps a copy of a remote guest's console log in the run directory, fresh to a second, so
+    that everything reading the console (errors, panics, the report) reads a local file."""
+
+    PERIOD_S = 1.0
+
+    def __init__(self, files: RemoteFiles, source: PurePath, dest: Path) -> None:
+        self.files, self.source, self.dest = files, source, dest
+        self._stop = threading.Event()
+        self._offset = 0
+        self._thread = threading.Thread(target=self._run, name=f"console-{dest.parent.name}", daemon=True)
+
+    def start(self) -> ConsoleMirror:
+        self.dest.touch()
+        self._thread.start()
+        return self
+
+    def copy(self) -> None:
+        data = self.files.read(self.source, self._offset)
+        if data:
+            with open(self.dest, "ab") as f:
+                f.write(data)
+            self._offset += len(data)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.PERIOD_S):
+            try:
+                self.copy()
+            except (OSError, EOFError, paramiko.SSHException, HypervisorError) as e:
+                # the link dropped: the suite reports that where it uses the guest
+                log.debug("console mirror of %s stopped: %s", self.source, e)
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
