@@ -95,7 +95,7 @@ def private_sshd() -> Iterator[SshServer]:
         (top / "sshd_config").write_text(
             f"Port {port}\nListenAddress 127.0.0.1\nHostKey {top / 'hostkey'}\nPidFile {top / 'sshd.pid'}\n"
             f"AuthorizedKeysFile {top / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
-            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM yes\nStrictModes no\n"
             "AllowTcpForwarding yes\nSubsystem sftp internal-sftp\nLogLevel ERROR\n")
         Path("/run/sshd").mkdir(exist_ok=True)  # its privilege-separation directory
         proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(top / "sshd_config")],

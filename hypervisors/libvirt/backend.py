@@ -34,7 +34,7 @@ import paramiko
 from guest.image.build import GuestImage, ensure_image
 from guest.image.user import UserImageError
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend, ImageRequest, kernel_panic
-from hypervisors.cleanup import CleanupStack, signals_deferred
+from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
 from hypervisors.libvirt import accel, environment, imageboot, leftovers, machine, preflight, qemulog, trace
 from hypervisors.libvirt.accel import PROBE_TIMEOUT_S, ProbeResult
 from hypervisors.libvirt.controllers import (
@@ -125,8 +125,9 @@ class LibvirtBackend(HypervisorBackend):
         """What runs from this machine that were killed left on the libvirt host: their domains,
         then their directories and QEMU logs (this machine's $TMPDIR, or the remote staging dir)."""
         leftovers.sweep_domains(self.conn)
+        sweep_run_dirs()  # this machine's run directories, after the domains (their QEMU may hold files)
         if self.local:
-            leftovers.sweep_files()
+            qemulog.sweep_logs()
         else:
             self.files.sweep()
 

@@ -80,7 +80,9 @@ def test_kernel_deb_that_cannot_build_is_one_session_error(run_suite, tmp_path: 
     ("qemu:///nowhere", "cannot connect to libvirt at 'qemu:///nowhere': internal error: unexpected qemu URI path"),
     ("bogus", "cannot connect to libvirt at 'bogus': no connection driver available"),
     ("test:///default", "libvirt URI 'test:///default' drives TEST, not QEMU; use a qemu:// URI"),
-    ("qemu+ssh://far.invalid/system", "--libvirt-uri qemu+ssh://far.invalid/system: the libvirt host must be this"),
+    ("qemu+ssh://far.invalid/system", "libvirt host root@far.invalid:22 is unreachable: "),
+    ("qemu+tcp://far.invalid/system", ("--libvirt-uri qemu+tcp://far.invalid/system: a remote libvirt host is reached "
+                                       "over SSH; use qemu+ssh://user@host/system")),
 ])
 def test_libvirt_uri_that_cannot_work_is_a_usage_error(run_suite, uri: str, said: str) -> None:  # type: ignore[no-untyped-def]
     run, took = run_timed(run_suite, "--libvirt-uri", uri)

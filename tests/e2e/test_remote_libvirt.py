@@ -1,0 +1,184 @@
+"""A remote libvirt host, for real: ``--libvirt-uri qemu+ssh://root@127.0.0.1:PORT/system`` through
+a private sshd on loopback with its own host key (tests/sshserver.py). libvirt's own connection and
+the suite's (staging over SFTP, the guest's SSH through a direct-tcpip tunnel, the console and the
+exact-trace log read back) both go through that sshd and check its key.
+
+The "remote" host is this machine, so the tests make sure the remote path does not quietly use
+local files: the staging directory (``--host-dir``) is one the local path never uses, the guest's
+files must appear there and not in the local run directory, and everything must be gone from both
+at the end, also after a SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX
+from hypervisors.libvirt.qemulog import log_path
+from tests.e2e.conftest import active_vioconform_domains, start_suite
+from tests.e2e.test_setup_errors import assert_usage_error, run_timed
+from tests.sshserver import SshServer, private_sshd, write_known_hosts, write_ssh_wrapper
+
+
+@pytest.fixture(scope="module")
+def sshd() -> Iterator[SshServer]:
+    with private_sshd() as server:
+        yield server
+
+
+@pytest.fixture
+def host_dir(tmp_path: Path) -> Path:
+    return tmp_path / "remote-staging"
+
+
+def _local_run_dirs(pid: int) -> list[Path]:
+    return [d for d in Path("/tmp").glob(f"{RUN_DIR_PREFIX}*")
+            if (d / OWNER_FILE).exists() and (d / OWNER_FILE).read_text().strip() == str(pid)]
+
+
+class Watcher:
+    """Looks at both sides while the suite runs: what its run put in the staging directory on the
+    "host" and in its local run directory."""
+
+    def __init__(self, pid: int, host_dir: Path) -> None:
+        self.pid, self.host_dir = pid, host_dir
+        self.staged: set[str] = set()
+        self.local: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            for d in self.host_dir.glob(f"{RUN_DIR_PREFIX}*"):
+                self.staged |= {p.name for p in d.iterdir()}
+            for d in _local_run_dirs(self.pid):
+                self.local |= {p.name for p in d.iterdir()}
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_a_remote_host_runs_the_rules_end_to_end(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
+    """queue-depth (with the exact trace) and limits on virtio-scsi through qemu+ssh; the files are
+    the host's, the fingerprint names the host's kernel, and nothing stays on either side."""
+    results = tmp_path / "results"
+    proc = start_suite(results, "--libvirt-uri", sshd.uri(), "--host-dir", str(host_dir),
+                       "--controllers", "virtio-scsi", "-k", "queue_depth or limits")
+    watcher = Watcher(proc.pid, host_dir)
+    try:
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        watcher.stop()
+    assert proc.returncode == 0, out[-4000:]
+    assert " passed" in out and "failed" not in out, out[-3000:]
+    # QEMU's files were staged on the host side, not made in the local run directory
+    assert {"vmlinuz", "initrd.img", "console.log", "qemu-trace.log", OWNER_FILE} <= watcher.staged, watcher.staged
+    assert not watcher.local & {"vmlinuz", "initrd.img", "qemu-trace.log", "dut0.img"}, watcher.local
+    # the trace was read over SFTP: queue-depth's host histograms are the exact ones
+    junit = (results / "junit.xml").read_text()
+    assert 'name="host.kernel"' in junit and "unknown" not in _prop(junit, "host.kernel")
+    assert "qemu-trace" in junit or "exact" in junit, junit[:2000]
+    # the console came back to the results
+    assert (results / "logs" / "console.log").stat().st_size > 0
+    # nothing left: staging directory, domain, QEMU log, local run directory
+    assert list(host_dir.iterdir()) == []
+    assert f"vioconform-{proc.pid}" not in active_vioconform_domains()
+    assert not log_path(f"vioconform-{proc.pid}").exists()
+    assert _local_run_dirs(proc.pid) == []
+
+
+def _prop(junit: str, name: str) -> str:
+    start = junit.index(f'name="{name}"')
+    value = junit.index('value="', start) + len('value="')
+    return junit[value:junit.index('"', value)]
+
+
+def test_a_killed_remote_run_is_swept_by_the_next_and_only_it(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
+    """SIGKILL once the guest runs: its domain, staging directory and local run directory stay;
+    the next run through the same host removes them, and leaves another machine's directory alone."""
+    host_dir.mkdir()
+    foreign = host_dir / f"{RUN_DIR_PREFIX}other"
+    foreign.mkdir()
+    (foreign / OWNER_FILE).write_text("another-machine 1\n")
+    proc = start_suite(tmp_path / "killed", "--libvirt-uri", sshd.uri(), "--host-dir", str(host_dir),
+                       "--controllers", "virtio-blk", "-k", "limits")
+    name = f"vioconform-{proc.pid}"
+    deadline = time.monotonic() + 300
+    while name not in active_vioconform_domains():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0][-3000:]
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert name in active_vioconform_domains()
+    assert any(p.name != foreign.name for p in host_dir.iterdir())
+    next_run = start_suite(tmp_path / "next", "--libvirt-uri", sshd.uri(), "--host-dir", str(host_dir),
+                           "--controllers", "virtio-blk", "-k", "limits")
+    out, _ = next_run.communicate(timeout=600)
+    assert next_run.returncode == 0, out[-3000:]
+    assert name not in active_vioconform_domains()
+    assert [p.name for p in host_dir.iterdir()] == [foreign.name]
+    assert not log_path(name).exists()
+    assert _local_run_dirs(proc.pid) == []
+
+
+def test_a_wrong_host_key_is_refused(run_suite, sshd: SshServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    other = subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")],
+                           check=True, timeout=30)
+    assert other.returncode == 0
+    wrong = write_known_hosts(tmp_path / "known_hosts", sshd.port,
+                              " ".join((tmp_path / "other.pub").read_text().split()[:2]))
+    run, took = run_timed(run_suite, "--libvirt-uri", sshd.uri(known_hosts=wrong))
+    assert_usage_error(run, took, f"libvirt host root@127.0.0.1:{sshd.port} presented a host key other than the "
+                                  f"one in known_hosts {wrong}")
+
+
+def test_an_unknown_host_key_is_refused_with_the_remedy(run_suite, sshd: SshServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    run, took = run_timed(run_suite, "--libvirt-uri", sshd.uri(known_hosts=empty))
+    assert_usage_error(run, took, f"libvirt host [127.0.0.1]:{sshd.port} is not in known_hosts {empty}: its key "
+                                  f"cannot be checked. Check the key's fingerprint, then add it")
+
+
+def test_libvirts_own_connection_checks_the_key_too(run_suite, sshd: SshServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The suite's connection trusts the key, libvirt's ssh does not (another known_hosts): refused."""
+    empty = tmp_path / "libvirt_known_hosts"
+    empty.write_text("")
+    wrapper = write_ssh_wrapper(tmp_path / "ssh", empty)
+    run, took = run_timed(run_suite, "--libvirt-uri", sshd.uri(wrapper=wrapper))
+    assert_usage_error(run, took, "cannot connect to libvirt at ")
+    assert "Host key verification failed" in run.output
+
+
+def test_a_host_that_is_down_is_a_clear_error(run_suite, sshd: SshServer) -> None:  # type: ignore[no-untyped-def]
+    uri = sshd.uri().replace(f":{sshd.port}/", ":1/")
+    run, took = run_timed(run_suite, "--libvirt-uri", uri)
+    assert_usage_error(run, took, "libvirt host root@127.0.0.1:1 is unreachable")
+
+
+def test_a_user_without_libvirt_rights_is_a_clear_error(run_suite, sshd: SshServer) -> None:  # type: ignore[no-untyped-def]
+    """``postgres`` (Debian's postgresql package makes it, with a shell) may log in but not use libvirt."""
+    uri = sshd.uri().replace("qemu+ssh://root@", "qemu+ssh://postgres@")
+    run, took = run_timed(run_suite, "--libvirt-uri", uri)
+    assert_usage_error(run, took, f"cannot connect to libvirt at '{uri}': ")
+
+
+def test_a_host_without_the_emulator_is_a_clear_error(run_suite, sshd: SshServer) -> None:  # type: ignore[no-untyped-def]
+    run, took = run_timed(run_suite, "--libvirt-uri", sshd.uri(), "--emulator", "/opt/qemu-under-test/bin/qemu-system-x86_64")
+    assert_usage_error(run, took, "--emulator /opt/qemu-under-test/bin/qemu-system-x86_64: not an executable QEMU on "
+                                  "127.0.0.1")
+
+
+def test_an_unusable_host_dir_is_a_clear_error(run_suite, sshd: SshServer) -> None:  # type: ignore[no-untyped-def]
+    run, took = run_timed(run_suite, "--libvirt-uri", sshd.uri(), "--host-dir", "/proc/vioconform")
+    assert_usage_error(run, took, "--host-dir /proc/vioconform: cannot use it on 127.0.0.1")
