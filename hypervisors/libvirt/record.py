@@ -5,29 +5,33 @@
 
 Prints (or saves) vscsiStats-style CSV: outstanding I/Os when a new I/O is issued, I/O
 lengths, seek distances, latency and interarrival time, each for all, read and write.
-The domain can be any running QEMU domain on this host, started by vioconform or not. For
-the window, QEMU's trace events of the disk's controller family are switched on through the
-monitor and QEMU's log file is pointed at a file of ours; afterwards the events are off and
-the log goes to /dev/null (QEMU's log only carries -d debug output and trace events).
+The domain can be any running QEMU domain on this host, started by vioconform or not, or on
+a remote libvirt host (``--uri qemu+ssh://user@host/system``: the trace file is made and read
+there over the same SSH, in ``--host-dir``, and removed). For the window, QEMU's trace events of
+the disk's controller family are switched on through the monitor and QEMU's log file is pointed
+at a file of ours; afterwards the events are off and the log goes to /dev/null (QEMU's log only
+carries -d debug output and trace events).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import shutil
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from pathlib import Path
-from urllib.parse import urlparse
+from pathlib import Path, PurePath, PurePosixPath
 
 import libvirt
 
 from hypervisors.cleanup import CleanupStack
 from hypervisors.cli import emit
 from hypervisors.libvirt import trace
+from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR, RemoteFiles
+from hypervisors.libvirt.hostlink import HostAddress, HostLink
 from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.qmp import DomainQmp
 from model.errors import HypervisorError
@@ -35,13 +39,6 @@ from model.histogram import HistogramKind, HistogramSet
 
 #: libvirt disk bus -> QEMU trace family
 BUS_FAMILY = {"virtio": "virtio-blk", "scsi": "scsi", "nvme": "nvme", "sata": "ahci"}
-
-
-def check_local(uri: str) -> None:
-    """Refuse a remote URI: QEMU writes the trace on its own host, where this command cannot read it."""
-    if not is_local(uri):
-        raise HypervisorError(f"libvirt URI {uri!r} names a remote host ({urlparse(uri).hostname}); QEMU writes "
-                              "trace events on that host, so run this command there")
 
 
 def find_disk(dom: libvirt.virDomain, disk: str) -> tuple[str, str, int]:
@@ -80,14 +77,17 @@ def find_disk(dom: libvirt.virDomain, disk: str) -> tuple[str, str, int]:
                           " (give a target dev such as vda, an alias, or a serial)")
 
 
-def record(uri: str, domain: str, disk: str, seconds: float, kind: HistogramKind | None = None) -> str:
+def record(uri: str, domain: str, disk: str, seconds: float, kind: HistogramKind | None = None,
+           host_dir: PurePath = DEFAULT_HOST_DIR) -> str:
     """Record ``seconds`` of the disk's I/O and return vscsiStats-style CSV (of one ``kind``, or all).
 
     It opens a connection and touches nothing but the domain's trace events and log file for the
     window: no backend, no sweep of anything on the host (the domain is a user's)."""
-    check_local(uri)
     cleanup = CleanupStack()
     try:
+        link = None if is_local(uri) else HostLink(HostAddress.from_uri(uri))  # its host key checked first
+        if link is not None:
+            cleanup.push("SSH connection to the libvirt host", link.close)
         conn = open_connection(uri)
         cleanup.push("libvirt connection", conn.close)
         check_drives_qemu(uri, conn)
@@ -101,13 +101,12 @@ def record(uri: str, domain: str, disk: str, seconds: float, kind: HistogramKind
         qdev, family, lbs = find_disk(dom, disk)
         channel = DomainQmp(conn, domain, qdev)
         channel.counters()  # fails clearly now if QMP cannot see the disk
-        tmp = Path(tempfile.mkdtemp(prefix="vioconform-record-"))
-        tmp.chmod(0o755)
-        log = tmp / "qemu-trace.log"
-        tracer = trace.QemuTracer(channel, family, log, logical_block_bytes=lbs, redirect_log=True)
+        tmp = _trace_dir(link, host_dir, cleanup)
+        files = None if link is None else RemoteFiles(link, PurePosixPath(host_dir))
+        tracer = trace.QemuTracer(channel, family, tmp / "qemu-trace.log", logical_block_bytes=lbs,
+                                  redirect_log=True, files=files)
         tracer.check_available()
         cleanup.push("trace events", tracer.abort)
-        cleanup.push(f"trace directory {tmp}", lambda: shutil.rmtree(tmp, ignore_errors=True))
         tracer.start()
         time.sleep(seconds)
         hists = tracer.stop().histograms
@@ -118,20 +117,38 @@ def record(uri: str, domain: str, disk: str, seconds: float, kind: HistogramKind
         cleanup.run()
 
 
+def _trace_dir(link: HostLink | None, host_dir: PurePath, cleanup: CleanupStack) -> PurePath:
+    """A directory QEMU's user can enter for the trace file: in $TMPDIR here, in ``host_dir`` on a
+    remote host; removed by ``cleanup``."""
+    if link is None:
+        tmp = Path(tempfile.mkdtemp(prefix="vioconform-record-"))
+        tmp.chmod(0o755)
+        cleanup.push(f"trace directory {tmp}", lambda: shutil.rmtree(tmp, ignore_errors=True))
+        return tmp
+    base = shlex.quote(str(host_dir))
+    made = PurePosixPath(link.run(f"mkdir -p -m 0755 {base} && d=$(mktemp -d {base}/vioconform-record-XXXXXX) "
+                                  "&& chmod 0755 \"$d\" && echo \"$d\"").strip())
+    cleanup.push(f"trace directory {made} on {link.address.host}", lambda: link.remove_tree(made))
+    return made
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hypervisors.libvirt.record", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--domain", required=True, help="name of a running libvirt domain")
     ap.add_argument("--disk", required=True, help="target dev (vda, sdb), alias or serial of the disk")
     ap.add_argument("--seconds", type=float, default=10.0, help="how long to record (default 10)")
-    ap.add_argument("--uri", default="qemu:///system", help="libvirt URI of this host (default qemu:///system)")
+    ap.add_argument("--uri", default="qemu:///system",
+                    help="libvirt URI (default qemu:///system); a remote host: qemu+ssh://user@host/system")
+    ap.add_argument("--host-dir", default=str(DEFAULT_HOST_DIR),
+                    help=f"on a remote host, where the trace file is made (default {DEFAULT_HOST_DIR})")
     ap.add_argument("--out", type=Path, help="write the CSV here instead of standard output")
     ap.add_argument("--histogram", choices=[k.name.lower() for k in HistogramKind],
                     help="print only this histogram kind")
     args = ap.parse_args(argv)
     kind = HistogramKind[args.histogram.upper()] if args.histogram else None
     try:
-        csv = record(args.uri, args.domain, args.disk, args.seconds, kind)
+        csv = record(args.uri, args.domain, args.disk, args.seconds, kind, PurePosixPath(args.host_dir))
     except (HypervisorError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,9 +22,15 @@ from pathlib import Path
 
 import pytest
 
+from guest.tools.fio import Fio, FioJob
+from guest.tools.system import WorkDir
 from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX
 from hypervisors.libvirt.qemulog import log_path
-from tests.e2e.conftest import active_vioconform_domains, start_suite
+from measure.standalone import standalone_guest
+from model.histogram import HistogramKind
+from model.types import DiskSpec
+from model.vscsistats import parse_vscsistats_csv
+from tests.e2e.conftest import ROOT, active_vioconform_domains, start_suite
 from tests.e2e.test_setup_errors import assert_usage_error, run_timed
 from tests.sshserver import SshServer, private_sshd, write_known_hosts, write_ssh_wrapper
 
@@ -182,3 +189,20 @@ def test_a_host_without_the_emulator_is_a_clear_error(run_suite, sshd: SshServer
 def test_an_unusable_host_dir_is_a_clear_error(run_suite, sshd: SshServer) -> None:  # type: ignore[no-untyped-def]
     run, took = run_timed(run_suite, "--libvirt-uri", sshd.uri(), "--host-dir", "/proc/vioconform")
     assert_usage_error(run, took, "--host-dir /proc/vioconform: cannot use it on 127.0.0.1")
+
+
+def test_the_record_command_reads_a_remote_domains_trace(sshd: SshServer) -> None:
+    """``python -m hypervisors.libvirt.record --uri qemu+ssh://...`` on a domain of the remote host
+    while fio runs in it: the exact histograms come back, the trace directory goes."""
+    specs = (DiskSpec("virtio-scsi", 0),)
+    with standalone_guest(specs, "vioconform-remote-record", uri=sshd.uri()) as (_, disks):
+        disk = disks[0]
+        disk.tool(Fio).start(FioJob("record", iodepth=16, runtime_s=8), disk.device_path,
+                             disk.tool(WorkDir).ensure(), "record")
+        r = subprocess.run([sys.executable, "-m", "hypervisors.libvirt.record", "--uri", sshd.uri(),
+                            "--domain", disk.guest.name, "--disk", disk.attached.spec.serial, "--seconds", "2"],
+                           check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        depth = parse_vscsistats_csv(r.stdout)[0].get(HistogramKind.OUTSTANDING_IOS)
+        assert depth.count > 100 and depth.percentile(50) >= 8, depth
+        assert not list(Path("/var/tmp/vioconform").glob("vioconform-record-*"))

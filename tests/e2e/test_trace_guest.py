@@ -14,7 +14,6 @@ from guest.tools.sysfs import Sysfs
 from guest.tools.system import WorkDir
 from hypervisors.libvirt import trace
 from hypervisors.libvirt.backend import LibvirtBackend
-from hypervisors.libvirt.record import check_local
 from measure.disk import GuestDisk
 from measure.standalone import standalone_guest
 from measure.window import measure
@@ -108,8 +107,8 @@ def test_record_command_bad_input(traced_guest) -> None:  # type: ignore[no-unty
     assert r.returncode == 2 and "no domain 'vioconform-no-such-domain'" in r.stderr, r.stderr
     r = _record("--domain", name, "--disk", "hdz", "--seconds", "1")
     assert r.returncode == 2 and f"domain {name} has no disk 'hdz'" in r.stderr, r.stderr
-    with pytest.raises(HypervisorError, match="remote host"):
-        check_local("qemu+ssh://kvm7.example/system")
+    r = _record("--uri", "qemu+ssh://kvm7.invalid/system", "--domain", name, "--disk", "vda", "--seconds", "1")
+    assert r.returncode == 2 and "libvirt host root@kvm7.invalid:22 is unreachable" in r.stderr, r.stderr
 
 
 def test_record_command_on_a_running_domain(traced_guest) -> None:  # type: ignore[no-untyped-def]
