@@ -13,6 +13,8 @@ The outputs never claim more than happened:
 
 from __future__ import annotations
 
+import base64
+import pickle
 import re
 import signal
 from collections.abc import Callable, Generator
@@ -68,10 +70,43 @@ class _InterruptWatcher:
         self.config.stash[INTERRUPT_KEY] = interrupt_name(excinfo.value)
 
 
+class _WorkerRecords:
+    """In the controller of ``pytest -n N``: each test's record as its worker made it (sent in the
+    test's last report), or, for a test whose worker died under it, one made from the report."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        records = self.config.stash[RECORDS_KEY]
+        for name, value in report.user_properties:
+            if name == RECORD_PROPERTY:
+                records[report.nodeid] = pickle.loads(base64.b64decode(str(value)))
+                return
+        if report.failed and report.nodeid not in records and report.nodeid.startswith("suites/"):
+            module, _, rest = report.nodeid.partition("::")
+            rule = Path(module).stem.removeprefix("test_").replace("_", "-")
+            config = rest.partition("[")[2].rstrip("]") or "default"
+            records[report.nodeid] = Record(nodeid=report.nodeid, rule=rule, config=config, outcome="error",
+                                            message=_first_line(report.longreprtext), details=report.longreprtext,
+                                            started=True)
+
+
+#: The user property that carries a worker's record to the controller (base64 of a pickle: the
+#: record's verdict holds the rule's evidence and figures).
+RECORD_PROPERTY = "vioconform.record"
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return getattr(config, "workerinput", None) is not None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rule(name): the conformance rule a suite test checks")
     config.stash[RECORDS_KEY] = {}
     config.pluginmanager.register(_InterruptWatcher(config), "vioconform-interrupt-watcher")
+    if getattr(config.option, "numprocesses", None) and not _is_worker(config):
+        config.pluginmanager.register(_WorkerRecords(config), "vioconform-worker-records")
 
 
 def _record_for(item: pytest.Item) -> Record | None:
@@ -140,6 +175,9 @@ def pytest_runtest_makereport(item: pytest.Item,
     rec = _record_for(item)
     if rec is not None:
         _update(rec, item, call, report)
+        if report.when == "teardown" and _is_worker(item.config):
+            report.user_properties = [*report.user_properties,
+                                      (RECORD_PROPERTY, base64.b64encode(pickle.dumps(rec)).decode())]
     return report
 
 

@@ -21,7 +21,7 @@ log = logging.getLogger("vioconform.libvirt")
 QEMU_LOG_DIR = Path("/var/log/libvirt/qemu")
 #: Log names that carry their owner's pid: the session guest and the KVM probe
 #: (``vioconform-<pid>.log``, ``vioconform-kvmprobe-<pid>.log``).
-OWNED_LOG = re.compile(r"vioconform-(?:kvmprobe-)?(\d+)\.log")
+OWNED_LOG = re.compile(r"vioconform-(?:kvmprobe-)?(\d+)(?:-\d+)?\.log")
 
 # "2026-11-23T14:28:06.713888Z qemu-system-x86_64: error: failed to set MSR 0x10a to 0x69"
 _QEMU_SAID = re.compile(r"(?:^|\s)qemu-system-\w+: (?:error: )?(.+)$")
