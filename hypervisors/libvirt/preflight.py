@@ -144,6 +144,16 @@ def check_host_dir(link: HostLink, host_dir: PurePath) -> None:
         free_kib = int(link.run(f"mkdir -p -m 0755 {q} && test -w {q} && df -Pk {q} | awk 'NR==2 {{print $4}}'").strip())
     except (HostLinkError, ValueError) as e:
         raise HypervisorError(f"--host-dir {host_dir}: cannot use it on {link.address.host}: {e}") from None
+    # QEMU runs as its own user there (Debian: libvirt-qemu) and must reach the files: a directory
+    # under a private one (a home, pytest's tmp) fails only when QEMU opens its first file.
+    qemu_user = imageboot.QEMU_USER
+    try:
+        link.run(f"if [ \"$(id -u)\" = 0 ] && id {qemu_user} >/dev/null 2>&1; then "
+                 f"runuser -u {qemu_user} -- test -x {q}; fi")
+    except HostLinkError:
+        raise HypervisorError(f"--host-dir {host_dir} on {link.address.host}: QEMU's user {qemu_user} cannot enter "
+                              "it (a parent directory is private); choose one under /var/tmp, such as the default "
+                              "/var/tmp/vioconform") from None
     if free_kib < HOST_DIR_MIN_FREE_MIB * 1024:
         raise HypervisorError(f"--host-dir {host_dir} on {link.address.host} has {free_kib // 1024} MiB free; a run "
                               f"stages about {HOST_DIR_MIN_FREE_MIB} MiB there (kernel, initramfs, logs); free some "

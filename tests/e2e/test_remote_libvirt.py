@@ -12,9 +12,11 @@ at the end, also after a SIGKILL.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -42,8 +44,14 @@ def sshd() -> Iterator[SshServer]:
 
 
 @pytest.fixture
-def host_dir(tmp_path: Path) -> Path:
-    return tmp_path / "remote-staging"
+def host_dir() -> Iterator[Path]:
+    """A staging directory the local path never uses, where QEMU's user can reach it (pytest's
+    tmp_path is under a private directory: the suite refuses it, see below)."""
+    top = Path(tempfile.mkdtemp(prefix="vioconform-test-host-", dir="/var/tmp"))
+    top.chmod(0o755)
+    path = top / "staging"
+    yield path
+    shutil.rmtree(path.parent, ignore_errors=True)
 
 
 def _local_run_dirs(pid: int) -> list[Path]:
@@ -94,7 +102,7 @@ def test_a_remote_host_runs_the_rules_end_to_end(sshd: SshServer, host_dir: Path
     # the trace was read over SFTP: queue-depth's host histograms are the exact ones
     junit = (results / "junit.xml").read_text()
     assert 'name="host.kernel"' in junit and "unknown" not in _prop(junit, "host.kernel")
-    assert "qemu-trace" in junit or "exact" in junit, junit[:2000]
+    assert _prop(junit, "qd32_host_exact_source") == "exact (QEMU trace events)", junit[:2000]
     # the console came back to the results
     assert (results / "logs" / "console.log").stat().st_size > 0
     # nothing left: staging directory, domain, QEMU log, local run directory
@@ -206,3 +214,10 @@ def test_the_record_command_reads_a_remote_domains_trace(sshd: SshServer) -> Non
         depth = parse_vscsistats_csv(r.stdout)[0].get(HistogramKind.OUTSTANDING_IOS)
         assert depth.count > 100 and depth.percentile(50) >= 8, depth
         assert not list(Path("/var/tmp/vioconform").glob("vioconform-record-*"))
+
+
+def test_a_host_dir_qemu_cannot_reach_is_a_clear_error(run_suite, sshd: SshServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """pytest's tmp_path sits under a 0700 directory: QEMU (libvirt-qemu) could not open its files."""
+    run, took = run_timed(run_suite, "--libvirt-uri", sshd.uri(), "--host-dir", str(tmp_path / "staging"))
+    assert_usage_error(run, took, f"--host-dir {tmp_path / 'staging'} on 127.0.0.1: QEMU's user libvirt-qemu "
+                                  "cannot enter it (a parent directory is private)")
