@@ -111,8 +111,16 @@ def make_run_dir(cleanup: CleanupStack) -> Path:
 
 
 def owner_alive(pid: int) -> bool:
-    """Whether the process that made something (a run directory, a domain, a log) still runs."""
-    return pid <= 0 or Path(f"/proc/{pid}").exists()
+    """Whether the process that made something (a run directory, a domain, a log) still runs.
+    A zombie does not: a killed pytest-xdist worker stays one until its controller reaps it, and
+    the controller sweeps what the worker left before that."""
+    if pid <= 0:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]  # the state follows the command name in ()
 
 
 def sweep_run_dirs(base: Path | None = None) -> list[Path]:

@@ -30,9 +30,15 @@ REVISION_KEY = "vioconform_revision"
 OPTIONS_KEY = "options"
 
 
+def is_fingerprint_key(key: str) -> bool:
+    """A fingerprint entry: one of :data:`FINGERPRINT_KEYS`, or one host's of a pool of libvirt
+    hosts, named ``<host>:<key>`` (``kvm7:qemu.version``)."""
+    return key in FINGERPRINT_KEYS or key.rpartition(":")[2] in FINGERPRINT_KEYS
+
+
 def fingerprint(properties: Mapping[str, str]) -> dict[str, str]:
-    """The fingerprint entries of a run's properties (those it has)."""
-    return {k: properties[k] for k in FINGERPRINT_KEYS if k in properties}
+    """The fingerprint entries of a run's properties (those it has), a pool's per host."""
+    return {k: v for k, v in sorted(properties.items()) if is_fingerprint_key(k)}
 
 
 def same_series(fp_a: Mapping[str, str], opts_a: Mapping[str, str],
@@ -48,4 +54,4 @@ def differences(a: Mapping[str, str], b: Mapping[str, str]) -> tuple[list[tuple[
     properties, each as (key, value in a, value in b), "-" for absent, sorted by key."""
     keys = sorted(set(a) | set(b))
     rows = [(k, a.get(k, "-"), b.get(k, "-")) for k in keys if a.get(k) != b.get(k)]
-    return [r for r in rows if r[0] in FINGERPRINT_KEYS], [r for r in rows if r[0] not in FINGERPRINT_KEYS]
+    return [r for r in rows if is_fingerprint_key(r[0])], [r for r in rows if not is_fingerprint_key(r[0])]

@@ -29,7 +29,7 @@ import pytest
 from fixtures.session import OPTIONS_KEY
 from reports.html import write_html
 from reports.junit import write_junit
-from reports.records import Record, RunStatus, settle
+from reports.records import Record, RunStatus, record_from_nodeid, settle
 from reports.results import RESULTS_KEY
 from reports.run_properties import RUN_PROPERTIES_KEY
 from reports.store import StoreError, shown_url, store_results
@@ -77,19 +77,26 @@ class _WorkerRecords:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
 
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        """Every rule test a worker collected has a record from the start (the workers collect, the
+        controller does not): one that never runs shows as not run, and the run as incomplete."""
+        records = self.config.stash[RECORDS_KEY]
+        for nodeid in ids:
+            if nodeid.startswith("suites/") and nodeid not in records:
+                records[nodeid] = record_from_nodeid(nodeid)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         records = self.config.stash[RECORDS_KEY]
         for name, value in report.user_properties:
             if name == RECORD_PROPERTY:
                 records[report.nodeid] = pickle.loads(base64.b64decode(str(value)))
                 return
-        if report.failed and report.nodeid not in records and report.nodeid.startswith("suites/"):
-            module, _, rest = report.nodeid.partition("::")
-            rule = Path(module).stem.removeprefix("test_").replace("_", "-")
-            config = rest.partition("[")[2].rstrip("]") or "default"
-            records[report.nodeid] = Record(nodeid=report.nodeid, rule=rule, config=config, outcome="error",
-                                            message=_first_line(report.longreprtext), details=report.longreprtext,
-                                            started=True)
+        if report.failed and report.nodeid.startswith("suites/"):
+            # no record from the worker: it died under this test (xdist's report says so)
+            rec = records.get(report.nodeid) or record_from_nodeid(report.nodeid)
+            rec.outcome, rec.started = "error", True
+            rec.message, rec.details = _first_line(report.longreprtext), report.longreprtext
+            records[report.nodeid] = rec
 
 
 #: The user property that carries a worker's record to the controller (base64 of a pickle: the

@@ -84,6 +84,14 @@ class Record:
                                    details=f"{why}; the measured numbers above are partial")
 
 
+def record_from_nodeid(nodeid: str) -> Record:
+    """A rule test's record known only by its node id (``suites/test_queue_depth.py::test_x[config]``):
+    in the controller of ``pytest -n N``, for a test no worker reported on. The rule is the module's."""
+    module, _, rest = nodeid.partition("::")
+    rule = module.rpartition("/")[2].removesuffix(".py").removeprefix("test_").replace("_", "-")
+    return Record(nodeid=nodeid, rule=rule, config=rest.partition("[")[2].rstrip("]") or "default")
+
+
 @dataclass(frozen=True)
 class RunStatus:
     """Whether every selected rule reached a verdict, and what stopped the run if not."""

@@ -56,3 +56,13 @@ def test_a_bad_inventory_names_the_file_and_entry(tmp_path: Path, text: str, sai
 def test_a_missing_inventory_is_said_so(tmp_path: Path) -> None:
     with pytest.raises(InventoryError, match=r"cannot read it: No such file or directory"):
         load_inventory(tmp_path / "nope.toml")
+
+
+def test_a_pools_fingerprint_is_per_host() -> None:
+    from model.fingerprint import differences, fingerprint, same_series
+
+    a = {"kvm7:qemu.version": "7.2.22", "kvm8:qemu.version": "9.2.0", "kvm7:disk.sda": "x", "guest.kernel": "6.1"}
+    b = {**a, "kvm8:qemu.version": "9.2.1"}
+    assert fingerprint(a) == {"guest.kernel": "6.1", "kvm7:qemu.version": "7.2.22", "kvm8:qemu.version": "9.2.0"}
+    assert not same_series(a, {}, b, {})
+    assert differences(a, b)[0] == [("kvm8:qemu.version", "9.2.0", "9.2.1")]

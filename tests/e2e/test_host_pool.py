@@ -1,0 +1,127 @@
+"""A pool of libvirt hosts from one run, spread over pytest-xdist workers, for real: this machine's
+daemon (``qemu:///system``) and a "remote" host through a private sshd on loopback
+(tests/sshserver.py, the same daemon reached over SSH with staging in its own directory).
+
+One JUnit file, one report, one store run; each test id and environment entry names its host;
+a host that fails fails only its own tests; a killed worker leaves nothing on either "host".
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX
+from tests.e2e.conftest import active_vioconform_domains, run_suite_at, start_suite
+from tests.sshserver import SshServer, private_sshd
+
+
+@pytest.fixture(scope="module")
+def sshd() -> Iterator[SshServer]:
+    with private_sshd() as server:
+        yield server
+
+
+@pytest.fixture
+def host_dir() -> Iterator[Path]:
+    top = Path(tempfile.mkdtemp(prefix="vioconform-test-pool-", dir="/var/tmp"))
+    top.chmod(0o755)
+    yield top / "staging"
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def _inventory(path: Path, sshd: SshServer, host_dir: Path, remote_uri: str | None = None) -> Path:
+    path.write_text(f'[[host]]\nname = "here"\nuri = "qemu:///system"\n\n'
+                    f'[[host]]\nname = "loop"\nuri = "{remote_uri or sshd.uri()}"\nhost_dir = "{host_dir}"\n')
+    return path
+
+
+def _mine(pids: set[int]) -> list[str]:
+    """Domains, local run directories of the given processes."""
+    left = [d for d in active_vioconform_domains() if any(d.startswith(f"vioconform-{p}") for p in pids)]
+    for d in Path("/tmp").glob(f"{RUN_DIR_PREFIX}*"):
+        owner = d / OWNER_FILE
+        if owner.exists() and owner.read_text().strip() in {str(p) for p in pids}:
+            left.append(str(d))
+    return left
+
+
+def test_two_hosts_on_two_workers_merge_into_one_run(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
+    inv = _inventory(tmp_path / "hosts.toml", sshd, host_dir)
+    results = tmp_path / "results"
+    run = run_suite_at(results, "--hosts", str(inv), "--controllers", "virtio-blk,virtio-scsi", "-k", "limits",
+                       "-n", "2", timeout=600)
+    assert run.returncode == 0, run.output[-4000:]
+    assert "2 workers [4 items]" in run.output, run.output[:2000]
+    outcomes = run.outcomes()
+    assert sorted(outcomes) == sorted(f"limits[{h}-libvirt:{c}:latency5ms]" for h in ("here", "loop")
+                                      for c in ("virtio-blk", "virtio-scsi")), outcomes
+    assert set(outcomes.values()) == {"passed"}, outcomes
+    props = run.suite_properties()
+    assert props["here:host.kernel"] == props["loop:host.kernel"] == os.uname().release
+    assert props["here:qemu.version"] and props["loop:qemu.version"]
+    assert "vioconform_revision" in props
+    # one report, one store run with all four verdicts
+    assert (results / "report.html").exists()
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'vioconform.db'}")
+    with engine.connect() as c:
+        runs = c.execute(sa.text("select id from runs")).fetchall()
+        verdicts = c.execute(sa.text("select count(*) from verdicts")).scalar()
+    assert len(runs) == 1 and verdicts == 4, (runs, verdicts)
+    # each host's guest logs, per worker
+    logs = {p.relative_to(results / "logs").parts[0] for p in (results / "logs").rglob("console.log")}
+    assert logs == {"here", "loop"}, logs
+    assert not list(host_dir.iterdir())
+    assert active_vioconform_domains() == []
+
+
+def test_a_host_that_fails_fails_only_its_own_tests(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
+    """The "remote" host is down (its port closed): its tests error with the reason, the local host's pass."""
+    down = sshd.uri().replace(f":{sshd.port}/", ":1/")
+    inv = _inventory(tmp_path / "hosts.toml", sshd, host_dir, remote_uri=down)
+    t0 = time.monotonic()
+    run = run_suite_at(tmp_path / "results", "--hosts", str(inv), "--controllers", "virtio-blk", "-k", "limits",
+                       timeout=600)
+    assert run.returncode == 1, run.output[-4000:]
+    outcomes = run.outcomes()
+    assert outcomes["limits[here-libvirt:virtio-blk:latency5ms]"] == "passed", outcomes
+    assert outcomes["limits[loop-libvirt:virtio-blk:latency5ms]"] == "error", outcomes
+    assert "host loop: libvirt host root@127.0.0.1:1 is unreachable" in run.output
+    assert time.monotonic() - t0 < 300
+    assert run.left_behind == []
+
+
+def test_a_killed_worker_leaves_nothing_on_either_host(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
+    """SIGKILL the worker whose guest runs on the "remote" host: the run ends (that test an error,
+    the others run), and what the worker left is gone from both hosts by the end of the run."""
+    inv = _inventory(tmp_path / "hosts.toml", sshd, host_dir)
+    proc = start_suite(tmp_path / "results", "--hosts", str(inv), "--controllers", "virtio-blk",
+                       "-k", "limits or direct_io", "-n", "2")
+    deadline = time.monotonic() + 300
+    victim = None
+    while victim is None:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0][-3000:]
+        # the remote guest is the pool's second host: vioconform-<worker pid>-1
+        for name in active_vioconform_domains():
+            if name.endswith("-1"):
+                victim = int(name.split("-")[1])
+        time.sleep(0.2)
+    staged = list(host_dir.glob(f"{RUN_DIR_PREFIX}*"))
+    assert staged, "the remote guest's staging directory"
+    os.kill(victim, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 1, out[-3000:]
+    assert "crashed while running" in out, out[-3000:]
+    assert list(host_dir.iterdir()) == [] or all(not p.exists() for p in staged), list(host_dir.iterdir())
+    assert _mine({victim, proc.pid}) == [], _mine({victim, proc.pid})
+    root = ET.parse(tmp_path / "results" / "junit.xml").getroot()
+    assert len(root.findall(".//testcase")) >= 3
