@@ -5,10 +5,10 @@ controllers and ahci, nvme) and ``-k`` (default: queue_depth), once without work
 with ``-n WORKERS``; each worker boots its own guest and takes whole configurations
 (host x controller). Prints each run's wall time, its verdicts, and the ratio.
 
-On this 2-core machine under TCG the ratio stays near 1: one TCG guest already keeps both cores
-busy (its vCPU and QEMU's I/O thread), and each worker adds a boot. On a KVM host with more
-cores the guests barely use the host CPU and the configurations run side by side: expect the
-time to fall towards 1/N of the I/O time plus one boot.
+Measured on this 2-core machine under TCG (queue-depth on 4 controllers): 63.4 s on one worker,
+43.4 s on two, ratio 1.46; the two TCG guests share the 2 cores, and each worker adds a boot. On a
+KVM host with more cores the guests barely use the host CPU and the configurations run side by
+side: expect the time to fall towards 1/N of the I/O time plus one boot.
 
     python -m bench.pool [--workers 2] [--controllers virtio-scsi,virtio-blk,ahci,nvme] [-k queue_depth]
                          [--libvirt-uri URI ...]

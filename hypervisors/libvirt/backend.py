@@ -78,6 +78,11 @@ REMOTE_PORTS = (20000, 59999)
 FORWARD_ATTEMPTS = 4
 
 
+def remote_port() -> int:
+    """A port for the guest's SSH forward on a remote host's loopback (QEMU checks it is free)."""
+    return random.randint(*REMOTE_PORTS)
+
+
 class LibvirtBackend(HypervisorBackend):
     name: ClassVar[str] = "libvirt"
     controllers: ClassVar[dict[str, str]] = {name: c.description for name, c in CONTROLLERS.items()}
@@ -293,7 +298,7 @@ class LibvirtBackend(HypervisorBackend):
         cmdline = f"console=ttyS0 quiet vioconform.key={request.authorized_key}"
         self.files.note_domain(stage, request.name)
         for attempt in range(1, FORWARD_ATTEMPTS + 2):
-            port = _free_loopback_port() if self.local else random.randint(*REMOTE_PORTS)
+            port = _free_loopback_port() if self.local else remote_port()
             xml = self.domain_xml(request.name, domain_type, stage, kernel, initrd, cmdline, request, port)
             (run_dir / f"{request.name}.xml").write_text(xml)
             try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,8 +28,10 @@ import pytest
 from guest.tools.fio import Fio, FioJob
 from guest.tools.system import WorkDir
 from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX
+from hypervisors.libvirt import backend as backend_module
 from hypervisors.libvirt.qemulog import log_path
 from measure.standalone import standalone_guest
+from model.errors import HypervisorError
 from model.histogram import HistogramKind
 from model.types import DiskSpec
 from model.vscsistats import parse_vscsistats_csv
@@ -221,3 +224,29 @@ def test_a_host_dir_qemu_cannot_reach_is_a_clear_error(run_suite, sshd: SshServe
     run, took = run_timed(run_suite, "--libvirt-uri", sshd.uri(), "--host-dir", str(tmp_path / "staging"))
     assert_usage_error(run, took, f"--host-dir {tmp_path / 'staging'} on 127.0.0.1: QEMU's user libvirt-qemu "
                                   "cannot enter it (a parent directory is private)")
+
+
+def test_a_forwarded_port_taken_on_the_host_is_retried_then_reported(sshd: SshServer,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs (or workers) may pick the same port on the host between its choice and QEMU's bind:
+    QEMU refuses it, and the suite takes another. A port that stays taken is reported, and the
+    failed starts leave nothing."""
+    busy = socket.create_server(("127.0.0.1", 0))
+    taken = busy.getsockname()[1]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    try:
+        ports = iter([taken, free])
+        monkeypatch.setattr(backend_module, "remote_port", lambda: next(ports))
+        with standalone_guest((DiskSpec("virtio-blk", 0),), "vioconform-port-test", uri=sshd.uri()) as (_, disks):
+            assert disks[0].guest.ssh.port == free
+        monkeypatch.setattr(backend_module, "remote_port", lambda: taken)
+        t0 = time.monotonic()
+        with pytest.raises(HypervisorError, match=f"Could not set up host forwarding rule 'tcp:127.0.0.1:{taken}-:22'"), \
+                standalone_guest((DiskSpec("virtio-blk", 0),), "vioconform-port-test", uri=sshd.uri()):
+            pass
+        assert time.monotonic() - t0 < 30
+        assert "vioconform-port-test" not in active_vioconform_domains()
+    finally:
+        busy.close()
