@@ -13,9 +13,11 @@ from __future__ import annotations
 import base64
 import logging
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import paramiko
 
@@ -76,11 +78,13 @@ def load_private_key(path: Path) -> paramiko.PKey:
     return paramiko.PKey.from_path(str(path))
 
 
-def probe(host: str, port: int, user: str, client_key: paramiko.PKey, host_key_line: str) -> ProbeResult:
+def probe(host: str, port: int, user: str, client_key: paramiko.PKey, host_key_line: str,
+          via: Callable[[str, int], Any] | None = None) -> ProbeResult:
     """Connect, read the banner, compare the host key with ``host_key_line``, authenticate as
-    ``user`` with ``client_key``; close again. Never raises for what the guest does."""
+    ``user`` with ``client_key``; close again. Never raises for what the guest does. ``via``
+    connects where ``host:port`` is a remote libvirt host's (``SshEndpoint.via``)."""
     try:
-        sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
+        sock = via(host, port) if via is not None else socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
     except OSError as e:
         return ProbeResult(Stage.NO_CONNECTION, str(e))
     transport = paramiko.Transport(sock)

@@ -216,7 +216,7 @@ class LibvirtBackend(HypervisorBackend):
         memory = request.memory_mib if request else 256
         cpu = "<cpu mode='host-passthrough'/>" if domain_type == "kvm" else ""
         if image_files is not None and request is not None and request.image is not None:
-            os_xml = imageboot.os_xml(request.image.firmware, image_files.nvram, self.machine)
+            os_xml = imageboot.os_xml(request.image.firmware, image_files.nvram, self.machine, self.local)
             qemu_args += imageboot.qemu_args(image_files)
         else:
             os_xml = (f"<os><type arch='x86_64' machine={quoteattr(self.machine)}>hvm</type>\n    <kernel>{kernel}</kernel>"
@@ -282,9 +282,6 @@ class LibvirtBackend(HypervisorBackend):
         run_dir = request.run_dir
         os.chmod(run_dir, 0o755)
         domain_type = self.accel(run_dir)
-        if request.image is not None and not self.local:
-            raise HypervisorError(f"--image on a remote libvirt host ({self.uri}) is not supported yet: the "
-                                  "image's overlay and seed are made on this machine; run vioconform on the host")
         stage = self.stage(run_dir)
         for disk in request.disks:
             if disk.backing == "file":
@@ -293,7 +290,8 @@ class LibvirtBackend(HypervisorBackend):
         self.files.remove(console)
         self.files.for_qemu(stage / TRACE_LOG)
         if request.image is not None:
-            return self._start_image_guest(request, request.image, domain_type, _free_loopback_port())
+            return self._start_image_guest(request, request.image, domain_type,
+                                           _free_loopback_port() if self.local else remote_port())
         kernel, initrd = self.stage_boot_files(stage)
         cmdline = f"console=ttyS0 quiet vioconform.key={request.authorized_key}"
         self.files.note_domain(stage, request.name)
@@ -330,17 +328,23 @@ class LibvirtBackend(HypervisorBackend):
 
     def _start_image_guest(self, request: GuestRequest, image: ImageRequest, domain_type: str, port: int) -> Guest:
         """Boot a user's image on an overlay (``hypervisors.libvirt.imageboot``) and wait until the
-        suite can log in; everything it makes is in the run directory, removed with it."""
-        run_dir, console = request.run_dir, request.run_dir / "console.log"
+        suite can log in; everything it makes is in the run directory (on a remote host: its staging
+        directory, the image uploaded once), removed with it."""
+        run_dir = request.run_dir
+        stage = self.stage(run_dir)
+        console = stage / "console.log"
         run_key = run_dir / "id_ed25519"
+        remote = self.files if isinstance(self.files, RemoteFiles) else None
+        self.files.note_domain(stage, request.name)
         for attempt in (1, 2):
             try:
-                files = imageboot.prepare(request, image, run_key)
+                files = imageboot.prepare(request, image, run_key, remote, stage)
             except UserImageError as e:
                 raise HypervisorError(str(e)) from None
-            xml = self.domain_xml(request.name, domain_type, run_dir, None, None, "", request, port, files)
+            xml = self.domain_xml(request.name, domain_type, stage, None, None, "", request, port, files)
             (run_dir / f"{request.name}.xml").write_text(xml)
-            endpoint = SshEndpoint("127.0.0.1", port, files.endpoint_user, files.key_path, files.host_key)
+            endpoint = SshEndpoint("127.0.0.1", port, files.endpoint_user, files.key_path, files.host_key,
+                                   via=None if remote is None else self.tunnel)
             dom = self.boot(xml, request.name, run_dir)
             log.info("%s: booting %s (%s, %s) from its own bootloader; waiting for SSH as %s (timeout %.0f s)",
                      request.name, image.info.path, image.info.format, image.firmware, endpoint.user,
@@ -348,7 +352,8 @@ class LibvirtBackend(HypervisorBackend):
             qmp = DomainQmp(self.conn, request.name, imageboot.BOOT_DEVICE_ID)
             try:
                 imageboot.wait_for_ssh(request.name, endpoint, request.boot_timeout_s,
-                                       imageboot.access_of(files, image), image.firmware, console,
+                                       imageboot.access_of(files, image), image.firmware,
+                                       lambda: self.files.read(console).decode(errors="replace"),
                                        stopped=functools.partial(self._raise_if_stopped, dom, console),
                                        panicked=kernel_panic, boot_disk_read=functools.partial(_read_bytes, qmp))
                 break
@@ -359,16 +364,19 @@ class LibvirtBackend(HypervisorBackend):
                     raise
                 log.warning("guest %s stopped during boot, starting it once more: %s",
                             request.name, str(e).splitlines()[0])
-                console.unlink(missing_ok=True)
-                files.overlay.unlink(missing_ok=True)
+                self.files.remove(console)
+                self.files.remove(files.overlay)
+        local_console = run_dir / "console.log"
+        if remote is not None:
+            self._mirrors[request.name] = ConsoleMirror(remote, console, local_console).start()
         return Guest(request.name, endpoint, _attached(request), accel=_accel_name(domain_type),
-                     console_log_path=console, image=image.info)
+                     console_log_path=local_console, image=image.info)
 
-    def _raise_if_stopped(self, dom: libvirt.virDomain, console: Path) -> None:
+    def _raise_if_stopped(self, dom: libvirt.virDomain, console: PurePath) -> None:
         if _is_active(dom):
             return
         said = self.qemu_log(dom.name())
-        text = console.read_text(errors="replace") if console.exists() else ""
+        text = self.files.read(console).decode(errors="replace")
         raise GuestStoppedDuringBoot(f"guest {dom.name()} stopped during boot; QEMU said: "
                                      f"{qemulog.qemu_cause(said) or 'nothing'}\n--- QEMU log (last lines) "
                                      f"---\n{said}", console_log=_tail(text))

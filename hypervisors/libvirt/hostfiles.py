@@ -23,16 +23,19 @@ from pathlib import Path, PurePath, PurePosixPath
 
 import paramiko
 
-from hypervisors.cleanup import OWNER_FILE, CleanupStack, owner_alive
+from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX, CleanupStack, owner_alive
 from hypervisors.libvirt import qemulog
 from hypervisors.libvirt.hostlink import HostLink
 from hypervisors.libvirt.trace import LocalLog
 from model.errors import HypervisorError
+from model.types import DiskImageInfo
 
 log = logging.getLogger("vioconform.libvirt")
 
 #: Where the suite stages a remote guest's files unless --host-dir says otherwise.
 DEFAULT_HOST_DIR = PurePosixPath("/var/tmp/vioconform")
+#: Where a remote host keeps uploaded images (under the staging base), by SHA-256.
+IMAGE_CACHE = "images"
 #: The domains a staging directory's run started, one name per line.
 DOMAINS_FILE = "domains"
 #: The user QEMU runs as under a Debian host's system daemon.
@@ -137,6 +140,51 @@ class RemoteFiles:
     def size(self, path: PurePath) -> int:
         return self.link.size(path)
 
+    # -- a user's image (--image) -----------------------------------------------------------
+    def image_on_host(self, info: DiskImageInfo) -> PurePath:
+        """The user's image on the host: uploaded once over SFTP into ``<base>/images/<sha256>.<format>``
+        (read-only, kept for later runs of the same image; the suite's own cache: remove the
+        directory to drop it), then only ever a backing file."""
+        cache = self.base / IMAGE_CACHE
+        dest = cache / f"{info.sha256}.{info.format}"
+        size = info.path.stat().st_size
+        if self.link.size(dest) == size:
+            log.info("image %s is on %s already (%s)", info.path, self.link.address.host, dest)
+            return dest
+        q = shlex.quote
+        self.link.run(f"mkdir -p -m 0755 {q(str(self.base))} {q(str(cache))}")
+        part = cache / f"{info.sha256}.{os.getpid()}.part"
+        log.info("uploading image %s (%.0f MiB) to %s:%s", info.path, size / 1024**2, self.link.address.host, dest)
+        try:
+            self.link.put(info.path, part, 0o444)
+            self.link.run(f"mv -f {q(str(part))} {q(str(dest))}")
+        finally:
+            self.link.run(f"rm -f -- {q(str(part))}")
+        return dest
+
+    def overlay(self, backing: PurePath, fmt: str, stage: PurePath) -> PurePath:
+        """``stage/overlay.qcow2`` on top of ``backing``, made by qemu-img on the host, QEMU's."""
+        overlay = stage / "overlay.qcow2"
+        q = shlex.quote
+        try:
+            self.link.run(f"qemu-img create -q -f qcow2 -F {q(fmt)} -b {q(str(backing))} {q(str(overlay))}")
+        except HypervisorError as e:
+            raise HypervisorError(f"cannot create the overlay {overlay} on {self.link.address.host}: {e} "
+                                  "(qemu-utils installed there?)") from None
+        self.link.give(overlay, *self.qemu_ids, 0o600)
+        return overlay
+
+    def copy_for_qemu(self, src: PurePath, dest: PurePath, mode: int = 0o644) -> PurePath:
+        """Copy a file of the host (OVMF's variable store template) for QEMU's user."""
+        self.link.run(f"cp -- {shlex.quote(str(src))} {shlex.quote(str(dest))}")
+        self.link.give(dest, *self.qemu_ids, mode)
+        return dest
+
+    def put_for_qemu(self, src: Path, dest: PurePath, mode: int = 0o644) -> PurePath:
+        self.link.put(src, dest, mode)
+        self.link.give(dest, *self.qemu_ids, mode)
+        return dest
+
     def remove(self, path: PurePath) -> None:
         self.link.run(f"rm -f -- {shlex.quote(str(path))}")
 
@@ -164,6 +212,8 @@ class RemoteFiles:
             return
         me = socket.gethostname()
         for entry in self.link.listdir(self.base):
+            if not entry.startswith(RUN_DIR_PREFIX):
+                continue  # the image cache, or anything that is not a run's
             path = self.base / entry
             owner = self.link.read(path / OWNER_FILE).decode(errors="replace").split()
             if len(owner) != 2 or owner[0] != me or not owner[1].isdigit() or owner_alive(int(owner[1])):

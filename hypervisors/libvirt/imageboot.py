@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from xml.sax.saxutils import escape
 
 import paramiko
@@ -47,6 +47,7 @@ from guest.image.user import Reader, create_overlay
 from hypervisors.base import GuestRequest, ImageRequest
 from hypervisors.bootwait import PROGRESS_S, Access, BootJudge, Observation
 from hypervisors.libvirt.controllers import give_to_qemu
+from hypervisors.libvirt.hostfiles import RemoteFiles
 from model.errors import HypervisorError
 from model.types import SshEndpoint
 from transport.probe import ProbeResult, Stage, load_private_key, probe
@@ -91,39 +92,50 @@ def ovmf_files() -> tuple[Path, Path]:
 class BootFiles:
     """What the run directory holds for an image boot."""
 
-    overlay: Path
-    seed: Path | None  # None: a login was given, no seed
-    nvram: Path | None  # the per-run OVMF variable store; None for BIOS
+    overlay: PurePath  # on the libvirt host, as the seed and the variable store
+    seed: PurePath | None  # None: a login was given, no seed
+    nvram: PurePath | None  # the per-run OVMF variable store; None for BIOS
     endpoint_user: str
     key_path: Path
     host_key: str  # the pinned public line
 
 
-def prepare(request: GuestRequest, image: ImageRequest, run_key: Path) -> BootFiles:
-    """Overlay, seed and UEFI variables in the run directory (removed with it)."""
+def prepare(request: GuestRequest, image: ImageRequest, run_key: Path, remote: RemoteFiles | None = None,
+            stage: PurePath | None = None) -> BootFiles:
+    """Overlay, seed and UEFI variables in the run directory (removed with it); with ``remote``, in
+    the staging directory ``stage`` on the remote libvirt host (the image uploaded there once)."""
     run_dir = request.run_dir
-    reader = Reader.of_user(QEMU_USER) if os.geteuid() == 0 else None  # as another user QEMU runs as that user
-    overlay = create_overlay(image.info, run_dir, reader)
-    nvram = None
-    if image.firmware == "uefi":
-        _, template = ovmf_files()
-        nvram = run_dir / "OVMF_VARS.fd"
-        shutil.copyfile(template, nvram)  # libvirt hands it to QEMU's user
+    nvram: PurePath | None = None
+    if remote is not None and stage is not None:
+        overlay: PurePath = remote.overlay(remote.image_on_host(image.info), image.info.format, stage)
+        if image.firmware == "uefi":
+            nvram = remote.copy_for_qemu(DEFAULT_OVMF_DIR / OVMF_VARS, stage / "OVMF_VARS.fd")
+    else:
+        reader = Reader.of_user(QEMU_USER) if os.geteuid() == 0 else None  # as another user QEMU runs as that user
+        overlay = create_overlay(image.info, run_dir, reader)
+        if image.firmware == "uefi":
+            _, template = ovmf_files()
+            nvram = run_dir / "OVMF_VARS.fd"
+            shutil.copyfile(template, nvram)  # libvirt hands it to QEMU's user
     if image.login is not None:
         return BootFiles(overlay, None, nvram, image.login.user, image.login.key_path, image.login.host_key)
     host_key = cloudinit.generate_host_key()
-    seed = write_seed(run_dir / "seed.iso",
-                      cloudinit.user_data(cloudinit.DEFAULT_GUEST_USER, request.authorized_key, host_key),
-                      cloudinit.meta_data(f"vioconform-{uuid.uuid4()}"))
-    give_to_qemu(seed)
+    seed: PurePath = write_seed(run_dir / "seed.iso",
+                                cloudinit.user_data(cloudinit.DEFAULT_GUEST_USER, request.authorized_key, host_key),
+                                cloudinit.meta_data(f"vioconform-{uuid.uuid4()}"))
+    if remote is not None and stage is not None:
+        seed = remote.put_for_qemu(Path(seed), stage / "seed.iso")
+    else:
+        give_to_qemu(Path(seed))
     return BootFiles(overlay, seed, nvram, cloudinit.DEFAULT_GUEST_USER, run_key, host_key.public_line)
 
 
-def os_xml(firmware: str, nvram: Path | None, machine: str = "pc") -> str:
-    """The domain's ``<os>``: the image's bootloader, through SeaBIOS or OVMF, on ``machine``."""
+def os_xml(firmware: str, nvram: PurePath | None, machine: str = "pc", local: bool = True) -> str:
+    """The domain's ``<os>``: the image's bootloader, through SeaBIOS or OVMF, on ``machine``
+    (a remote host's OVMF is where Debian's package puts it, checked before any guest)."""
     head = f"<os><type arch='x86_64' machine='{escape(machine)}'>hvm</type>"
     if firmware == "uefi":
-        code, _ = ovmf_files()
+        code: PurePath = ovmf_files()[0] if local else DEFAULT_OVMF_DIR / OVMF_CODE
         return (f"{head}<loader readonly='yes' type='pflash'>{escape(str(code))}</loader>"
                 f"<nvram>{escape(str(nvram))}</nvram></os>")
     return f"{head}<bios useserial='yes'/></os>"
@@ -157,11 +169,13 @@ def access_of(files: BootFiles, image: ImageRequest) -> Access:
     return Access(files.endpoint_user, seeded=False, key_name=f"--guest-key {image.login.key_path}")
 
 
-def wait_for_ssh(name: str, endpoint: SshEndpoint, timeout_s: float, access: Access, firmware: str, console: Path,
+def wait_for_ssh(name: str, endpoint: SshEndpoint, timeout_s: float, access: Access, firmware: str,
+                 console: Path | Callable[[], str],
                  stopped: Callable[[], None], panicked: Callable[[str], str | None],
                  boot_disk_read: Callable[[], int | None], clock: Callable[[], float] = time.monotonic) -> float:
     """Poll until the guest lets the suite in over SSH as ``endpoint`` says; the seconds it took.
 
+    ``console``: the console log's path, or what reads it (a remote host's, over SFTP).
     ``stopped`` raises if the domain no longer runs (the backend's error, with QEMU's log);
     ``panicked`` names a kernel panic on the console. Raises ``bootwait.BootFailed`` with the
     cause as soon as it shows (see ``hypervisors.bootwait``).
@@ -178,7 +192,7 @@ def wait_for_ssh(name: str, endpoint: SshEndpoint, timeout_s: float, access: Acc
     try:
         while True:
             result = prober.latest
-            text = console.read_text(errors="replace") if console.exists() else ""
+            text = console() if callable(console) else (console.read_text(errors="replace") if console.exists() else "")
             panic = panicked(text)  # first: a kernel that panics and reboots also stops the domain (on_reboot)
             if panic is not None:
                 raise HypervisorError(f"guest {name} did not boot: {panic}", console_log=_tail(text))
@@ -209,7 +223,7 @@ class _Prober(threading.Thread):
         ep = self.endpoint
         while not self._halt.is_set():
             started = time.monotonic()
-            self.latest = probe(ep.host, ep.port, ep.user, self.client_key, ep.host_key)
+            self.latest = probe(ep.host, ep.port, ep.user, self.client_key, ep.host_key, via=ep.via)
             self.changed.set()
             if self.latest.stage is Stage.READY:
                 return

@@ -75,14 +75,17 @@ def check_drives_qemu(uri: str, conn: libvirt.virConnect) -> None:
 
 def validate_options(opts: BackendOptions) -> None:
     """Raise HypervisorError, in one line, for anything known wrong before a guest starts."""
+    local = is_local(opts.libvirt_uri)
+    image_bytes = 0
     if opts.image is not None:
         try:
             facts = check_image(opts.image)
-            # The run directory is made in $TMPDIR (hypervisors.cleanup.make_run_dir).
-            check_space(facts.path, facts.format, Path(tempfile.gettempdir()), Reader.of_user(imageboot.QEMU_USER))
+            image_bytes = facts.path.stat().st_size
+            if local:  # the run directory is made in $TMPDIR (hypervisors.cleanup.make_run_dir)
+                check_space(facts.path, facts.format, Path(tempfile.gettempdir()), Reader.of_user(imageboot.QEMU_USER))
         except UserImageError as e:
             raise HypervisorError(str(e)) from None
-    if opts.firmware == "uefi":
+    if opts.firmware == "uefi" and local:
         imageboot.ovmf_files()
     try:
         if opts.guest_kernel_deb is not None:
@@ -94,10 +97,7 @@ def validate_options(opts: BackendOptions) -> None:
         raise HypervisorError(str(e)) from None
     uri = opts.libvirt_uri
     link = None
-    if not is_local(uri):
-        if opts.image is not None:
-            raise HypervisorError(f"--image with a remote libvirt host ({uri}) is not supported yet: the image's "
-                                  "overlay and seed are made on this machine; run vioconform on the host")
+    if not local:
         link = HostLink(HostAddress.from_uri(uri))  # the host key is checked here, first
     elif opts.emulator is not None:
         machine.check_emulator(opts.emulator)
@@ -113,7 +113,9 @@ def validate_options(opts: BackendOptions) -> None:
         types = None
         if link is not None:
             types = machine.parse_machine_types(remote_machine_help(link, emulator, opts.emulator is not None))
-            check_host_dir(link, PurePosixPath(opts.host_dir))
+            check_host_dir(link, PurePosixPath(opts.host_dir), image_bytes)
+            if opts.firmware == "uefi":
+                check_remote_ovmf(link)
         machine.check_machine(emulator, opts.machine, opts.controllers, types)
         if opts.accel == "kvm":
             accel.check_forced_kvm(uri, conn)
@@ -136,9 +138,18 @@ def remote_machine_help(link: HostLink, emulator: Path, given: bool) -> str:
                               "install qemu-system-x86 there or give the path of its QEMU") from None
 
 
-def check_host_dir(link: HostLink, host_dir: PurePath) -> None:
+def check_remote_ovmf(link: HostLink) -> None:
+    code, variables = imageboot.DEFAULT_OVMF_DIR / imageboot.OVMF_CODE, imageboot.DEFAULT_OVMF_DIR / imageboot.OVMF_VARS
+    try:
+        link.run(f"test -f {shlex.quote(str(code))} && test -f {shlex.quote(str(variables))}")
+    except HostLinkError:
+        raise HypervisorError(f"--firmware uefi needs OVMF on {link.address.host} ({code}, {variables}): install "
+                              "Debian's ovmf package there") from None
+
+
+def check_host_dir(link: HostLink, host_dir: PurePath, image_bytes: int = 0) -> None:
     """The remote staging directory can be made and written, and its file system has room for a
-    run's boot files (the initramfs alone is tens of MB)."""
+    run's boot files (the initramfs alone is tens of MB) and a user's image (uploaded once)."""
     q = shlex.quote(str(host_dir))
     try:
         free_kib = int(link.run(f"mkdir -p -m 0755 {q} && test -w {q} && df -Pk {q} | awk 'NR==2 {{print $4}}'").strip())
@@ -154,7 +165,8 @@ def check_host_dir(link: HostLink, host_dir: PurePath) -> None:
         raise HypervisorError(f"--host-dir {host_dir} on {link.address.host}: QEMU's user {qemu_user} cannot enter "
                               "it (a parent directory is private); choose one under /var/tmp, such as the default "
                               "/var/tmp/vioconform") from None
-    if free_kib < HOST_DIR_MIN_FREE_MIB * 1024:
+    need_mib = HOST_DIR_MIN_FREE_MIB + image_bytes // 1024**2
+    if free_kib < need_mib * 1024:
         raise HypervisorError(f"--host-dir {host_dir} on {link.address.host} has {free_kib // 1024} MiB free; a run "
-                              f"stages about {HOST_DIR_MIN_FREE_MIB} MiB there (kernel, initramfs, logs); free some "
-                              "space or point --host-dir elsewhere")
+                              f"stages about {need_mib} MiB there (kernel, initramfs, logs"
+                              f"{', the image' if image_bytes else ''}); free some space or point --host-dir elsewhere")

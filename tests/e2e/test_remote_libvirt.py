@@ -11,6 +11,7 @@ at the end, also after a SIGKILL.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from guest.image.testimage import ensure_test_image
 from guest.tools.fio import Fio, FioJob
 from guest.tools.system import WorkDir
 from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX
@@ -36,6 +38,7 @@ from model.histogram import HistogramKind
 from model.types import DiskSpec
 from model.vscsistats import parse_vscsistats_csv
 from tests.e2e.conftest import ROOT, active_vioconform_domains, start_suite
+from tests.e2e.test_image_boot import PATIENT, fingerprint
 from tests.e2e.test_setup_errors import assert_usage_error, run_timed
 from tests.sshserver import SshServer, private_sshd, write_known_hosts, write_ssh_wrapper
 
@@ -250,3 +253,32 @@ def test_a_forwarded_port_taken_on_the_host_is_retried_then_reported(sshd: SshSe
         assert "vioconform-port-test" not in active_vioconform_domains()
     finally:
         busy.close()
+
+
+def test_your_own_image_boots_on_a_remote_host(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
+    """``--image`` on a remote host, under UEFI: the image is uploaded once into the host's image
+    cache, the overlay, seed and variable store are made in the staging directory (the user's
+    file is never written), limits runs on it; the staging directory goes, the cache stays for
+    the next run of the same image."""
+    image = _test_image_path()
+    before = fingerprint(image)
+    results = tmp_path / "results"
+    proc = start_suite(results, "--libvirt-uri", sshd.uri(), "--host-dir", str(host_dir), "--image", str(image),
+                       "--firmware", "uefi", "--controllers", "virtio-blk", "-k", "limits", *PATIENT)
+    watcher = Watcher(proc.pid, host_dir)
+    try:
+        out, _ = proc.communicate(timeout=1500)
+    finally:
+        watcher.stop()
+    assert proc.returncode == 0, out[-6000:]
+    assert fingerprint(image) == before, "the user's image was written"
+    assert {"overlay.qcow2", "seed.iso", "OVMF_VARS.fd"} <= watcher.staged, watcher.staged
+    assert not watcher.local & {"overlay.qcow2", "OVMF_VARS.fd"}, watcher.local
+    cached = list((host_dir / "images").iterdir())
+    assert [p.suffix for p in cached] == [".qcow2"] and cached[0].stat().st_size == image.stat().st_size
+    assert [p.name for p in host_dir.iterdir()] == ["images"]
+    assert f"vioconform-{proc.pid}" not in active_vioconform_domains()
+
+
+def _test_image_path() -> Path:
+    return ensure_test_image(logging.getLogger("vioconform.test").info).path

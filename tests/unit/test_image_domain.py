@@ -110,10 +110,10 @@ def test_prepare_makes_overlay_seed_and_variables_in_the_run_dir(tmp_path: Path,
     assert request.image is not None
     files = imageboot.prepare(request, request.image, key_path)
     assert files.overlay == run_dir / "overlay.qcow2" and files.nvram == run_dir / "OVMF_VARS.fd"
-    assert files.nvram.read_bytes() == b"vars"
+    assert Path(files.nvram).read_bytes() == b"vars"
     assert files.endpoint_user == DEFAULT_GUEST_USER and files.key_path == key_path
     assert files.seed is not None
-    seed = read_seed(files.seed)
+    seed = read_seed(Path(files.seed))
     assert seed["label"] == "cidata"
     user_data = json.loads(seed["user-data"].removeprefix("#cloud-config\n"))
     assert user_data["ssh_authorized_keys"] == [f"ssh-ed25519 {pub} vioconform-run"]
