@@ -14,6 +14,7 @@ The outputs never claim more than happened:
 from __future__ import annotations
 
 import base64
+import contextlib
 import pickle
 import re
 import signal
@@ -27,6 +28,7 @@ import pluggy
 import pytest
 
 from fixtures.session import OPTIONS_KEY
+from measure import phases
 from reports.html import write_html
 from reports.junit import write_junit
 from reports.records import Record, RunStatus, record_from_nodeid, settle
@@ -140,6 +142,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    phases.begin_test(item.nodeid)
     rec = _record_for(item)
     if rec is not None:
         rec.started = True
@@ -179,6 +182,7 @@ def _first_line(text: str) -> str:
 def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    phases.add_duration(item.nodeid, report.duration)
     rec = _record_for(item)
     if rec is not None:
         _update(rec, item, call, report)
@@ -240,8 +244,20 @@ def _stopped_by(session: pytest.Session, undecided: bool) -> str:
     return str(stop) if stop and undecided else ""
 
 
+def _write_phases(config: pytest.Config) -> None:
+    """Where the run's time went (measure/phases.py): ``phases.json`` (``phases.<worker>.json``)."""
+    opts = config.stash.get(OPTIONS_KEY, None)
+    worker = getattr(config, "workerinput", None)
+    if opts is None or not config.stash.get(RECORDS_KEY, {}) or not opts.results_dir.is_dir():
+        return  # no rule ran (the project's own tests): no results directory to write into
+    name = f"phases.{worker['workerid']}.json" if worker else "phases.json"
+    with contextlib.suppress(OSError):  # a timing table, never a reason to fail the run
+        phases.write(opts.results_dir / name)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
+    _write_phases(config)
     pending = list(config.stash.get(RECORDS_KEY, {}).values())
     opts = config.stash.get(OPTIONS_KEY, None)
     results = config.stash.get(RESULTS_KEY, None)

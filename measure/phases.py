@@ -1,0 +1,82 @@
+"""Where a run's time goes: wall-clock seconds per phase, per test (``bench.phases`` prints them).
+
+The phases, as the code marks them with ``with phase(NAME):``
+
+- ``boot``: the guest's start, from the backend's call to SSH (the session's first test pays it);
+- ``set-up``: a disk found and prepared (faults, ``--guest-setup``, fio present), once per disk;
+- ``start``: fio started until its first request reaches the disk (``measure.window``);
+- ``ramp``: the wait after the first request, before the window opens;
+- ``window``: the measured window itself;
+- ``stop``: fio stopped, its output read and parsed;
+- ``teardown``: the session's cleanup (the guest destroyed, its files removed).
+
+Whatever a test spends outside these (the rules' own settings reads, cache drops, SSH round trips)
+is its ``other`` time: the test's duration less its phases. The suite writes the table to
+``phases.json`` in the results directory (``phases.<worker>.json`` under pytest-xdist).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+PHASES = ("boot", "set-up", "start", "ramp", "window", "stop", "teardown")
+#: Time spent before any test began (the session's set-up before the first test, rare) or after the last.
+SESSION = "(session)"
+
+_lock = threading.Lock()
+_current = SESSION
+_table: dict[str, dict[str, float]] = {}
+
+
+def begin_test(nodeid: str) -> None:
+    """What follows is ``nodeid``'s (the suite's plugin calls this as each test's set-up begins)."""
+    global _current
+    with _lock:
+        _current = nodeid
+
+
+def end_test() -> None:
+    global _current
+    with _lock:
+        _current = SESSION
+
+
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Add the block's wall-clock seconds to the current test's ``name`` phase (also when it raises)."""
+    t0 = time.monotonic()
+    try:
+        yield
+    finally:
+        took = time.monotonic() - t0
+        with _lock:
+            row = _table.setdefault(_current, {})
+            row[name] = row.get(name, 0.0) + took
+
+
+def table() -> dict[str, dict[str, float]]:
+    with _lock:
+        return {k: dict(v) for k, v in _table.items()}
+
+
+def add_duration(nodeid: str, seconds: float) -> None:
+    """The test's whole duration (set-up, call and teardown), from pytest's reports."""
+    with _lock:
+        row = _table.setdefault(nodeid, {})
+        row["total"] = row.get("total", 0.0) + seconds
+
+
+def write(path: Path) -> None:
+    path.write_text(json.dumps(table(), indent=1, sort_keys=True) + "\n")
+
+
+def reset() -> None:
+    global _current
+    with _lock:
+        _table.clear()
+        _current = SESSION
