@@ -14,6 +14,7 @@ cloud-init takes most of it; a pushed static fio, built once, adds its copy).
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from pathlib import Path
 
@@ -31,6 +32,12 @@ from model.types import DiskSpec
 GOAL_S = 60.0
 #: Issue goal for a Debian cloud image under TCG: boot to SSH and the first verdict.
 IMAGE_GOAL_S = 90.0
+
+
+def boot_timeline(console: str) -> list[tuple[float, str]]:
+    """The embedded guest's init stamps each console line with its uptime: ``[3.21] vioconform: network``."""
+    return [(float(m.group(1)), m.group(2).strip())
+            for m in re.finditer(r"^\[(\d+\.\d+)\] (vioconform: [^\n]*|VIOCONFORM-[A-Z]+)", console, re.MULTILINE)]
 
 
 def main() -> int:
@@ -63,6 +70,7 @@ def main() -> int:
         verdict = judge_queue_depth(points, disk.attached.configured.queue_depth)
         t_verdict = time.monotonic()
         guest = disk.guest
+        console = guest.console_log_path.read_text(errors="replace") if guest.console_log_path else ""
     t_end = time.monotonic()
     print(f"accelerator:                 {guest.accel}")
     print(f"image:                       {request.info.path if request else 'embedded'}")
@@ -72,6 +80,9 @@ def main() -> int:
     print(f"first verdict ({args.controller}, {'pass' if verdict.passed else 'FAIL'}): {t_verdict - t0:6.1f} s "
           f"(goal {goal:.0f} s: {'met' if t_verdict - t0 <= goal else 'MISSED'})")
     print(f"teardown:                    {t_end - t_verdict:6.1f} s")
+    stamps = boot_timeline(console)
+    if stamps:
+        print("the guest's boot (its uptime, s): " + "; ".join(f"{t:.2f} {what}" for t, what in stamps))
     print(verdict.explain())
     return 0
 
