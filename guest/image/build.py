@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guest.cache import CacheNotWritable, cache_dir, writable_dir
+from guest.image import fio_static
+from guest.image.errors import ImageBuildError
 
 HERE = Path(__file__).resolve().parent
 
@@ -50,10 +52,6 @@ GUEST_FIO = "/usr/bin/fio"
 REQUIRED_MODULES = ("virtio_pci", "virtio_net")
 HOST_PACKAGES = ("busybox-static", "dropbear-bin", "libc6")
 KERNEL_META_PACKAGE = "linux-image-amd64"
-
-
-class ImageBuildError(RuntimeError):
-    """The guest image could not be built; the message says which step and how to fix it."""
 
 
 @dataclass(frozen=True)
@@ -165,8 +163,6 @@ def recipe(kernel_deb: Path | None = None) -> dict[str, object]:
 
 def _static_fio_recipe() -> str:
     """The static fio's recipe hash (its source version and flags): a new fio is a new image."""
-    from guest.image import fio_static  # it imports this module (ImageBuildError)
-
     return fio_static.recipe_hash(fio_static.recipe())
 
 
@@ -264,9 +260,8 @@ def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None
         _copy(b, root)
     for lib in _lib_closure(BINARIES):
         _copy(lib, root)
-    from guest.image.fio_static import ensure_static_fio  # built once, cached (40-110 s here)
-
-    shutil.copy2(ensure_static_fio(say).path, root / GUEST_FIO.lstrip("/"))
+    # built once, cached (40-110 s here)
+    shutil.copy2(fio_static.ensure_static_fio(say).path, root / GUEST_FIO.lstrip("/"))
     (root / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
     (root / "etc/group").write_text("root:x:0:\n")
     (root / "etc/shells").write_text("/bin/sh\n")

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from guest.cache import cache_dir, writable_dir
-from guest.image.build import ImageBuildError
+from guest.image.errors import ImageBuildError
 
 #: The Debian binary package whose source is built.
 PACKAGE = "fio"

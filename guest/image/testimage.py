@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guest.cache import CacheNotWritable, cache_dir, writable_dir
-from guest.image.build import ImageBuildError
+from guest.image.errors import ImageBuildError
 
 #: The Debian release the image is made of.
 SUITE = "bookworm"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.build import ImageBuildError
+from guest.image.errors import ImageBuildError
 from guest.tools.base import GuestTools, ToolMissing
 from guest.tools.fio import Fio, FioJob
 from guest.tools.fio_push import FIO_BIN_DIR, FioBinary, FioIdentity, FioPushError

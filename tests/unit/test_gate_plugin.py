@@ -195,7 +195,7 @@ def test_disk_full_at_the_end_keeps_what_was_written_and_says_what_is_missing(tm
     assert proc.returncode == 3, out  # every rule passed, but the report is missing: not a clean exit
     assert f"NOT WRITTEN: report {tmp_path / 'out' / 'report.html'}: No space left on device" in out
     assert _kind(_cases(tmp_path / "out" / "junit.xml")["passes"]) == "passed"  # what could be written, was
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["junit.xml"]  # no partial report, no temporary
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["junit.xml", "phases.json"]  # no partial report, no temporary
 
 
 def _stored_runs(db: Path) -> list[tuple[int, bool]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guest.image import testimage
-from guest.image.build import ImageBuildError
+from guest.image.errors import ImageBuildError
 from guest.image.testimage import Partition, apt_mirror, mbr, mounts_under, recipe, recipe_hash
 
 
