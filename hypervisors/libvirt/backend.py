@@ -91,6 +91,8 @@ class LibvirtBackend(HypervisorBackend):
     emulator: Path | None = None
     machine: str = DEFAULT_MACHINE
     files: HostFiles = LocalFiles()
+    #: whether the libvirt host is this machine (set from the URI)
+    local: bool = True
 
     def __init__(self, cleanup: CleanupStack, uri: str = "qemu:///system", accel_mode: str = "auto",
                  image: GuestImage | None = None, emulator: Path | None = None,
