@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
 from guest.cache import cache_dir, writable_dir
 from model.errors import HypervisorError
@@ -49,8 +50,16 @@ def cache_file() -> Path:
     return cache_dir() / "accel-probe.json"
 
 
+def cache_uri(uri: str) -> str:
+    """The URI as the cache knows a host: without its port and query (``keyfile=``, ``known_hosts=``),
+    which name how it is reached, not what it is (the host's name and versions are in the key too)."""
+    u = urlparse(uri)
+    who = f"{u.username}@" if u.username else ""
+    return f"{u.scheme}://{who}{u.hostname or ''}{u.path}"
+
+
 def _cache_key(uri: str, conn: libvirt.virConnect) -> str:
-    return f"{uri}|{conn.getHostname()}|{platform.release()}|{conn.getLibVersion()}|{conn.getVersion()}"
+    return f"{cache_uri(uri)}|{conn.getHostname()}|{platform.release()}|{conn.getLibVersion()}|{conn.getVersion()}"
 
 
 def _load(cache: Path) -> dict[str, ProbeResult]:

@@ -66,3 +66,11 @@ def test_a_pools_fingerprint_is_per_host() -> None:
     assert fingerprint(a) == {"guest.kernel": "6.1", "kvm7:qemu.version": "7.2.22", "kvm8:qemu.version": "9.2.0"}
     assert not same_series(a, {}, b, {})
     assert differences(a, b)[0] == [("kvm8:qemu.version", "9.2.0", "9.2.1")]
+
+
+def test_the_kvm_probe_cache_knows_a_remote_host_by_name_not_by_how_it_is_reached() -> None:
+    from hypervisors.libvirt.accel import cache_uri
+
+    assert cache_uri("qemu:///system") == "qemu:///system"
+    assert cache_uri("qemu+ssh://root@127.0.0.1:4242/system?keyfile=/k&known_hosts=/h") == \
+        "qemu+ssh://root@127.0.0.1/system" == cache_uri("qemu+ssh://root@127.0.0.1:2222/system")
