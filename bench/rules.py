@@ -44,12 +44,14 @@ def main() -> int:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="vioconform-bench-rules-"))
     base = work / "baseline.json"
+    # The healthy runs in a store of their own: their run-to-run spread is bench.noise's (below).
+    healthy_store = f"sqlite:///{work / 'healthy.db'}"
     tally: dict[str, list[str]] = defaultdict(list)
     times = []
     bad = 0
     for i in range(args.repeats + 1):
         extra = ["--save-baseline", str(base)] if i == 0 else ["--baseline", str(base)]
-        took, outcomes = run_suite(work / f"healthy{i}", *extra)
+        took, outcomes = run_suite(work / f"healthy{i}", *extra, "--store", healthy_store)
         times.append(took)
         failed = [n for n, o in outcomes.items() if o in ("failed", "error")]
         bad += bool(failed)
@@ -68,7 +70,8 @@ def main() -> int:
             raise SystemExit("no baseline was saved by the healthy run")
         print(f"\n{'fault':15} {'own rule':16} what failed (rule[configuration])")
         for name, fault in FAULTS.items():
-            took, outcomes = run_suite(work / f"fault-{name}", "--inject", name, "--baseline", str(base))
+            took, outcomes = run_suite(work / f"fault-{name}", "--inject", name, "--baseline", str(base),
+                                       "--store", "none")
             failed = sorted(n for n, o in outcomes.items() if o in ("failed", "error"))
             skipped = sorted(n for n, o in outcomes.items() if o == "skipped")
             own_failed = [n for n in failed if n.startswith(fault.rule + "[")]
@@ -76,6 +79,8 @@ def main() -> int:
             print(f"{name:15} {fault.rule:16} {', '.join(failed) or 'nothing'}"
                   + (f"; skipped: {', '.join(skipped)}" if skipped else "") + f"  ({took:.0f} s)", flush=True)
     print(f"\nraw results: {work}")
+    print(f"their spread: python -m bench.noise --from-store {healthy_store}; the ramp: python -m bench.ramp "
+          f"{work}/healthy*")
     return 1 if bad else 0
 
 

@@ -6,8 +6,11 @@ A read-only HOME gets an error that names the way out (``XDG_CACHE_HOME``), not 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -33,3 +36,17 @@ def writable_dir(path: Path, what: str) -> Path:
         raise CacheNotWritable(f"cannot write the {what} at {path} ({reason}); "
                                "set XDG_CACHE_HOME to a writable directory") from e
     return path
+
+
+@contextmanager
+def build_lock(dest: Path) -> Iterator[None]:
+    """Held while the cache entry ``dest`` is built (``.<name>.lock`` beside it, flock): a second
+    process that needs the same entry (an xdist worker, another run on the host) waits for the
+    first one's build and then finds the entry, instead of building it a second time beside it.
+    The lock goes with the process, so a killed build never leaves it held."""
+    with open(dest.parent / f".{dest.name}.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

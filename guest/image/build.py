@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import CacheNotWritable, cache_dir, writable_dir
+from guest.cache import CacheNotWritable, build_lock, cache_dir, writable_dir
 from guest.image import fio_static
 from guest.image.errors import ImageBuildError
 
@@ -299,15 +299,18 @@ def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | No
         info = json.loads(meta.read_text())
         return GuestImage(dest / "vmlinuz", dest / "initrd.img", info["kernel_version"], h, 0.0)
     writable_dir(dest.parent, "image cache")
-    say(f"building guest image {h} (kernel {r['kernel'][1]}); cached afterwards in {dest}")  # type: ignore[index]
-    t0 = time.monotonic()
-    # Build beside the cache entry so the final rename is atomic: a killed build leaves no entry.
-    with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
-        staging = Path(tmp) / "out"
-        kver = _build(staging, r, Path(tmp), kernel_deb, say)
-        (staging / "recipe.json").write_text(json.dumps({**r, "kernel_version": kver}, indent=2))
-        staging.rename(dest)
-    took = time.monotonic() - t0
+    with build_lock(dest):
+        if meta.exists():  # built by another process while this one waited
+            return ensure_image(log, kernel_deb)
+        say(f"building guest image {h} (kernel {r['kernel'][1]}); cached afterwards in {dest}")  # type: ignore[index]
+        t0 = time.monotonic()
+        # Build beside the cache entry so the final rename is atomic: a killed build leaves no entry.
+        with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
+            staging = Path(tmp) / "out"
+            kver = _build(staging, r, Path(tmp), kernel_deb, say)
+            (staging / "recipe.json").write_text(json.dumps({**r, "kernel_version": kver}, indent=2))
+            staging.rename(dest)
+        took = time.monotonic() - t0
     say(f"guest image built in {took:.1f} s")
     info = json.loads(meta.read_text())
     return GuestImage(dest / "vmlinuz", dest / "initrd.img", info["kernel_version"], h, took)

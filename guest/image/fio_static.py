@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from guest.cache import cache_dir, writable_dir
+from guest.cache import build_lock, cache_dir, writable_dir
 from guest.image.errors import ImageBuildError
 
 #: The Debian binary package whose source is built.
@@ -298,24 +298,28 @@ def ensure_static_fio(log: Callable[[str], None] | None = None) -> StaticFio:
     if have is not None:
         return have
     writable_dir(dest.parent, "static fio cache")
-    version: str = r["source"][1]  # type: ignore[index]
-    say(f"building a static fio from Debian's source package {PACKAGE} {version}; cached afterwards in {dest}")
-    t0 = time.monotonic()
-    # Built beside the cache entry so the final rename is atomic: a killed build leaves no entry.
-    with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
-        staging = Path(tmp) / "out"
-        staging.mkdir()
-        fio_version = _build(Path(tmp), version, staging / "fio")
-        took = time.monotonic() - t0
-        digest = sha256_of(staging / "fio")
-        (staging / "recipe.json").write_text(json.dumps({**r, "fio_version": fio_version, "sha256": digest,
-                                                         "build_seconds": round(took, 1)}, indent=2))
-        try:
-            staging.rename(dest)
-        except OSError:
-            if _cached(dest) is None:  # not another run's build that finished first
-                raise
-    say(f"static fio built in {took:.1f} s ({(dest / 'fio').stat().st_size / 1e6:.1f} MB)")
+    with build_lock(dest):
+        have = _cached(dest)
+        if have is not None:  # built by another process while this one waited
+            return have
+        version: str = r["source"][1]  # type: ignore[index]
+        say(f"building a static fio from Debian's source package {PACKAGE} {version}; cached afterwards in {dest}")
+        t0 = time.monotonic()
+        # Built beside the cache entry so the final rename is atomic: a killed build leaves no entry.
+        with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
+            staging = Path(tmp) / "out"
+            staging.mkdir()
+            fio_version = _build(Path(tmp), version, staging / "fio")
+            took = time.monotonic() - t0
+            digest = sha256_of(staging / "fio")
+            (staging / "recipe.json").write_text(json.dumps({**r, "fio_version": fio_version, "sha256": digest,
+                                                             "build_seconds": round(took, 1)}, indent=2))
+            try:
+                staging.rename(dest)
+            except OSError:
+                if _cached(dest) is None:  # not another run's build that finished first
+                    raise
+        say(f"static fio built in {took:.1f} s ({(dest / 'fio').stat().st_size / 1e6:.1f} MB)")
     built = _cached(dest)
     assert built is not None
     return StaticFio(built.path, built.version, built.sha256, took)

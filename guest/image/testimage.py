@@ -68,7 +68,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import CacheNotWritable, cache_dir, writable_dir
+from guest.cache import CacheNotWritable, build_lock, cache_dir, writable_dir
 from guest.image.errors import ImageBuildError
 
 #: The Debian release the image is made of.
@@ -509,21 +509,24 @@ def ensure_test_image(log: Callable[[str], None] | None = None) -> TestImage:
         return TestImage(dest / "disk.qcow2", info["kernel_version"], h, 0.0,
                          tuple(info.get("storage_drivers", {}).items()))
     writable_dir(dest.parent, "test image cache")
-    say(f"building test image {h}; cached afterwards in {dest}")
-    t0 = time.monotonic()
-    # Build beside the cache entry so the final rename is atomic: a killed build leaves no entry.
-    with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
-        staging = Path(tmp) / "out"
-        try:
-            kver = _build(staging, Path(tmp), say)
-        finally:
-            unmount_under(Path(tmp))  # before the tree is deleted: never delete through a mount
-        os.chmod(staging / "disk.qcow2", 0o444)
-        drivers = json.loads((staging / "drivers.json").read_text())
-        (staging / "recipe.json").write_text(json.dumps(
-            {**r, "kernel_version": kver, "storage_drivers": drivers}, indent=2))
-        staging.rename(dest)
-    took = time.monotonic() - t0
+    with build_lock(dest):
+        if meta.exists():  # built by another process while this one waited
+            return ensure_test_image(log)
+        say(f"building test image {h}; cached afterwards in {dest}")
+        t0 = time.monotonic()
+        # Build beside the cache entry so the final rename is atomic: a killed build leaves no entry.
+        with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
+            staging = Path(tmp) / "out"
+            try:
+                kver = _build(staging, Path(tmp), say)
+            finally:
+                unmount_under(Path(tmp))  # before the tree is deleted: never delete through a mount
+            os.chmod(staging / "disk.qcow2", 0o444)
+            drivers = json.loads((staging / "drivers.json").read_text())
+            (staging / "recipe.json").write_text(json.dumps(
+                {**r, "kernel_version": kver, "storage_drivers": drivers}, indent=2))
+            staging.rename(dest)
+        took = time.monotonic() - t0
     say(f"test image built in {took:.1f} s")
     return TestImage(dest / "disk.qcow2", kver, h, took, tuple(drivers.items()))
 

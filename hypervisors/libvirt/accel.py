@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,7 +75,11 @@ def _load(cache: Path) -> dict[str, ProbeResult]:
 def _save(cache: Path, known: dict[str, ProbeResult]) -> None:
     raw: dict[str, object] = {k: r.kvm_boots for k, r in known.items()}
     raw["causes"] = {k: r.cause for k, r in known.items() if not r.kvm_boots}
-    cache.write_text(json.dumps(raw, indent=1))
+    # Written beside and renamed: a run reading it meanwhile (another xdist worker) sees the old
+    # file or the new one, never half of one.
+    tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(raw, indent=1))
+    os.replace(tmp, cache)
 
 
 def cached_probe(uri: str, conn: libvirt.virConnect) -> ProbeResult | None:

@@ -24,6 +24,9 @@ from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX
 from tests.e2e.conftest import active_vioconform_domains, run_suite_at, start_suite
 from tests.sshserver import SshServer, private_sshd
 
+#: Not beside other tests (tox's parallel lane): it runs its own xdist workers and checks every vioconform domain on the host.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def sshd() -> Iterator[SshServer]:

@@ -42,6 +42,9 @@ from tests.e2e.test_image_boot import PATIENT, fingerprint
 from tests.e2e.test_setup_errors import assert_usage_error, run_timed
 from tests.sshserver import SshServer, private_sshd, write_known_hosts, write_ssh_wrapper
 
+#: Not beside other tests (tox's parallel lane): a SIGKILLed run's leftovers must stay until the next run, which another test's run would sweep.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def sshd() -> Iterator[SshServer]:

@@ -28,6 +28,9 @@ from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qemulog import log_path
 from tests.e2e.conftest import ROOT
 
+#: Not beside other tests (tox's parallel lane): its leftovers of dead runs would be swept by any other run started meanwhile.
+pytestmark = pytest.mark.serial
+
 URI = "qemu:///system"
 
 
