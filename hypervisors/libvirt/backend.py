@@ -205,8 +205,10 @@ class LibvirtBackend(HypervisorBackend):
         qemu_args: list[str] = []
         overrides = ""
         if ssh_port is not None:
+            # No option ROM (romfile=): the guest never boots from the network, and the firmware
+            # would otherwise load and start iPXE's ROM at every boot, which is slow under TCG.
             qemu_args += ["-netdev", f"user,id=vioc-net,hostfwd=tcp:127.0.0.1:{ssh_port}-:22",
-                          "-device", f"virtio-net-pci,netdev=vioc-net,{pci_addr(NET_PCI_SLOT)}"]
+                          "-device", f"virtio-net-pci,netdev=vioc-net,romfile=,{pci_addr(NET_PCI_SLOT)}"]
         if request is not None:
             # A user's image boots from its own disk (bootindex 1): the disks under test come after it.
             disk_xml, disk_args = disk_devices(request.disks, run_dir,
