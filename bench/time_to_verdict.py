@@ -18,7 +18,13 @@ import re
 import time
 from pathlib import Path
 
-from fixtures.options import EMBEDDED_BOOT_TIMEOUT_S, EMBEDDED_MEMORY_MIB, IMAGE_BOOT_TIMEOUT_S, IMAGE_MEMORY_MIB
+from fixtures.options import (
+    DEFAULT_WINDOW_S,
+    EMBEDDED_BOOT_TIMEOUT_S,
+    EMBEDDED_MEMORY_MIB,
+    IMAGE_BOOT_TIMEOUT_S,
+    IMAGE_MEMORY_MIB,
+)
 from guest.image.build import ensure_image
 from guest.image.testimage import ensure_test_image
 from guest.image.user import inspect_image
@@ -44,7 +50,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--controller", default="virtio-scsi")
     ap.add_argument("--uri", default="qemu:///system")
-    ap.add_argument("--window-s", type=float, default=3.0)
+    ap.add_argument("--window-s", type=float, default=DEFAULT_WINDOW_S["libvirt"], help="the measured window (the suite's default)")
     ap.add_argument("--image", type=Path, default=None, help="a qcow2/raw image of your own instead of the embedded guest")
     ap.add_argument("--test-image", action="store_true", help="the project's own cloud-init test image (built once)")
     ap.add_argument("--firmware", choices=("bios", "uefi"), default="bios")

@@ -42,9 +42,6 @@ from tests.e2e.test_image_boot import PATIENT, fingerprint
 from tests.e2e.test_setup_errors import assert_usage_error, run_timed
 from tests.sshserver import SshServer, private_sshd, write_known_hosts, write_ssh_wrapper
 
-#: Not beside other tests (tox's parallel lane): a SIGKILLed run's leftovers must stay until the next run, which another test's run would sweep.
-pytestmark = pytest.mark.serial
-
 
 @pytest.fixture(scope="module")
 def sshd() -> Iterator[SshServer]:
@@ -127,6 +124,9 @@ def _prop(junit: str, name: str) -> str:
     return junit[value:junit.index('"', value)]
 
 
+#: Not beside other tests (tox's parallel lane): the killed run's leftovers must stay until the
+#: next run, and another test's run would sweep them first.
+@pytest.mark.serial
 def test_a_killed_remote_run_is_swept_by_the_next_and_only_it(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
     """SIGKILL once the guest runs: its domain, staging directory and local run directory stay;
     the next run through the same host removes them, and leaves another machine's directory alone."""
