@@ -53,73 +53,75 @@ ALPHA = 0.05
 #: parameter (``--min-effect``). The measured table below is the default for the others.
 MIN_EFFECT = 0.10
 #: Per metric name, the smallest relative change of a median that ``compare`` reports, derived
-#: from the run-to-run noise measured with ``python -m bench.noise --runs 10`` on 2026-11-24
-#: (2 cores, QEMU 7.2 TCG, the default suite: every rule on virtio-scsi and virtio-blk, 10 whole
-#: runs of about 120 s each, every rule passed in every run): model/noise.py's NoiseRow.min_effect,
+#: from the run-to-run noise measured twice on this machine (2 cores, QEMU 7.2 TCG, the default
+#: suite: every rule on virtio-scsi and virtio-blk, every rule passed in every run): with
+#: ``python -m bench.noise --runs 10`` on 2026-11-24 (3 s windows, 3 buffered-direct copies, runs of
+#: about 120 s) and from the 11 healthy runs of ``python -m bench.rules --repeats 10`` on 2026-11-25
+#: (2 s windows, 2 copies, runs of 85 s). Each measurement gives model/noise.py's NoiseRow.min_effect:
 #: 3 x sqrt 2 x the CV of the noisier of the two configurations (so two healthy runs exceed it
 #: with about 0.27 % probability per metric if the noise were normal), at least the widest change
-#: seen between two of the 10 runs (the TCG latencies are not normal: they jump by up to 9x), and
-#: at least 2 % where the metric never moved (exact request sizes and depths). The comment on each
-#: line gives the CV and the widest change.
+#: seen between two of the runs (the TCG latencies are not normal: they jump by up to 9x), and
+#: at least 2 % where the metric never moved (exact request sizes and depths); the entry is the
+#: larger of the two. The comment on each line gives the CV and the widest change, 11-24 / 11-25.
 MIN_EFFECTS: Mapping[str, float] = {
-    "buffered_depth_max": 0.092,  # CV 2.17 %, widest 8.0 % (virtio-scsi)
-    "buffered_depth_median": 0.132,  # CV 3.12 %, widest 9.8 % (virtio-scsi)
-    "buffered_depth_min": 0.249,  # CV 5.87 %, widest 22.9 % (virtio-scsi)
-    "buffered_request_bytes_max": 0.063,  # CV 1.49 %, widest 4.0 % (virtio-blk)
-    "buffered_request_bytes_median": 0.062,  # CV 1.45 %, widest 4.3 % (virtio-scsi)
-    "buffered_request_bytes_min": 0.146,  # CV 3.44 %, widest 12.7 % (virtio-blk)
-    "crossing_fraction": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "direct_depth_max": 0.147,  # CV 3.48 %, widest 10.5 % (virtio-blk)
-    "direct_depth_median": 0.129,  # CV 3.04 %, widest 9.3 % (virtio-blk)
-    "direct_depth_min": 0.133,  # CV 3.13 %, widest 8.1 % (virtio-blk)
-    "direct_request_bytes_max": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "direct_request_bytes_median": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "direct_request_bytes_min": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "extra_stripe_requests": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "fio_iops": 0.082,  # CV 1.92 %, widest 5.6 % (virtio-blk)
-    "guest_avg_request_bytes": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "host_request_bytes_mean": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "host_request_bytes_p50": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "iops_scaling": 0.124,  # CV 2.93 %, widest 8.9 % (virtio-blk)
-    "latency_added_p50_us": 9.211,  # CV 89.22 %, widest 921.1 % (virtio-blk)
-    "latency_guest_min_us": 9.047,  # CV 89.64 %, widest 904.7 % (virtio-scsi)
-    "latency_guest_p50_us": 1.474,  # CV 33.91 %, widest 147.4 % (virtio-blk)
-    "latency_host_min_us": 0.730,  # CV 17.21 %, widest 63.5 % (virtio-blk)
-    "latency_host_p50_us": 0.663,  # CV 15.64 %, widest 60.3 % (virtio-blk)
-    "misaligned_requests": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "qd1_guest_aqu_sz": 0.080,  # CV 1.89 %, widest 5.4 % (virtio-blk)
-    "qd1_guest_inflight_mean": 0.600,  # CV 14.14 %, widest 56.2 % (virtio-scsi)
-    "qd1_host_average_depth": 0.152,  # CV 3.57 %, widest 9.2 % (virtio-blk)
-    "qd1_host_depth": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "qd1_host_depth_max": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "qd1_host_depth_min": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "qd1_host_exact_depth_median": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "qd1_host_exact_depth_p90": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "qd1_iops": 0.109,  # CV 2.57 %, widest 6.5 % (virtio-blk)
-    "qd32_guest_aqu_sz": 0.067,  # CV 1.58 %, widest 4.1 % (virtio-scsi)
-    "qd32_guest_inflight_mean": 0.304,  # CV 7.17 %, widest 25.3 % (virtio-blk)
-    "qd32_host_average_depth": 0.091,  # CV 2.14 %, widest 6.8 % (virtio-scsi)
-    "qd32_host_depth": 0.125,  # CV 2.94 %, widest 8.3 % (virtio-scsi)
-    "qd32_host_depth_max": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "qd32_host_depth_min": 0.284,  # CV 6.68 %, widest 18.2 % (virtio-scsi)
-    "qd32_host_exact_depth_median": 0.125,  # CV 2.94 %, widest 8.3 % (virtio-scsi)
-    "qd32_host_exact_depth_p90": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
-    "qd32_iops": 0.078,  # CV 1.85 %, widest 5.6 % (virtio-scsi)
-    "split_factor": 0.020,  # CV 0.00 %, widest 0.0 % (virtio-blk)
+    "buffered_depth_max": 0.092,  # CV 2.17 % / 1.65 %, widest 8.0 % / 6.6 % (virtio-scsi / virtio-blk)
+    "buffered_depth_median": 0.132,  # CV 3.12 % / 1.56 %, widest 9.8 % / 5.9 % (virtio-scsi / virtio-blk)
+    "buffered_depth_min": 0.249,  # CV 5.87 % / 2.45 %, widest 22.9 % / 7.4 % (virtio-scsi / virtio-scsi)
+    "buffered_request_bytes_max": 0.063,  # CV 1.49 % / 0.18 %, widest 4.0 % / 0.5 % (virtio-blk / virtio-blk)
+    "buffered_request_bytes_median": 0.062,  # CV 1.45 % / 0.57 %, widest 4.3 % / 1.6 % (virtio-scsi / virtio-scsi)
+    "buffered_request_bytes_min": 0.146,  # CV 3.44 % / 0.85 %, widest 12.7 % / 3.0 % (virtio-blk / virtio-blk)
+    "crossing_fraction": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "direct_depth_max": 0.147,  # CV 3.48 % / 1.30 %, widest 10.5 % / 3.4 % (virtio-blk / virtio-scsi)
+    "direct_depth_median": 0.129,  # CV 3.04 % / 1.36 %, widest 9.3 % / 4.6 % (virtio-blk / virtio-scsi)
+    "direct_depth_min": 0.133,  # CV 3.13 % / 1.58 %, widest 8.1 % / 5.8 % (virtio-blk / virtio-scsi)
+    "direct_request_bytes_max": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "direct_request_bytes_median": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "direct_request_bytes_min": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "extra_stripe_requests": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "fio_iops": 0.082,  # CV 1.92 % / 0.86 %, widest 5.6 % / 3.2 % (virtio-blk / virtio-blk)
+    "guest_avg_request_bytes": 0.020,  # CV 0.00 % / 0.02 %, widest 0.0 % / 0.1 % (virtio-blk / virtio-blk)
+    "host_request_bytes_mean": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "host_request_bytes_p50": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "iops_scaling": 0.124,  # CV 2.93 % / 1.28 %, widest 8.9 % / 4.7 % (virtio-blk / virtio-scsi)
+    "latency_added_p50_us": 9.211,  # CV 89.22 % / 36.08 %, widest 921.1 % / 234.0 % (virtio-blk / virtio-blk)
+    "latency_guest_min_us": 9.047,  # CV 89.64 % / 107.08 %, widest 904.7 % / 608.7 % (virtio-scsi / virtio-blk)
+    "latency_guest_p50_us": 1.474,  # CV 33.91 % / 15.61 %, widest 147.4 % / 73.0 % (virtio-blk / virtio-scsi)
+    "latency_host_min_us": 0.873,  # CV 17.21 % / 18.80 %, widest 63.5 % / 87.3 % (virtio-blk / virtio-scsi)
+    "latency_host_p50_us": 0.866,  # CV 15.64 % / 20.42 %, widest 60.3 % / 83.1 % (virtio-blk / virtio-scsi)
+    "misaligned_requests": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd1_guest_aqu_sz": 0.080,  # CV 1.89 % / 0.91 %, widest 5.4 % / 3.2 % (virtio-blk / virtio-scsi)
+    "qd1_guest_inflight_mean": 0.887,  # CV 14.14 % / 13.90 %, widest 56.2 % / 88.7 % (virtio-scsi / virtio-scsi)
+    "qd1_host_average_depth": 0.152,  # CV 3.57 % / 1.50 %, widest 9.2 % / 4.5 % (virtio-blk / virtio-blk)
+    "qd1_host_depth": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd1_host_depth_max": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd1_host_depth_min": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd1_host_exact_depth_median": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd1_host_exact_depth_p90": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd1_iops": 0.109,  # CV 2.57 % / 1.08 %, widest 6.5 % / 3.4 % (virtio-blk / virtio-blk)
+    "qd32_guest_aqu_sz": 0.067,  # CV 1.58 % / 0.98 %, widest 4.1 % / 3.2 % (virtio-scsi / virtio-blk)
+    "qd32_guest_inflight_mean": 0.502,  # CV 7.17 % / 10.42 %, widest 25.3 % / 50.2 % (virtio-blk / virtio-blk)
+    "qd32_host_average_depth": 0.091,  # CV 2.14 % / 1.16 %, widest 6.8 % / 3.4 % (virtio-scsi / virtio-blk)
+    "qd32_host_depth": 0.130,  # CV 2.94 % / 2.81 %, widest 8.3 % / 13.0 % (virtio-scsi / virtio-blk)
+    "qd32_host_depth_max": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd32_host_depth_min": 0.400,  # CV 6.68 % / 9.11 %, widest 18.2 % / 40.0 % (virtio-scsi / virtio-blk)
+    "qd32_host_exact_depth_median": 0.130,  # CV 2.94 % / 2.81 %, widest 8.3 % / 13.0 % (virtio-scsi / virtio-blk)
+    "qd32_host_exact_depth_p90": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd32_iops": 0.078,  # CV 1.85 % / 1.35 %, widest 5.6 % / 4.3 % (virtio-scsi / virtio-blk)
+    "split_factor": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
     # Parameters that are themselves counts of what happened (python -m bench.noise --all lists
     # them): a request or interrupt count moves with the IOPS of its window. Settings (block
     # sizes, queue depths, max_sectors_kb) never moved: any change of theirs is reported at 10 %.
-    "host_requests": 0.065,  # CV 1.53 %, widest 4.3 % (virtio-blk)
-    "iops_scaling_required": 0.102,  # CV 2.41 %, widest 7.3 % (virtio-blk)
-    "iops_scaling_required_from_guest": 0.102,  # CV 2.41 %, widest 7.3 % (virtio-blk)
-    "qd1_host_exact_requests": 0.116,  # CV 2.73 %, widest 7.9 % (virtio-blk)
-    "qd1_host_required": 0.091,  # CV 2.15 %, widest 5.4 % (virtio-blk)
-    "qd1_host_required_from_guest": 0.091,  # CV 2.15 %, widest 5.4 % (virtio-blk)
-    "qd32_host_exact_requests": 0.069,  # CV 1.64 %, widest 4.5 % (virtio-scsi)
-    "qd32_host_required": 0.067,  # CV 1.58 %, widest 4.1 % (virtio-scsi)
-    "qd32_host_required_from_guest": 0.067,  # CV 1.58 %, widest 4.1 % (virtio-scsi)
-    "queue0_count": 0.251,  # CV 5.92 %, widest 19.8 % (virtio-blk)
-    "queue1_count": 0.260,  # CV 6.14 %, widest 19.2 % (virtio-scsi)
+    "host_requests": 0.065,  # CV 1.53 % / 0.89 %, widest 4.3 % / 2.5 % (virtio-blk / virtio-blk)
+    "iops_scaling_required": 0.102,  # CV 2.41 % / 1.19 %, widest 7.3 % / 3.6 % (virtio-blk / virtio-scsi)
+    "iops_scaling_required_from_guest": 0.102,  # CV 2.41 % / 1.19 %, widest 7.3 % / 3.6 % (virtio-blk / virtio-scsi)
+    "qd1_host_exact_requests": 0.116,  # CV 2.73 % / 1.24 %, widest 7.9 % / 3.9 % (virtio-blk / virtio-blk)
+    "qd1_host_required": 0.091,  # CV 2.15 % / 1.32 %, widest 5.4 % / 2.6 % (virtio-blk / virtio-scsi)
+    "qd1_host_required_from_guest": 0.091,  # CV 2.15 % / 1.32 %, widest 5.4 % / 2.6 % (virtio-blk / virtio-scsi)
+    "qd32_host_exact_requests": 0.069,  # CV 1.64 % / 1.38 %, widest 4.5 % / 4.9 % (virtio-scsi / virtio-blk)
+    "qd32_host_required": 0.067,  # CV 1.58 % / 0.98 %, widest 4.1 % / 3.2 % (virtio-scsi / virtio-blk)
+    "qd32_host_required_from_guest": 0.067,  # CV 1.58 % / 0.98 %, widest 4.1 % / 3.2 % (virtio-scsi / virtio-blk)
+    "queue0_count": 0.251,  # CV 5.92 % / 4.48 %, widest 19.8 % / 15.7 % (virtio-blk / virtio-blk)
+    "queue1_count": 0.335,  # CV 6.14 % / 7.89 %, widest 19.2 % / 25.8 % (virtio-scsi / virtio-blk)
 }
 #: pass/fail transitions across the last N runs that make a configuration flaky. One flip is a
 #: change (a regression or a fix); two or more is going back and forth, by definition.
