@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import CacheNotWritable, build_lock, cache_dir, writable_dir
+from guest.cache import CacheNotWritable, apt_answer, build_lock, cache_dir, writable_dir
 from guest.image import fio_static
 from guest.image.errors import ImageBuildError
 
@@ -152,7 +152,7 @@ def recipe(kernel_deb: Path | None = None) -> dict[str, object]:
     ``kernel_deb``: a linux-image .deb of your own (a vendor kernel, a patched driver) instead
     of Debian's current ``linux-image-amd64``."""
     return {
-        "kernel": _kernel_deb_id(kernel_deb) if kernel_deb else list(_kernel_package()),
+        "kernel": _kernel_deb_id(kernel_deb) if kernel_deb else apt_answer("kernel_package", lambda: list(_kernel_package())),
         "packages": {p: _installed_version(p) for p in HOST_PACKAGES},
         "modules": list(MODULES),
         "fio": _static_fio_recipe(),

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from guest.cache import build_lock, cache_dir, writable_dir
+from guest.cache import apt_answer, build_lock, cache_dir, writable_dir
 from guest.image.errors import ImageBuildError
 
 #: The Debian binary package whose source is built.
@@ -214,7 +214,7 @@ class PrivateApt:
 def recipe() -> dict[str, object]:
     """Everything the binary depends on; its hash names the cache entry."""
     return {
-        "source": [PACKAGE, source_version()],
+        "source": [PACKAGE, apt_answer(f"source_version {PACKAGE}", source_version)],
         "configure": list(CONFIGURE_FLAGS),
         "builder_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
     }
