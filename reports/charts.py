@@ -17,6 +17,7 @@ backend: no display needed.
 from __future__ import annotations
 
 import io
+import logging
 import math
 from collections.abc import Sequence
 
@@ -29,6 +30,9 @@ from matplotlib.patches import Patch, Rectangle
 from model.rules.figures import Buckets, DepthFigure, HistogramFigure, PairFigure
 
 matplotlib.use("Agg")
+# matplotlib's font search logs a line per installed font at DEBUG: with the suite's live log at
+# DEBUG (-o log_cli_level=DEBUG) that buried the run's own lines at the end of every run.
+logging.getLogger("matplotlib").setLevel(logging.INFO)
 matplotlib.rcParams.update({"svg.hashsalt": "vioconform", "svg.fonttype": "none", "font.size": 9,
                             "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False})
 
