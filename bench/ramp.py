@@ -37,7 +37,7 @@ def ratios(results: list[Path]) -> dict[str, list[float]]:
                 per_second = json.loads(f.read_text()).get("host_depth_per_second")
             except (json.JSONDecodeError, AttributeError):
                 continue
-            if not isinstance(per_second, list) or len(per_second) < 2 or not per_second[1:]:
+            if not isinstance(per_second, list) or len(per_second) < 2:
                 continue
             rest = statistics.mean(per_second[1:])
             if rest > 0:

@@ -40,6 +40,20 @@ def writable_dir(path: Path, what: str) -> Path:
     return path
 
 
+def replace_text(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``: a process
+    reading it meanwhile (another xdist worker, another run) sees the old file or the new one,
+    never half of one. (reports/results.py's ``write_atomic`` does the same for results, with
+    their private mode and fsync; reports may import model only, so it cannot be this one.)"""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 @contextmanager
 def build_lock(dest: Path) -> Iterator[None]:
     """Held while the cache entry ``dest`` is built (``.<name>.lock`` beside it, flock): a second
@@ -88,9 +102,7 @@ def apt_answer(question: str, ask: Callable[[], Any]) -> Any:
     answers = memo.get("answers", {}) if memo.get("state") == state else {}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"state": state, "answers": {**answers, question: answer}}))
-        os.replace(tmp, path)  # whole or not at all: another run may read it meanwhile
+        replace_text(path, json.dumps({"state": state, "answers": {**answers, question: answer}}))
     except OSError:
         pass
     return answer

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from guest.cache import cache_dir, writable_dir
+from guest.cache import cache_dir, replace_text, writable_dir
 from model.errors import HypervisorError
 
 if TYPE_CHECKING:
@@ -28,8 +27,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("vioconform.libvirt")
 
-#: A KVM guest reaches the probe marker in about 2 s where KVM works; under TCG the same
-#: guest needs about 6 s here (the 5.5 MB initramfs). Where KVM cannot boot a guest, it often
+#: A KVM guest reaches the probe marker in about 2 s where KVM works; under TCG the same guest
+#: needs about 6.5 s here (about 4.5 s of QEMU, SeaBIOS and kernel loading, then init at 1.9 s of
+#: the guest's uptime, where the marker is printed: bench.time_to_verdict's timeline). Where KVM cannot boot a guest, it often
 #: hangs rather than fails (seen on this machine's nested KVM on 2026-11-25: no marker, no error),
 #: so this bound is what a forced ``--accel kvm`` waits before its error. 15 s (30 s until then):
 #: 7x KVM's time and 2.5x emulation's, and a KVM guest slower than emulation is not a KVM that works.
@@ -78,11 +78,7 @@ def _load(cache: Path) -> dict[str, ProbeResult]:
 def _save(cache: Path, known: dict[str, ProbeResult]) -> None:
     raw: dict[str, object] = {k: r.kvm_boots for k, r in known.items()}
     raw["causes"] = {k: r.cause for k, r in known.items() if not r.kvm_boots}
-    # Written beside and renamed: a run reading it meanwhile (another xdist worker) sees the old
-    # file or the new one, never half of one.
-    tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(raw, indent=1))
-    os.replace(tmp, cache)
+    replace_text(cache, json.dumps(raw, indent=1))  # another xdist worker may be reading it
 
 
 def cached_probe(uri: str, conn: libvirt.virConnect) -> ProbeResult | None:
