@@ -83,6 +83,7 @@ def test_suite_ids_carry_every_controller(run_suite) -> None:  # type: ignore[no
         assert f"test_queue_depth_propagation[libvirt:{name}:latency5ms]" in run.output, (name, run.output)
 
 
+@pytest.mark.long
 def test_queue_depth_passes_on_every_controller(run_suite) -> None:  # type: ignore[no-untyped-def]
     run: SuiteRun = run_suite("--controllers", ALL, *QUICK)
     assert run.returncode == 0, run.output
@@ -106,6 +107,7 @@ def test_queue_depth_passes_on_every_controller(run_suite) -> None:  # type: ign
             assert float(props["qd32_iops"]) > 5 * float(props["qd1_iops"]), props
 
 
+@pytest.mark.long
 def test_tcq_off_fails_where_the_guest_can_set_it_and_skips_where_it_cannot(run_suite) -> None:  # type: ignore[no-untyped-def]
     run: SuiteRun = run_suite("--controllers", ",".join(TCQ_SETTABLE + TCQ_FIXED), "--inject", "tcq-off", *QUICK)
     cases = run.cases()

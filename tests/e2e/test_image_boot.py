@@ -150,6 +150,7 @@ def test_an_image_that_does_not_boot_shows_its_console_soon(run_suite: RunSuite,
     print(f"a disk without a bootloader failed {took:.0f} s after the suite started")
 
 
+@pytest.mark.long
 def test_healthy_image_passes_the_rules_and_is_left_unchanged(run_suite: RunSuite, test_image: Path) -> None:
     """Needs the suite's fio push: the test image has no fio."""
     before = fingerprint(test_image)
@@ -162,6 +163,7 @@ def test_healthy_image_passes_the_rules_and_is_left_unchanged(run_suite: RunSuit
     assert run.left_behind == []
 
 
+@pytest.mark.long
 def test_tcq_off_fails_queue_depth_on_the_image(run_suite: RunSuite, test_image: Path) -> None:
     """Needs the suite's fio push: the test image has no fio."""
     run: SuiteRun = run_suite("--image", str(test_image), "--controllers", "virtio-scsi", "--inject", "tcq-off",
@@ -171,6 +173,7 @@ def test_tcq_off_fails_queue_depth_on_the_image(run_suite: RunSuite, test_image:
     assert run.left_behind == []
 
 
+@pytest.mark.long
 def test_uefi_boots_the_image_too(run_suite: RunSuite, test_image: Path) -> None:
     """OVMF (Debian's ovmf) boots the same disk through its EFI system partition; the limits rule then
     runs on it. Needs the suite's fio push (a disk is set up only where fio is)."""
@@ -182,6 +185,7 @@ def test_uefi_boots_the_image_too(run_suite: RunSuite, test_image: Path) -> None
     assert run.left_behind == []
 
 
+@pytest.mark.long
 def test_a_guest_with_another_host_key_is_refused_with_the_remedy(run_suite: RunSuite, test_image: Path,
                                                                   tmp_path: Path) -> None:
     """--guest-user/--guest-key/--guest-host-key attach no seed: the test image's cloud-init then

@@ -258,6 +258,7 @@ def test_a_forwarded_port_taken_on_the_host_is_retried_then_reported(sshd: SshSe
         busy.close()
 
 
+@pytest.mark.long
 def test_your_own_image_boots_on_a_remote_host(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
     """``--image`` on a remote host, under UEFI: the image is uploaded once into the host's image
     cache, the overlay, seed and variable store are made in the staging directory (the user's
