@@ -6,9 +6,12 @@ The run and its JUnit file are read by bench/suite_run.py, which the benchmarks 
 from __future__ import annotations
 
 import itertools
+import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
+import libvirt
 import pytest
 
 from bench.suite_run import (
@@ -20,9 +23,10 @@ from bench.suite_run import (
     run_suite_at,
     start_suite,
 )
+from hypervisors.libvirt.leftovers import METADATA_NS
 
 __all__ = ["ROOT", "SuiteRun", "active_vioconform_domains", "ctrl_c_once_the_guest_runs", "left_behind_by",
-           "run_suite_at", "start_suite"]
+           "orphaned_domains", "run_suite_at", "start_suite"]
 
 RunSuite = Callable[..., SuiteRun]
 
@@ -38,3 +42,20 @@ def run_suite(tmp_path: Path) -> RunSuite:
         return run_suite_at(tmp_path / ("results" if n == 1 else f"results-{n}"), *args, timeout=timeout, env=env)
 
     return run
+
+
+def orphaned_domains() -> list[str]:
+    """Running vioconform domains of this process or of a process that is gone: what a run leaked.
+    (Other runs' guests may be up on a shared machine; their owners are alive.)"""
+    conn = libvirt.open("qemu:///system")
+    try:
+        out = []
+        for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
+            if dom.name() not in active_vioconform_domains():
+                continue
+            m = re.search(r"pid=['\"](\d+)['\"]", dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS))
+            if m and (int(m.group(1)) == os.getpid() or not Path(f"/proc/{m.group(1)}").exists()):
+                out.append(dom.name())
+        return out
+    finally:
+        conn.close()

@@ -8,20 +8,17 @@ about 4 minutes for the module on the 2-core TCG machine.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
 
-import libvirt
 import pytest
 
 from guest.tools.sysfs import Sysfs
 from hypervisors.base import GuestRequest
 from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.controllers import CONTROLLERS, disk_file
-from hypervisors.libvirt.leftovers import METADATA_NS
 from measure.standalone import standalone_guest
-from tests.e2e.conftest import SuiteRun, active_vioconform_domains
+from tests.e2e.conftest import SuiteRun, orphaned_domains
 from tests.unit.test_controllers import two_disks_each
 
 ALL = ",".join(CONTROLLERS)
@@ -123,23 +120,6 @@ def test_tcq_off_fails_where_the_guest_can_set_it_and_skips_where_it_cannot(run_
         assert skipped is not None, (name, run.output)
         reason = skipped.get("message", "")
         assert "tcq-off" in reason and "\n" not in reason.strip(), reason
-
-
-def orphaned_domains() -> list[str]:
-    """Running vioconform domains of this process or of a process that is gone: what a run leaked.
-    (Other runs' guests may be up on a shared machine; their owners are alive.)"""
-    conn = libvirt.open("qemu:///system")
-    try:
-        out = []
-        for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
-            if dom.name() not in active_vioconform_domains():
-                continue
-            m = re.search(r"pid=['\"](\d+)['\"]", dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS))
-            if m and (int(m.group(1)) == os.getpid() or not Path(f"/proc/{m.group(1)}").exists()):
-                out.append(dom.name())
-        return out
-    finally:
-        conn.close()
 
 
 @pytest.fixture(autouse=True)

@@ -10,10 +10,6 @@ import pytest
 from guest.image.build import _kernel_package
 from tests.e2e.conftest import SuiteRun
 
-#: One xdist worker runs this module: its tests share the downloaded kernel packages
-#: (tox.ini: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("custom_kernel")
-
 
 @pytest.fixture(scope="module")
 def kernel_deb(tmp_path_factory: pytest.TempPathFactory) -> Path:

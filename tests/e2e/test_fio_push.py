@@ -25,10 +25,6 @@ from model.types import DiskSpec
 from tests.e2e.conftest import RunSuite
 from transport.ssh import GuestCopyError, SshTransport
 
-#: One xdist worker runs this module: its tests share the standalone guest
-#: (tox.ini: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("fio_push")
-
 
 @pytest.fixture(scope="module")
 def static_fio() -> StaticFio:

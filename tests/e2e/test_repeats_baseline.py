@@ -7,10 +7,6 @@ import pytest
 
 from bench.suite_run import SuiteRun, run_suite_at
 
-#: One xdist worker runs this module: its tests share the healthy repeated run
-#: (tox.ini: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("repeats_baseline")
-
 SCSI = "libvirt:virtio-scsi:latency5ms"
 ARGS = ("--controllers", "virtio-scsi", "-k", "queue_depth or io_size")
 

@@ -16,10 +16,6 @@ import pytest
 
 from tests.e2e.conftest import SuiteRun, run_suite_at
 
-#: One xdist worker runs this module: its tests share the healthy run and its baseline
-#: (tox.ini: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("rules_guest")
-
 CONFIGS = ("libvirt:virtio-scsi:latency5ms", "libvirt:virtio-blk:latency5ms")
 RULES = ("alignment", "buffered-direct", "direct-io", "io-size", "limits", "multi-queue", "queue-depth")
 BOTH = ("--controllers", "virtio-scsi,virtio-blk")

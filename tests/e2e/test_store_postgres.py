@@ -33,10 +33,6 @@ from tests.unit.test_store import (  # noqa: F401 - collected here again, on Pos
     test_unusable_store_urls_are_one_clear_line,
 )
 
-#: One xdist worker runs this module: its tests share the private PostgreSQL server
-#: (tox.ini: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("store_postgres")
-
 _names = itertools.count(1)
 
 

@@ -23,10 +23,6 @@ from model.types import DiskSpec
 from model.vscsistats import parse_vscsistats_csv
 from tests.e2e.conftest import ROOT
 
-#: One xdist worker runs this module: its tests share the traced guest
-#: (tox.ini: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("trace_guest")
-
 #: Traced requests completed between the two counter reads vs the disk's QMP counter delta:
 #: each read's moment is known to half a QMP round trip (a few ms when the host is busy).
 HOST_TOLERANCE = 0.02
