@@ -32,6 +32,7 @@ import libvirt
 import paramiko
 
 from guest.image.build import GuestImage, ensure_image
+from guest.image.pvh import PVH_NAME, pvh_kernel
 from guest.image.user import UserImageError
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend, ImageRequest, kernel_panic
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
@@ -272,12 +273,20 @@ class LibvirtBackend(HypervisorBackend):
             raise
         destroy(dom)
 
+    @functools.cached_property
+    def boot_kernel(self) -> Path:
+        """The kernel QEMU is given: the PVH ELF where the kernel has one (guest.image.pvh: no
+        decompressor to emulate, about 2.3 s less per boot under TCG), else the bzImage."""
+        return pvh_kernel(self.image.kernel_path, log.info) or self.image.kernel_path
+
     def stage_boot_files(self, stage: PurePath) -> tuple[PurePath, PurePath]:
         """Copy kernel and initramfs into the staging directory (``stage``): the cache under /root
         is not readable by the QEMU user, and libvirt relabels what it boots. Once per run."""
-        kernel, initrd = stage / "vmlinuz", stage / "initrd.img"
+        source = self.boot_kernel
+        kernel = stage / ("vmlinux" if source.name == PVH_NAME else "vmlinuz")
+        initrd = stage / "initrd.img"
         if self.files.size(kernel) == 0:
-            self.files.put(self.image.kernel_path, kernel)
+            self.files.put(source, kernel)
             self.files.put(self.image.initrd_path, initrd)
         return kernel, initrd
 

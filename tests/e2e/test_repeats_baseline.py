@@ -29,10 +29,15 @@ def test_a_repeated_run_keeps_every_repeat(healthy: SuiteRun) -> None:
 
 
 def test_the_same_guest_passes_against_its_stored_run(healthy: SuiteRun) -> None:
-    run = run_suite_at(healthy.results.parent / "again", *ARGS, "--baseline", str(healthy.results))
+    """io-size only: its metrics (request sizes and counts) are the guest's, whatever else runs on
+    the host. queue-depth's IOPS are not: under TCG they follow the host's load, and this lane runs
+    three tests at once (seen: qd32_iops 9 % below a baseline made a few minutes earlier on the same
+    guest, beyond its minimum effect measured on an idle host). tcq-off below is the failing side."""
+    run = run_suite_at(healthy.results.parent / "again", "--controllers", "virtio-scsi", "-k", "io_size",
+                       "--baseline", str(healthy.results))
     assert run.returncode == 0, run.output[-3000:]
-    qd = run.props(run.cases()[f"queue-depth[{SCSI}]"])
-    assert int(qd["baseline_metrics_compared"]) >= 10 and qd["baseline_metrics_worse"] == "0"
+    io = run.props(run.cases()[f"io-size[{SCSI}]"])
+    assert int(io["baseline_metrics_compared"]) >= 10 and io["baseline_metrics_worse"] == "0", io
 
 
 def test_tcq_off_fails_against_the_healthy_baseline(healthy: SuiteRun) -> None:
