@@ -102,8 +102,8 @@ def test_a_remote_host_runs_the_rules_end_to_end(sshd: SshServer, host_dir: Path
         watcher.stop()
     assert proc.returncode == 0, out[-4000:]
     assert " passed" in out and "failed" not in out, out[-3000:]
-    # QEMU's files were staged on the host side (the kernel as its PVH ELF), not made in the local run directory
-    assert {"vmlinux", "initrd.img", "console.log", "qemu-trace.log", OWNER_FILE} <= watcher.staged, watcher.staged
+    # QEMU's files were staged on the host side (the bzImage: the PVH ELF is local only), not made in the local run directory
+    assert {"vmlinuz", "initrd.img", "console.log", "qemu-trace.log", OWNER_FILE} <= watcher.staged, watcher.staged
     assert not watcher.local & {"vmlinux", "vmlinuz", "initrd.img", "qemu-trace.log", "dut0.img"}, watcher.local
     # the trace was read over SFTP: queue-depth's host histograms are the exact ones
     junit = (results / "junit.xml").read_text()
