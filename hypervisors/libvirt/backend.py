@@ -245,13 +245,25 @@ class LibvirtBackend(HypervisorBackend):
         """Create a transient domain; its destruction is registered first, by name, so a Ctrl-C
         that lands while libvirt is still creating it cannot leak it."""
         self.cleanup.push(f"domain {name}", lambda: self.remove_domain(name, run_dir))
+        logged = len(self._qemu_log(name))
         try:
             with signals_deferred():
                 return self.conn.createXML(xml, 0)
         except libvirt.libvirtError as e:
             said = e.get_error_message()
-            raise HypervisorError(f"libvirt refused to start {name}: {qemulog.qemu_cause(said) or said.splitlines()[0]}"
+            # libvirt does not always pass on QEMU's own words: seen under load, QEMU exited on a
+            # taken forwarded port and libvirt said only "failed to connect to monitor socket:
+            # Connection refused". The domain's QEMU log has them (this start's part of it).
+            cause = qemulog.qemu_cause(said) or qemulog.qemu_cause(self._qemu_log(name)[logged:])
+            raise HypervisorError(f"libvirt refused to start {name}: {cause or said.splitlines()[0]}"
                                   f"\n--- libvirt said ---\n{said}") from e
+
+    def _qemu_log(self, name: str) -> str:
+        """The domain's QEMU log so far, or "" where it cannot be read (it only adds to an error)."""
+        try:
+            return self.files.qemu_log(name)
+        except (OSError, HypervisorError, paramiko.SSHException):
+            return ""
 
     def remove_domain(self, name: str, run_dir: Path | None) -> None:
         """Destroy the domain and move its QEMU log (libvirt never removes it) into ``run_dir``.
