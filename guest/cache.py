@@ -40,18 +40,24 @@ def writable_dir(path: Path, what: str) -> Path:
     return path
 
 
-def replace_text(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``: a process
+def replace_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and rename it over ``path``: a process
     reading it meanwhile (another xdist worker, another run) sees the old file or the new one,
-    never half of one. (reports/results.py's ``write_atomic`` does the same for results, with
-    their private mode and fsync; reports may import model only, so it cannot be this one.)"""
+    never half of one, and a failed write leaves no temporary file. (reports/results.py's
+    ``write_atomic`` does the same for results, with their private mode and fsync; reports may
+    import model only, so it cannot be this one.)"""
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     try:
-        tmp.write_text(text)
+        tmp.write_bytes(data)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def replace_text(path: Path, text: str) -> None:
+    """``replace_bytes`` for text (UTF-8)."""
+    replace_bytes(path, text.encode())
 
 
 @contextmanager

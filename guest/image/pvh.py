@@ -28,7 +28,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from guest.cache import build_lock
+from guest.cache import build_lock, replace_bytes
 
 PVH_NAME = "vmlinux.pvh"
 NONE_SUFFIX = ".none"
@@ -123,9 +123,7 @@ def pvh_kernel(bzimage: Path, say: Callable[[str], None]) -> Path | None:
                 say(f"guest kernel {bzimage}: booting the bzImage itself: {e}")
                 none.write_text(f"{e}\n")
                 return None
-            part = dest.with_name(dest.name + ".part")
-            part.write_bytes(elf)
-            part.replace(dest)
+            replace_bytes(dest, elf)
             say(f"guest kernel: its PVH ELF ({len(elf) // 2**20} MiB) made beside {bzimage}")
             return dest
     except OSError as e:  # a cache this process cannot write: boot the bzImage

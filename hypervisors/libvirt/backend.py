@@ -245,7 +245,6 @@ class LibvirtBackend(HypervisorBackend):
         """Create a transient domain; its destruction is registered first, by name, so a Ctrl-C
         that lands while libvirt is still creating it cannot leak it."""
         self.cleanup.push(f"domain {name}", lambda: self.remove_domain(name, run_dir))
-        logged = len(self._qemu_log(name))
         try:
             with signals_deferred():
                 return self.conn.createXML(xml, 0)
@@ -254,7 +253,7 @@ class LibvirtBackend(HypervisorBackend):
             # libvirt does not always pass on QEMU's own words: seen under load, QEMU exited on a
             # taken forwarded port and libvirt said only "failed to connect to monitor socket:
             # Connection refused". The domain's QEMU log has them (this start's part of it).
-            cause = qemulog.qemu_cause(said) or qemulog.qemu_cause(self._qemu_log(name)[logged:])
+            cause = qemulog.qemu_cause(said) or qemulog.qemu_cause(qemulog.last_start(self._qemu_log(name)))
             raise HypervisorError(f"libvirt refused to start {name}: {cause or said.splitlines()[0]}"
                                   f"\n--- libvirt said ---\n{said}") from e
 

@@ -43,6 +43,18 @@ def qemu_cause(text: str, lines: int = 2) -> str | None:
     return "; ".join(said[-lines:]) or None
 
 
+#: The line libvirtd writes before each start of a domain, e.g.
+#: "2026-11-23 14:26:13.156+0000: starting up libvirt version: 9.0.0, package: ...".
+_STARTING_UP = re.compile(r"^\S+ \S+: starting up libvirt version:", re.MULTILINE)
+
+
+def last_start(text: str) -> str:
+    """A domain's log from libvirtd's last "starting up" line: what its latest start wrote (a
+    name used again, as a retried start does, keeps the earlier starts above it)."""
+    starts = [m.start() for m in _STARTING_UP.finditer(text)]
+    return text[starts[-1]:] if starts else text
+
+
 def log_path(name: str, log_dir: Path = QEMU_LOG_DIR) -> Path:
     return log_dir / f"{name}.log"
 

@@ -51,7 +51,7 @@ def orphaned_domains() -> list[str]:
     try:
         out = []
         for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
-            if dom.name() not in active_vioconform_domains():
+            if not dom.name().startswith("vioconform-"):
                 continue
             m = re.search(r"pid=['\"](\d+)['\"]", dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS))
             if m and (int(m.group(1)) == os.getpid() or not Path(f"/proc/{m.group(1)}").exists()):

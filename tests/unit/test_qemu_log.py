@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from hypervisors.libvirt.qemulog import keep_log, qemu_cause, sweep_logs
+from hypervisors.libvirt.qemulog import keep_log, last_start, qemu_cause, sweep_logs
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MSR_CAUSE = "failed to set MSR 0x10a to 0x69; kvm_buf_set_msrs: Assertion `ret == cpu->kvm_msr_buf->nmsrs' failed."
@@ -23,6 +23,16 @@ def test_cause_of_a_kvm_guest_that_qemu_aborted() -> None:
     # the KVM probe's log on this host (nested KVM), and libvirt's error for the session guest
     assert qemu_cause((DATA / "qemu-log-kvm-msr-assert.log").read_text()) == MSR_CAUSE
     assert qemu_cause((DATA / "libvirt-error-kvm-msr-assert.txt").read_text()) == MSR_CAUSE
+
+
+def test_only_the_latest_start_of_a_name_is_read() -> None:
+    """A retried start keeps its name: the earlier start's cause (the aborted KVM probe's, recorded)
+    is above libvirtd's next "starting up" line and is not the later start's."""
+    earlier = (DATA / "qemu-log-kvm-msr-assert.log").read_text()
+    later = (DATA / "qemu-log-destroyed.log").read_text()
+    assert qemu_cause(last_start(earlier + later)) is None and last_start(earlier + later) == later
+    assert qemu_cause(last_start(later + earlier)) == MSR_CAUSE
+    assert last_start("no header at all\n") == "no header at all\n"
 
 
 def test_a_destroyed_guest_has_no_cause() -> None:
