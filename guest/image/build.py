@@ -41,6 +41,8 @@ MODULES = (
     # ext4 (which also mounts ext2): the alignment rule puts a filesystem on the scratch disk.
     # ext4 asks the crypto API for "crc32c" at every mount, a dependency modules.dep does not list.
     "crc32c_generic", "ext4",
+    # The host's entropy (the domain's virtio-rng): init loads it before it makes the SSH host key.
+    "virtio_rng",
 )
 #: Host binaries copied into the guest with their shared-library closure.
 BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey")

@@ -32,6 +32,8 @@ from model.types import DiskSpec
 #: so explicit high addresses avoid collisions (measured with libvirt 9.0: net at 0x11 without an
 #: explicit address collided with libvirt's devices).
 NET_PCI_SLOT = 0x11
+#: The guest's entropy source (virtio-rng), below the user image's boot and seed disks.
+RNG_PCI_SLOT = 0x0E
 FIRST_DISK_PCI_SLOT = 0x12
 #: The i440fx root bus has 32 slots.
 LAST_PCI_SLOT = 0x1F

@@ -58,6 +58,9 @@ def test_every_controller_boots_and_advertises_its_limits() -> None:
         print(f"one guest, {len(disks)} disks on {len(CONTROLLERS)} controllers: boot to SSH "
               f"{disks[0].guest.boot_seconds:.1f} s")
         assert len(disks) == 2 * len(CONTROLLERS)
+        # The host's entropy reaches the guest (its SSH host key does not wait on jitter entropy under TCG).
+        rng = disks[0].tools.shell.run("cat /sys/devices/virtual/misc/hw_random/rng_current").stdout.strip()
+        assert rng.startswith("virtio_rng"), rng
         for d in disks:
             ctl = CONTROLLERS[d.attached.spec.controller]
             lim, what = d.limits, f"{d.config_id} {d.attached.spec.role} ({d.kernel_name}): {d.limits}"
