@@ -63,4 +63,7 @@ def against_baseline(verdict: RuleVerdict, now: Mapping[str, Number], baseline: 
                    problems=(*verdict.problems, *(f"worse than the baseline {source}: {_describe(m)}" for m in worse)),
                    notes=(*verdict.notes, *(f"moved since the baseline: {_describe(m)}" for m in other)),
                    properties={**verdict.properties, "baseline_metrics_compared": len(shared),
-                               "baseline_metrics_worse": len(worse)})
+                               "baseline_metrics_worse": len(worse),
+                               # which ones, for a report or a script: comma-separated names ("" none)
+                               "baseline_worse": ",".join(m.name for m in worse),
+                               "baseline_moved": ",".join(m.name for m in other)})

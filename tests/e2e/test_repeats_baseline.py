@@ -28,16 +28,26 @@ def test_a_repeated_run_keeps_every_repeat(healthy: SuiteRun) -> None:
     assert "stored:    run 1 in" in healthy.output
 
 
-def test_the_same_guest_passes_against_its_stored_run(healthy: SuiteRun) -> None:
-    """io-size only: its metrics (request sizes and counts) are the guest's, whatever else runs on
-    the host. queue-depth's IOPS are not: under TCG they follow the host's load, and this lane runs
-    three tests at once (seen: qd32_iops 9 % below a baseline made a few minutes earlier on the same
-    guest, beyond its minimum effect measured on an idle host). tcq-off below is the failing side."""
+#: io-size's metrics that follow the host's load under TCG, not the guest: this lane runs three
+#: tests at once, and a run minutes after its baseline on the same guest was seen 10 % below it
+#: (fio_iops 583 [575..591] -> 522 IO/s, host_requests -13 %), beyond the 8.2 % measured on an idle
+#: host. Request sizes, the split factor and the limits do not move with load.
+LOAD_BOUND = {"fio_iops", "host_requests"}
+
+
+def test_the_same_guest_matches_its_stored_run(healthy: SuiteRun) -> None:
+    """io-size against the healthy run of the same guest: every metric is compared, and none that is
+    the guest's own (request sizes, split factor, limits) moves; only the load-bound ones may, and
+    the verdict fails exactly when one of them got worse. tcq-off below is the failing side."""
     run = run_suite_at(healthy.results.parent / "again", "--controllers", "virtio-scsi", "-k", "io_size",
                        "--baseline", str(healthy.results))
-    assert run.returncode == 0, run.output[-3000:]
     io = run.props(run.cases()[f"io-size[{SCSI}]"])
-    assert int(io["baseline_metrics_compared"]) >= 10 and io["baseline_metrics_worse"] == "0", io
+    assert int(io["baseline_metrics_compared"]) >= 10 and "baseline_worse" in io, io
+    worse = set(filter(None, io.get("baseline_worse", "").split(",")))
+    moved = set(filter(None, io.get("baseline_moved", "").split(",")))
+    assert (worse | moved) <= LOAD_BOUND, run.output[-3000:]
+    assert run.returncode == (1 if worse else 0), run.output[-3000:]
+    print(f"against its own baseline: worse {sorted(worse)}, moved {sorted(moved)}")
 
 
 def test_tcq_off_fails_against_the_healthy_baseline(healthy: SuiteRun) -> None:

@@ -56,9 +56,12 @@ def test_a_baseline_fails_a_worse_move_and_notes_the_rest() -> None:
     assert worse.problems == ("worse than the baseline run 7: qd32_iops: 5000 -> 150 IO/s (-97%, worse)",)
     assert any("qd32_host_exact_requests" in n for n in worse.notes)  # a parameter moved: noted, never failed
     assert worse.lines[-1].startswith("against the baseline run 7: 3 metrics compared, 2 moved")
+    assert (worse.properties["baseline_worse"], worse.properties["baseline_moved"]) == (
+        "qd32_iops", "qd32_host_exact_requests")
     # within the measured noise (qd32_iops needs 7.8 %): passes, and says what was compared
     same = against_baseline(v, {"qd32_iops": 4800.0, "split_factor": 1.0}, base, "run 7")
     assert same.passed and same.properties["baseline_metrics_compared"] == 2
+    assert (same.properties["baseline_worse"], same.properties["baseline_moved"]) == ("", "")
     none = against_baseline(v, {"qd32_iops": 1.0}, None, "run 7")
     assert none.passed and none.notes == ("no baseline for this configuration in run 7",)
 
