@@ -1,0 +1,83 @@
+"""BackgroundFio.stop's one guest command, run by real shells (dash, as Debian's /bin/sh, and
+busybox sh, as the embedded guest's) on real processes: the SIGINT, the guest-side wait and its
+deadline. The files and the process stand in for fio (guest.tools.fio.Fio.start writes the same
+pid and ``running`` files)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from guest.tools.fio import BackgroundFio, FioJob
+from transport.ssh import CommandResult
+
+SHELLS = [pytest.param(["dash", "-c"], id="dash"), pytest.param(["busybox", "sh", "-c"], id="busybox")]
+
+
+class LocalShell:
+    """The GuestShell protocol on this machine's shell."""
+
+    def __init__(self, argv: list[str]) -> None:
+        if shutil.which(argv[0]) is None:
+            pytest.skip(f"{argv[0]} is not installed")
+        self.argv = argv
+
+    def run(self, command: str, check: bool = True, timeout_s: float = 300.0) -> CommandResult:
+        p = subprocess.run([*self.argv, command], capture_output=True, text=True, timeout=timeout_s, check=False)
+        return CommandResult(command, p.returncode, p.stdout, p.stderr, 0.0)
+
+
+def stand_in(tmp_path: Path, on_sigint: str) -> Iterator[tuple[BackgroundFio, subprocess.Popen[bytes]]]:
+    """A process that, like the detached fio, removes ``running`` when it ends; ``on_sigint``:
+    what it does on SIGINT ("exit" after 0.3 s, or "ignore")."""
+    run = BackgroundFio(LocalShell(["dash", "-c"]), FioJob("qd1", iodepth=1), str(tmp_path / "vioc-qd1-vda"))
+    f = run.files
+    Path(f["running"]).touch()
+    code = ("import os, signal, sys, time\n"
+            + ("signal.signal(signal.SIGINT, lambda *_: (time.sleep(0.3), os.remove(sys.argv[1]), sys.exit(0)))\n"
+               if on_sigint == "exit" else "signal.signal(signal.SIGINT, signal.SIG_IGN)\n")
+            + "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, f["running"]])
+    Path(f["pid"]).write_text(f"{proc.pid}\n")
+    time.sleep(0.3)  # its handler is set
+    try:
+        yield run, proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_stop_signals_fio_and_waits_in_the_guest_until_it_ends(tmp_path: Path, shell: list[str]) -> None:
+    for run, proc in stand_in(tmp_path, "exit"):
+        run.shell = LocalShell(shell)
+        t0 = time.monotonic()
+        assert run.stop(10.0) is True
+        took = time.monotonic() - t0
+        assert run.stopped and proc.wait(5) == 0
+        assert 0.3 <= took < 5.0, took  # it waited for the end (0.3 s), not for the deadline
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_stop_gives_up_at_its_deadline_when_fio_does_not_end(tmp_path: Path, shell: list[str]) -> None:
+    for run, proc in stand_in(tmp_path, "ignore"):
+        run.shell = LocalShell(shell)
+        t0 = time.monotonic()
+        assert run.stop(1.0) is False
+        took = time.monotonic() - t0
+        assert run.stopped and proc.poll() is None
+        assert 1.0 <= took < 4.0, took  # whole seconds of the guest's uptime: between 1 and 2 s
+
+
+def test_stop_after_fio_ended_by_itself(tmp_path: Path) -> None:
+    """No ``running`` file: fio had ended; no signal is sent, and it counts as ended."""
+    for run, proc in stand_in(tmp_path, "ignore"):
+        Path(run.files["running"]).unlink()
+        assert run.stop(5.0) is True
+        assert not run.stopped and proc.poll() is None
