@@ -69,7 +69,8 @@ class _InterruptWatcher:
         self.config = config
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        self.config.stash[INTERRUPT_KEY] = interrupt_name(excinfo.value)
+        # setdefault: a reason given before the interrupt was raised (fixtures/workerstart.py) stays
+        self.config.stash.setdefault(INTERRUPT_KEY, interrupt_name(excinfo.value))
 
 
 class _WorkerRecords:

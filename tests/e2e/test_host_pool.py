@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -107,19 +108,20 @@ def test_a_killed_worker_leaves_nothing_on_either_host(sshd: SshServer, host_dir
     """SIGKILL the worker whose guest runs on the "remote" host: the run ends (that test an error,
     the others run), and what the worker left is gone from both hosts by the end of the run."""
     inv = _inventory(tmp_path / "hosts.toml", sshd, host_dir)
-    proc = start_suite(tmp_path / "results", "--hosts", str(inv), "--controllers", "virtio-blk",
-                       "-k", "limits or direct_io", "-n", "2")
-    deadline = time.monotonic() + 300
-    victim = None
-    while victim is None:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.terminate()  # the suite removes what it started, as on Ctrl-C; then its output
-            pytest.fail(f"no guest on the second host within 300 s:\n{proc.communicate(timeout=120)[0][-3000:]}")
-        # the remote guest is the pool's second host: vioconform-<worker pid>-1
-        for name in active_vioconform_domains():
-            if name.endswith("-1"):
-                victim = int(name.split("-")[1])
-        time.sleep(0.2)
+    for attempt in (1, 2):
+        results = tmp_path / f"results{attempt}"
+        proc = start_suite(results, "--hosts", str(inv), "--controllers", "virtio-blk",
+                           "-k", "limits or direct_io", "-n", "2")
+        victim = _remote_guests_worker(proc)
+        if victim is not None:
+            break
+        # the run stopped itself: a worker that never started (fixtures/workerstart.py, an
+        # execnet start-up hang seen 2 times in about 15 runs); the run says so, and one more
+        # start shows what this test is about
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode != 0 and "not started within" in out, out[-3000:]
+        assert _mine({proc.pid}) == [], _mine({proc.pid})
+    assert victim is not None, "no guest on the second host in two runs"
     staged = list(host_dir.glob(f"{RUN_DIR_PREFIX}*"))
     assert staged, "the remote guest's staging directory"
     os.kill(victim, signal.SIGKILL)
@@ -128,5 +130,21 @@ def test_a_killed_worker_leaves_nothing_on_either_host(sshd: SshServer, host_dir
     assert "crashed while running" in out, out[-3000:]
     assert list(host_dir.iterdir()) == [] or all(not p.exists() for p in staged), list(host_dir.iterdir())
     assert _mine({victim, proc.pid}) == [], _mine({victim, proc.pid})
-    root = ET.parse(tmp_path / "results" / "junit.xml").getroot()
+    root = ET.parse(results / "junit.xml").getroot()
     assert len(root.findall(".//testcase")) >= 3
+
+
+def _remote_guests_worker(proc: subprocess.Popen[str]) -> int | None:
+    """The pid of the worker whose guest runs on the pool's second host (its domain is
+    vioconform-<worker pid>-1); None if the run ended first. A run that starts no such guest
+    within 300 s is stopped (the suite removes what it started, as on Ctrl-C) and fails the test."""
+    deadline = time.monotonic() + 300
+    while proc.poll() is None:
+        if time.monotonic() > deadline:
+            proc.terminate()
+            pytest.fail(f"no guest on the second host within 300 s:\n{proc.communicate(timeout=120)[0][-3000:]}")
+        for name in active_vioconform_domains():
+            if name.endswith("-1"):
+                return int(name.split("-")[1])
+        time.sleep(0.2)
+    return None
