@@ -32,7 +32,7 @@ from measure import phases
 from reports.html import write_html
 from reports.junit import write_junit
 from reports.records import Record, RunStatus, record_from_nodeid, settle
-from reports.results import RESULTS_KEY
+from reports.results import INTERRUPT_KEY, RESULTS_KEY
 from reports.run_properties import RUN_PROPERTIES_KEY
 from reports.store import StoreError, shown_url, store_results
 from suites.assertions import RuleFailure
@@ -41,7 +41,6 @@ from suites.assertions import RuleFailure
 #: reports/results.py, which the fixtures import (this module imports the fixtures).
 RECORDS_KEY = pytest.StashKey[dict[str, Record]]()
 ITEM_RECORD_KEY = pytest.StashKey[Record]()
-INTERRUPT_KEY = pytest.StashKey[str]()
 FINAL_KEY = pytest.StashKey["FinalReport"]()
 
 #: Frames of pytest and pluggy themselves: pytest.fail raises inside them, not in the caller.

@@ -225,3 +225,5 @@ def write_atomic(path: Path, text: str, mode: int = file_mode(DEFAULT_DIR_MODE))
 
 
 RESULTS_KEY = pytest.StashKey[ResultsDir]()
+#: What stopped the run, for its summary and records ("SIGTERM", or a reason given before the interrupt)
+INTERRUPT_KEY = pytest.StashKey[str]()
