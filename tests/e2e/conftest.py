@@ -53,7 +53,11 @@ def orphaned_domains() -> list[str]:
         for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
             if not dom.name().startswith("vioconform-"):
                 continue
-            m = re.search(r"pid=['\"](\d+)['\"]", dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS))
+            try:
+                meta = dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS)
+            except libvirt.libvirtError:  # gone since the listing: another run's guest that ended
+                continue
+            m = re.search(r"pid=['\"](\d+)['\"]", meta)
             if m and (int(m.group(1)) == os.getpid() or not Path(f"/proc/{m.group(1)}").exists()):
                 out.append(dom.name())
         return out
