@@ -5,6 +5,7 @@ pid and ``running`` files)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
@@ -17,13 +18,13 @@ import pytest
 from guest.tools.fio import BackgroundFio, FioJob
 from transport.ssh import CommandResult
 
-SHELLS = [pytest.param(["dash", "-c"], id="dash"), pytest.param(["busybox", "sh", "-c"], id="busybox")]
+SHELLS = [pytest.param(("dash", "-c"), id="dash"), pytest.param(("busybox", "sh", "-c"), id="busybox")]
 
 
 class LocalShell:
     """The GuestShell protocol on this machine's shell."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: tuple[str, ...]) -> None:
         if shutil.which(argv[0]) is None:
             pytest.skip(f"{argv[0]} is not installed")
         self.argv = argv
@@ -33,10 +34,13 @@ class LocalShell:
         return CommandResult(command, p.returncode, p.stdout, p.stderr, 0.0)
 
 
-def stand_in(tmp_path: Path, on_sigint: str) -> Iterator[tuple[BackgroundFio, subprocess.Popen[bytes]]]:
-    """A process that, like the detached fio, removes ``running`` when it ends; ``on_sigint``:
-    what it does on SIGINT ("exit" after 0.3 s, or "ignore")."""
-    run = BackgroundFio(LocalShell(["dash", "-c"]), FioJob("qd1", iodepth=1), str(tmp_path / "vioc-qd1-vda"))
+@contextlib.contextmanager
+def stand_in(tmp_path: Path, on_sigint: str,
+             shell: tuple[str, ...] = ("dash", "-c")) -> Iterator[tuple[BackgroundFio, subprocess.Popen[bytes]]]:
+    """fio's files, with ``shell`` to run the stop command, and a process that, like the detached
+    fio, removes ``running`` when it ends; ``on_sigint``: what it does on SIGINT ("exit" after 0.3 s,
+    or "ignore")."""
+    run = BackgroundFio(LocalShell(shell), FioJob("qd1", iodepth=1), str(tmp_path / "vioc-qd1-vda"))
     f = run.files
     Path(f["running"]).touch()
     code = ("import os, signal, sys, time\n"
@@ -53,31 +57,34 @@ def stand_in(tmp_path: Path, on_sigint: str) -> Iterator[tuple[BackgroundFio, su
         proc.wait()
 
 
+def timed_stop(run: BackgroundFio, timeout_s: float) -> tuple[bool, float]:
+    """``run.stop(timeout_s)`` and the seconds it took."""
+    t0 = time.monotonic()
+    ended = run.stop(timeout_s)
+    return ended, time.monotonic() - t0
+
+
 @pytest.mark.parametrize("shell", SHELLS)
-def test_stop_signals_fio_and_waits_in_the_guest_until_it_ends(tmp_path: Path, shell: list[str]) -> None:
-    for run, proc in stand_in(tmp_path, "exit"):
-        run.shell = LocalShell(shell)
-        t0 = time.monotonic()
-        assert run.stop(10.0) is True
-        took = time.monotonic() - t0
+def test_stop_signals_fio_and_waits_in_the_guest_until_it_ends(tmp_path: Path, shell: tuple[str, ...]) -> None:
+    with stand_in(tmp_path, "exit", shell) as (run, proc):
+        ended, took = timed_stop(run, 10.0)
+        assert ended is True
         assert run.stopped and proc.wait(5) == 0
         assert 0.3 <= took < 5.0, took  # it waited for the end (0.3 s), not for the deadline
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_stop_gives_up_at_its_deadline_when_fio_does_not_end(tmp_path: Path, shell: list[str]) -> None:
-    for run, proc in stand_in(tmp_path, "ignore"):
-        run.shell = LocalShell(shell)
-        t0 = time.monotonic()
-        assert run.stop(1.0) is False
-        took = time.monotonic() - t0
+def test_stop_gives_up_at_its_deadline_when_fio_does_not_end(tmp_path: Path, shell: tuple[str, ...]) -> None:
+    with stand_in(tmp_path, "ignore", shell) as (run, proc):
+        ended, took = timed_stop(run, 1.0)
+        assert ended is False
         assert run.stopped and proc.poll() is None
         assert 1.0 <= took < 4.0, took  # whole seconds of the guest's uptime: between 1 and 2 s
 
 
 def test_stop_after_fio_ended_by_itself(tmp_path: Path) -> None:
     """No ``running`` file: fio had ended; no signal is sent, and it counts as ended."""
-    for run, proc in stand_in(tmp_path, "ignore"):
+    with stand_in(tmp_path, "ignore") as (run, proc):
         Path(run.files["running"]).unlink()
         assert run.stop(5.0) is True
         assert not run.stopped and proc.poll() is None
