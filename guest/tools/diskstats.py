@@ -46,12 +46,19 @@ class InflightSampler(GuestTool):
     pause: ClassVar[str] = ""
 
     def start(self, disk: str, work_dir: str, tag: str) -> InflightSampling:
-        sampling = InflightSampling(self.shell, f"{work_dir}/{tag}.inflight")
-        path, stop = sampling.path, sampling.stop_file
-        self._run(f"rm -f {path}; touch {stop}; (while [ -e {stop} ]; do read up _ < /proc/uptime; "
-                  f"read r w < /sys/block/{disk}/inflight; echo $up $r $w; {self.pause}; done >> {path}) "
-                  ">/dev/null 2>&1 &")
+        sampling = self.prepare(disk, work_dir, tag)
+        self._run(sampling.start_command)
         return sampling
+
+    def prepare(self, disk: str, work_dir: str, tag: str) -> InflightSampling:
+        """A sampler whose ``start_command`` another guest command runs (``Fio.start``'s ``first``:
+        one SSH round trip for both)."""
+        path = f"{work_dir}/{tag}.inflight"
+        stop = f"{path}.running"
+        return InflightSampling(self.shell, path,
+                                f"rm -f {path}; touch {stop}; (while [ -e {stop} ]; do read up _ < /proc/uptime; "
+                                f"read r w < /sys/block/{disk}/inflight; echo $up $r $w; {self.pause}; done >> {path}) "
+                                ">/dev/null 2>&1 &")
 
 
 class UsleepInflightSampler(InflightSampler):
@@ -70,15 +77,19 @@ InflightSampler.variants = (UsleepInflightSampler, SleepInflightSampler)
 class InflightSampling:
     """A running sampler (``InflightSampler.start``)."""
 
-    def __init__(self, shell: GuestShell, path: str) -> None:
+    def __init__(self, shell: GuestShell, path: str, start_command: str) -> None:
         self.shell = shell
         self.path = path
         self.stop_file = f"{path}.running"
+        #: the guest command that starts it (in the background)
+        self.start_command = start_command
+        #: the guest command that stops it and prints the samples (``stop``)
+        self.stop_command = f"rm -f {self.stop_file}; cat {self.path}; rm -f {self.path}"
 
     def stop(self) -> str:
         """Stop sampling; the samples, one ``<uptime s> <reads> <writes>`` line each
         (``model.diskstats.inflight_in_window`` reads them). The file is removed."""
-        return self.shell.run(f"rm -f {self.stop_file}; cat {self.path}; rm -f {self.path}", check=False).stdout
+        return self.shell.run(self.stop_command, check=False).stdout
 
     def abandon(self) -> None:
         """On an error: stop sampling and remove the file, best effort. Never raises."""

@@ -15,8 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from guest.tools.fio import BackgroundFio, FioJob
+from guest.tools.fio import BackgroundFio, FioJob, FioOutput
 from transport.ssh import CommandResult
+
+#: what the stand-in fio has printed
+STDOUT = '{"fio version": "fio-3.33", "jobs": []}\n'
+STDERR = "fio: terminating on signal 2\n"
 
 SHELLS = [pytest.param(("dash", "-c"), id="dash"), pytest.param(("busybox", "sh", "-c"), id="busybox")]
 
@@ -28,8 +32,10 @@ class LocalShell:
         if shutil.which(argv[0]) is None:
             pytest.skip(f"{argv[0]} is not installed")
         self.argv = argv
+        self.commands = 0
 
     def run(self, command: str, check: bool = True, timeout_s: float = 300.0) -> CommandResult:
+        self.commands += 1
         p = subprocess.run([*self.argv, command], capture_output=True, text=True, timeout=timeout_s, check=False)
         return CommandResult(command, p.returncode, p.stdout, p.stderr, 0.0)
 
@@ -38,16 +44,20 @@ class LocalShell:
 def stand_in(tmp_path: Path, on_sigint: str,
              shell: tuple[str, ...] = ("dash", "-c")) -> Iterator[tuple[BackgroundFio, subprocess.Popen[bytes]]]:
     """fio's files, with ``shell`` to run the stop command, and a process that, like the detached
-    fio, removes ``running`` when it ends; ``on_sigint``: what it does on SIGINT ("exit" after 0.3 s,
-    or "ignore")."""
+    fio, has written ``STDOUT`` and ``STDERR`` and removes ``running`` when it ends, once it has
+    written its exit status (128); ``on_sigint``: what it does on SIGINT ("exit" after 0.3 s, or "ignore")."""
     run = BackgroundFio(LocalShell(shell), FioJob("qd1", iodepth=1), str(tmp_path / "vioc-qd1-vda"))
     f = run.files
     Path(f["running"]).touch()
+    Path(f["out"]).write_text(STDOUT)
+    Path(f["err"]).write_text(STDERR)
     code = ("import os, signal, sys, time\n"
-            + ("signal.signal(signal.SIGINT, lambda *_: (time.sleep(0.3), os.remove(sys.argv[1]), sys.exit(0)))\n"
-               if on_sigint == "exit" else "signal.signal(signal.SIGINT, signal.SIG_IGN)\n")
+            "def end(*_):\n    time.sleep(0.3)\n    open(sys.argv[2], 'w').write('128\\n')\n"
+            "    os.remove(sys.argv[1])\n    sys.exit(0)\n"
+            + ("signal.signal(signal.SIGINT, end)\n" if on_sigint == "exit"
+               else "signal.signal(signal.SIGINT, signal.SIG_IGN)\n")
             + "time.sleep(60)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code, f["running"]])
+    proc = subprocess.Popen([sys.executable, "-c", code, f["running"], f["rc"]])
     Path(f["pid"]).write_text(f"{proc.pid}\n")
     time.sleep(0.3)  # its handler is set
     try:
@@ -88,3 +98,27 @@ def test_stop_after_fio_ended_by_itself(tmp_path: Path) -> None:
         Path(run.files["running"]).unlink()
         assert run.stop(5.0) is True
         assert not run.stopped and proc.poll() is None
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_finish_stops_fio_runs_the_other_command_and_reads_fios_output_in_one_command(
+        tmp_path: Path, shell: tuple[str, ...]) -> None:
+    """measure.window's stop: fio stopped, the in-flight samples read (``also``), fio's output read."""
+    samples = tmp_path / "samples"
+    samples.write_text("12.30 4 0\n12.40 3 0\n")
+    with stand_in(tmp_path, "exit", shell) as (run, proc):
+        done = run.finish(10.0, also=f"cat {samples}; rm -f {samples}")
+        assert isinstance(run.shell, LocalShell) and run.shell.commands == 1
+        assert done.ended and run.stopped and proc.wait(5) == 0
+        assert done.also_stdout == "12.30 4 0\n12.40 3 0\n" and not samples.exists()
+        assert done.output == FioOutput(STDOUT, STDERR, 128, stopped=True) and done.output.status == 0
+        assert not any(Path(run.files[k]).exists() for k in ("out", "err", "rc", "pid", "running"))
+
+
+def test_finish_when_fio_does_not_end_says_so_and_still_runs_the_other_command(tmp_path: Path) -> None:
+    """The sampler stops even then (``also``); fio's output so far comes back, with no exit status (255)."""
+    with stand_in(tmp_path, "ignore") as (run, proc):
+        done = run.finish(1.0, also="echo sampler-stopped")
+        assert not done.ended and run.stopped and proc.poll() is None
+        assert done.also_stdout == "sampler-stopped\n"
+        assert done.output == FioOutput(STDOUT, STDERR, 255, stopped=True)

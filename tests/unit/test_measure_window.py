@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from guest.tools.fio import PART_LINE as PART
 from guest.tools.fio import FioJob
 from measure import window
 from model.blockstats import HostBlockCounters
@@ -50,10 +51,12 @@ class FakeGuest:
             return ""
 
         def stop(_: str) -> Reply:
-            if not self.running():
-                return ""
-            self.stopped = time.monotonic()
-            return "stopped"
+            said = ""
+            if self.running():
+                self.stopped = time.monotonic()
+                said = "stopped\n"
+            # BackgroundFio.finish's one command: the stop, the sampler's samples (none here), fio's output
+            return self.exit_status, f"{said}{PART}\n{PART}\n{self.stdout}", ""
 
         def diskstats(_: str) -> Reply:
             n = self.completed()
@@ -62,8 +65,7 @@ class FakeGuest:
 
         return FakeShell(has={"fio", "usleep"}, handlers=[
             (r"^mkdir -p /run/vioconform ", lambda c: "16000\n"),
-            (r"\(while \[ -e \S+ \]; do read up", lambda c: ""),
-            (r"setsid sh -c", start),
+            (r"\(while \[ -e \S+ \]; do read up .*\n.*setsid sh -c", start),  # sampler and fio: one command
             (r"^\[ -e \S+\.running \]$", lambda c: (0 if self.running() else 1, "", "")),
             (r"kill -INT", stop),
             (r"^cat /proc/uptime /proc/diskstats$", diskstats),
@@ -106,7 +108,15 @@ def test_the_window_opens_once_fios_requests_reach_the_host() -> None:
     assert fake.stopped - fake.started < 10  # stopped, not run to its end
     assert m.job.runtime_s == 0.2 + 1.0 + window.FIO_RUNTIME_MARGIN_S
     assert m.fio.jobs[0].read.io_count == 1692  # its JSON after SIGINT (exit 128) is its result
-    assert any("kill -INT" in c for c in shell.commands)
+    # from fio's start on, one guest command starts the sampler and fio, one reads each end of the
+    # window, one stops both and reads their output; besides them, only a look whether fio still
+    # runs, each second of the wait for its first request (here 1.5 s late)
+    start = next(i for i, c in enumerate(shell.commands) if "setsid sh -c" in c)
+    assert "/inflight; echo $up" in shell.commands[start]
+    rest = [c for c in shell.commands[start + 1:] if not re.fullmatch(r"\[ -e \S+\.running \]", c)]
+    assert rest[:2] == ["cat /proc/uptime /proc/diskstats"] * 2 and len(rest) == 3, rest
+    assert "kill -INT" in rest[2] and ".inflight.running" in rest[2]
+    assert 1 <= len(shell.commands) - start - 4 <= 2, shell.commands[start:]
 
 
 def test_fio_failing_at_start_is_fios_own_error_at_once() -> None:
