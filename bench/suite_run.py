@@ -96,14 +96,22 @@ def active_vioconform_domains() -> list[str]:
 _FOREGROUND = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
 
 
-def start_suite(results: Path, *args: str, env: dict[str, str] | None = None, unbuffered: bool = False) -> subprocess.Popen[str]:
+#: Runs the command after it under another host name, in a UTS namespace of its own (util-linux
+#: ``unshare``, root): ``unshare`` and ``sh`` exec, so the pid stays the suite's.
+_AS_MACHINE = ("unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"')
+
+
+def start_suite(results: Path, *args: str, env: dict[str, str] | None = None, unbuffered: bool = False,
+                machine: str | None = None) -> subprocess.Popen[str]:
     """Start the conformance suite as a user does (``python -m pytest suites ...``), results to
     ``results``, stdout and stderr together; SIGINT reaches it as a Ctrl-C would. Unless ``args``
     name a ``--store``, the run is stored beside ``results`` (``vioconform.db`` in its parent), not
-    in the working directory's ``results/``."""
+    in the working directory's ``results/``. ``machine``: the host name the run sees, as if it ran
+    on another machine that shares this one's libvirt (the suite leaves other machines' domains alone)."""
     store = [] if any(a == "--store" or a.startswith("--store=") for a in args) else [
         "--store", f"sqlite:///{results.resolve().parent / 'vioconform.db'}"]
-    return subprocess.Popen([sys.executable, "-c", _FOREGROUND, sys.executable, *(["-u"] if unbuffered else []),
+    return subprocess.Popen([*((*_AS_MACHINE, machine) if machine else ()),
+                             sys.executable, "-c", _FOREGROUND, sys.executable, *(["-u"] if unbuffered else []),
                              "-m", "pytest", "suites", "-p", "no:cacheprovider", "--results-dir", str(results),
                              *store, *args],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

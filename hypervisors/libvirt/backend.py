@@ -133,10 +133,10 @@ class LibvirtBackend(HypervisorBackend):
     def sweep_leftovers(self) -> None:
         """What runs from this machine that were killed left on the libvirt host: their domains,
         then their directories and QEMU logs (this machine's $TMPDIR, or the remote staging dir)."""
-        leftovers.sweep_domains(self.conn)
+        running = leftovers.sweep_domains(self.conn)
         sweep_run_dirs()  # this machine's run directories, after the domains (their QEMU may hold files)
         if self.local:
-            qemulog.sweep_logs()
+            qemulog.sweep_logs(running=running)
         else:
             self.files.sweep()
 

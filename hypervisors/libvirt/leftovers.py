@@ -15,8 +15,7 @@ import socket
 
 import libvirt
 
-from hypervisors.cleanup import owner_alive, sweep_run_dirs
-from hypervisors.libvirt import qemulog
+from hypervisors.cleanup import owner_alive
 
 log = logging.getLogger("vioconform.libvirt")
 
@@ -35,24 +34,15 @@ def destroy(dom: libvirt.virDomain) -> None:
             raise
 
 
-def sweep(conn: libvirt.virConnect) -> None:
-    """A local host: domains, then run directories and QEMU logs."""
-    sweep_domains(conn)
-    sweep_files()
-
-
-def sweep_files() -> None:
-    """This machine's run directories and QEMU logs of killed runs."""
-    sweep_run_dirs()  # after the domains: their QEMU may still hold the disk files
-    qemulog.sweep_logs()
-
-
-def sweep_domains(conn: libvirt.virConnect) -> None:
-    """Destroy ``vioconform-*`` domains whose owning process (on this machine) is gone."""
+def sweep_domains(conn: libvirt.virConnect) -> set[str]:
+    """Destroy ``vioconform-*`` domains whose owning process (on this machine) is gone; the names
+    of those left running (live runs', other machines'), whose QEMU logs must stay."""
     me = socket.gethostname()
+    running = set()
     for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
         if not dom.name().startswith(DOMAIN_PREFIX):
             continue
+        running.add(dom.name())
         try:
             meta = dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS)
         except libvirt.libvirtError:
@@ -64,3 +54,5 @@ def sweep_domains(conn: libvirt.virConnect) -> None:
         if m and not owner_alive(int(m.group(1))):
             log.warning("destroying leftover domain %s of dead process %s", dom.name(), m.group(1))
             destroy(dom)
+            running.discard(dom.name())
+    return running

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import shutil
+from collections.abc import Collection
 from pathlib import Path
 
 from hypervisors.cleanup import owner_alive
@@ -69,13 +70,14 @@ def keep_log(name: str, dest_dir: Path | None, log_dir: Path = QEMU_LOG_DIR) -> 
     src.unlink(missing_ok=True)
 
 
-def sweep_logs(log_dir: Path = QEMU_LOG_DIR) -> list[Path]:
+def sweep_logs(log_dir: Path = QEMU_LOG_DIR, running: Collection[str] = ()) -> list[Path]:
     """Remove the logs of this suite's domains whose owner process is gone; returns them.
-    Only names that carry a pid (``OWNED_LOG``): any other log is someone else's."""
+    Only names that carry a pid (``OWNED_LOG``): any other log is someone else's. A domain still
+    ``running`` keeps its log: another machine's run on a shared libvirt host (its pid means nothing here)."""
     swept = []
     for path in sorted(log_dir.glob("vioconform-*.log")):
         m = OWNED_LOG.fullmatch(path.name)
-        if m and not owner_alive(int(m.group(1))):
+        if m and path.name.removesuffix(".log") not in running and not owner_alive(int(m.group(1))):
             log.info("removing QEMU log %s of dead process %s", path, m.group(1))
             path.unlink(missing_ok=True)
             swept.append(path)

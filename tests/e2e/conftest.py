@@ -8,7 +8,11 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Callable
+import shutil
+import socket
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import libvirt
@@ -25,7 +29,7 @@ from bench.suite_run import (
 )
 from hypervisors.libvirt.leftovers import METADATA_NS
 
-__all__ = ["ROOT", "SuiteRun", "active_vioconform_domains", "ctrl_c_once_the_guest_runs", "left_behind_by",
+__all__ = ["ROOT", "Apart", "SuiteRun", "active_vioconform_domains", "ctrl_c_once_the_guest_runs", "left_behind_by",
            "orphaned_domains", "run_suite_at", "start_suite"]
 
 RunSuite = Callable[..., SuiteRun]
@@ -44,9 +48,35 @@ def run_suite(tmp_path: Path) -> RunSuite:
     return run
 
 
+@dataclass(frozen=True)
+class Apart:
+    """What a test that leaves a killed run's leftovers on purpose gives its runs, so that it can run
+    beside other tests (tox's parallel lane) and they neither sweep its leftovers nor count them as
+    leaks: another host name (a UTS namespace: the suite leaves another machine's domains alone)
+    and a $TMPDIR of its own (the local run directories)."""
+
+    machine: str
+    tmpdir: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"TMPDIR": str(self.tmpdir)}
+
+
+@pytest.fixture
+def apart() -> Iterator[Apart]:
+    # not in pytest's tmp_path: QEMU's user must reach the run directory (pytest's base is root's, 0700)
+    top = Path(tempfile.mkdtemp(prefix="vioconform-test-apart-", dir="/var/tmp"))
+    top.chmod(0o755)
+    yield Apart(f"vioconform-apart-{os.getpid()}-{top.name[-6:]}", top)
+    shutil.rmtree(top, ignore_errors=True)
+
+
 def orphaned_domains() -> list[str]:
-    """Running vioconform domains of this process or of a process that is gone: what a run leaked.
-    (Other runs' guests may be up on a shared machine; their owners are alive.)"""
+    """Running vioconform domains of this machine and of this process or of a process that is gone:
+    what a run leaked. (Other runs' guests may be up on a shared machine; their owners are alive.
+    Another machine's domains are its own: ``Apart``'s runs make some.)"""
+    me = socket.gethostname()
     conn = libvirt.open("qemu:///system")
     try:
         out = []
@@ -58,6 +88,9 @@ def orphaned_domains() -> list[str]:
             except libvirt.libvirtError:  # gone since the listing: another run's guest that ended
                 continue
             m = re.search(r"pid=['\"](\d+)['\"]", meta)
+            host = re.search(r"host=['\"]([^'\"]*)['\"]", meta)
+            if host is not None and host.group(1) != me:
+                continue
             if m and (int(m.group(1)) == os.getpid() or not Path(f"/proc/{m.group(1)}").exists()):
                 out.append(dom.name())
         return out

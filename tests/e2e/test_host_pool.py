@@ -22,7 +22,7 @@ import pytest
 import sqlalchemy as sa
 
 from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX
-from tests.e2e.conftest import active_vioconform_domains, orphaned_domains, run_suite_at, start_suite
+from tests.e2e.conftest import Apart, active_vioconform_domains, orphaned_domains, run_suite_at, start_suite
 from tests.sshserver import SshServer, private_sshd
 
 
@@ -46,10 +46,10 @@ def _inventory(path: Path, sshd: SshServer, host_dir: Path, remote_uri: str | No
     return path
 
 
-def _mine(pids: set[int]) -> list[str]:
-    """Domains, local run directories of the given processes."""
+def _mine(pids: set[int], tmpdir: Path = Path("/tmp")) -> list[str]:
+    """Domains, local run directories (in ``tmpdir``, the runs' $TMPDIR) of the given processes."""
     left = [d for d in active_vioconform_domains() if any(d.startswith(f"vioconform-{p}") for p in pids)]
-    for d in Path("/tmp").glob(f"{RUN_DIR_PREFIX}*"):
+    for d in tmpdir.glob(f"{RUN_DIR_PREFIX}*"):
         owner = d / OWNER_FILE
         if owner.exists() and owner.read_text().strip() in {str(p) for p in pids}:
             left.append(str(d))
@@ -101,17 +101,17 @@ def test_a_host_that_fails_fails_only_its_own_tests(sshd: SshServer, host_dir: P
     assert run.left_behind == []
 
 
-#: Not beside other tests (tox's parallel lane): another run's start would sweep the killed
-#: worker's leftovers, and the test would no longer show that this run removes them itself.
-@pytest.mark.serial
-def test_a_killed_worker_leaves_nothing_on_either_host(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
+def test_a_killed_worker_leaves_nothing_on_either_host(sshd: SshServer, host_dir: Path, tmp_path: Path,
+                                                       apart: Apart) -> None:
     """SIGKILL the worker whose guest runs on the "remote" host: the run ends (that test an error,
-    the others run), and what the worker left is gone from both hosts by the end of the run."""
+    the others run), and what the worker left is gone from both hosts by the end of the run. The
+    run is ``apart`` (another host name, its own $TMPDIR): the other tests' runs beside it cannot
+    sweep the worker's leftovers before this run removes them itself."""
     inv = _inventory(tmp_path / "hosts.toml", sshd, host_dir)
     for attempt in (1, 2):
         results = tmp_path / f"results{attempt}"
         proc = start_suite(results, "--hosts", str(inv), "--controllers", "virtio-blk",
-                           "-k", "limits or direct_io", "-n", "2")
+                           "-k", "limits or direct_io", "-n", "2", env=apart.env, machine=apart.machine)
         victim = _remote_guests_worker(proc)
         if victim is not None:
             break
@@ -120,16 +120,17 @@ def test_a_killed_worker_leaves_nothing_on_either_host(sshd: SshServer, host_dir
         # start shows what this test is about
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode != 0 and "not started within" in out, out[-3000:]
-        assert _mine({proc.pid}) == [], _mine({proc.pid})
+        assert _mine({proc.pid}, apart.tmpdir) == [], _mine({proc.pid}, apart.tmpdir)
     assert victim is not None, "no guest on the second host in two runs"
     staged = list(host_dir.glob(f"{RUN_DIR_PREFIX}*"))
     assert staged, "the remote guest's staging directory"
+    assert _mine({victim}, apart.tmpdir), "the worker's domain and local run directory, before the kill"
     os.kill(victim, signal.SIGKILL)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 1, out[-3000:]
     assert "crashed while running" in out, out[-3000:]
     assert list(host_dir.iterdir()) == [] or all(not p.exists() for p in staged), list(host_dir.iterdir())
-    assert _mine({victim, proc.pid}) == [], _mine({victim, proc.pid})
+    assert _mine({victim, proc.pid}, apart.tmpdir) == [], _mine({victim, proc.pid}, apart.tmpdir)
     root = ET.parse(results / "junit.xml").getroot()
     assert len(root.findall(".//testcase")) >= 3
 
@@ -144,7 +145,17 @@ def _remote_guests_worker(proc: subprocess.Popen[str]) -> int | None:
             proc.terminate()
             pytest.fail(f"no guest on the second host within 300 s:\n{proc.communicate(timeout=120)[0][-3000:]}")
         for name in active_vioconform_domains():
-            if name.endswith("-1"):
-                return int(name.split("-")[1])
+            worker = name.split("-")[1]
+            # a worker of this run's (other tests' pool runs may be up beside it)
+            if name.endswith("-1") and worker.isdigit() and _parent(int(worker)) == proc.pid:
+                return int(worker)
         time.sleep(0.2)
     return None
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])

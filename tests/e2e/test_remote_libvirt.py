@@ -37,7 +37,7 @@ from model.errors import HypervisorError
 from model.histogram import HistogramKind
 from model.types import DiskSpec
 from model.vscsistats import parse_vscsistats_csv
-from tests.e2e.conftest import ROOT, active_vioconform_domains, start_suite
+from tests.e2e.conftest import ROOT, Apart, active_vioconform_domains, start_suite
 from tests.e2e.test_image_boot import PATIENT, fingerprint
 from tests.e2e.test_setup_errors import assert_usage_error, run_timed
 from tests.sshserver import SshServer, private_sshd, write_known_hosts, write_ssh_wrapper
@@ -60,8 +60,8 @@ def host_dir() -> Iterator[Path]:
     shutil.rmtree(path.parent, ignore_errors=True)
 
 
-def _local_run_dirs(pid: int) -> list[Path]:
-    return [d for d in Path("/tmp").glob(f"{RUN_DIR_PREFIX}*")
+def _local_run_dirs(pid: int, tmpdir: Path = Path("/tmp")) -> list[Path]:
+    return [d for d in tmpdir.glob(f"{RUN_DIR_PREFIX}*")
             if (d / OWNER_FILE).exists() and (d / OWNER_FILE).read_text().strip() == str(pid)]
 
 
@@ -124,18 +124,18 @@ def _prop(junit: str, name: str) -> str:
     return junit[value:junit.index('"', value)]
 
 
-#: Not beside other tests (tox's parallel lane): the killed run's leftovers must stay until the
-#: next run, and another test's run would sweep them first.
-@pytest.mark.serial
-def test_a_killed_remote_run_is_swept_by_the_next_and_only_it(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
-    """SIGKILL once the guest runs: its domain, staging directory and local run directory stay;
-    the next run through the same host removes them, and leaves another machine's directory alone."""
+def test_a_killed_remote_run_is_swept_by_the_next_and_only_it(sshd: SshServer, host_dir: Path, tmp_path: Path,
+                                                              apart: Apart) -> None:
+    """SIGKILL once the guest runs: its domain, staging directory, local run directory and QEMU log
+    stay; the next run through the same host removes them, and leaves another machine's directory
+    alone. Both runs are ``apart`` (another host name, their own $TMPDIR): the other tests' runs
+    beside them leave the killed run's leftovers to the next run."""
     host_dir.mkdir()
     foreign = host_dir / f"{RUN_DIR_PREFIX}other"
     foreign.mkdir()
     (foreign / OWNER_FILE).write_text("another-machine 1\n")
     proc = start_suite(tmp_path / "killed", "--libvirt-uri", sshd.uri(), "--host-dir", str(host_dir),
-                       "--controllers", "virtio-blk", "-k", "limits")
+                       "--controllers", "virtio-blk", "-k", "limits", env=apart.env, machine=apart.machine)
     name = f"vioconform-{proc.pid}"
     deadline = time.monotonic() + 300
     while name not in active_vioconform_domains():
@@ -145,14 +145,15 @@ def test_a_killed_remote_run_is_swept_by_the_next_and_only_it(sshd: SshServer, h
     proc.communicate(timeout=30)
     assert name in active_vioconform_domains()
     assert any(p.name != foreign.name for p in host_dir.iterdir())
+    assert log_path(name).exists() and _local_run_dirs(proc.pid, apart.tmpdir) != []
     next_run = start_suite(tmp_path / "next", "--libvirt-uri", sshd.uri(), "--host-dir", str(host_dir),
-                           "--controllers", "virtio-blk", "-k", "limits")
+                           "--controllers", "virtio-blk", "-k", "limits", env=apart.env, machine=apart.machine)
     out, _ = next_run.communicate(timeout=600)
     assert next_run.returncode == 0, out[-3000:]
     assert name not in active_vioconform_domains()
     assert [p.name for p in host_dir.iterdir()] == [foreign.name]
     assert not log_path(name).exists()
-    assert _local_run_dirs(proc.pid) == []
+    assert _local_run_dirs(proc.pid, apart.tmpdir) == []
 
 
 def test_a_wrong_host_key_is_refused(run_suite, sshd: SshServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -64,3 +64,14 @@ def test_sweep_removes_only_logs_of_dead_owners(tmp_path: Path) -> None:
     swept = sweep_logs(tmp_path)
     assert sorted(p.name for p in swept) == sorted([f"vioconform-{dead}.log", f"vioconform-kvmprobe-{dead}.log"])
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[2:])
+
+
+def test_sweep_keeps_the_log_of_a_domain_still_running(tmp_path: Path) -> None:
+    """Another machine's run on a shared libvirt host: its domain's pid is no process here, and its
+    domain runs (``leftovers.sweep_domains`` leaves it and names it): its log stays."""
+    dead = _dead_pid()
+    for n in (f"vioconform-{dead}.log", f"vioconform-{dead}-1.log"):
+        (tmp_path / n).write_text("log")
+    swept = sweep_logs(tmp_path, running={f"vioconform-{dead}-1"})
+    assert [p.name for p in swept] == [f"vioconform-{dead}.log"]
+    assert [p.name for p in tmp_path.iterdir()] == [f"vioconform-{dead}-1.log"]
