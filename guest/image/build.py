@@ -52,6 +52,14 @@ BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey")
 #: The static fio is 2.8 MB; the initramfs shrank to about 15 MB (see the README's boot timing).
 GUEST_FIO = "/usr/bin/fio"
 REQUIRED_MODULES = ("virtio_pci", "virtio_net")
+#: The kernel command line of every boot of the embedded guest (the host adds the run's
+#: ``vioconform.key=`` and ``vioconform.drivers=``, see guest/image/init). The kernel's crypto
+#: self-tests are skipped: ``cryptomgr.notests`` (the tests of every registered algorithm at
+#: boot) and the SP800-108 KDF's own test (an initcall that only tests). Measured with
+#: ``initcall_debug`` under TCG: 174 ms and 221 ms of every boot; the kernel's boot to init went
+#: from 1.73-1.85 s to 1.38-1.52 s (3 boots each). The guest's storage path uses no kernel crypto
+#: but the CRC checksums (crc32c, crc-t10dif), which are not self-tested this way.
+KERNEL_ARGS = "console=ttyS0 quiet cryptomgr.notests initcall_blacklist=crypto_kdf108_init"
 HOST_PACKAGES = ("busybox-static", "dropbear-bin", "libc6")
 KERNEL_META_PACKAGE = "linux-image-amd64"
 

@@ -31,7 +31,7 @@ from xml.sax.saxutils import escape, quoteattr
 import libvirt
 import paramiko
 
-from guest.image.build import GuestImage, ensure_image
+from guest.image.build import KERNEL_ARGS, GuestImage, ensure_image
 from guest.image.pvh import PVH_NAME, pvh_kernel
 from guest.image.user import UserImageError
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend, ImageRequest, kernel_panic
@@ -46,6 +46,7 @@ from hypervisors.libvirt.controllers import (
     disk_devices,
     disk_file,
     disk_overrides,
+    guest_drivers,
     pci_addr,
 )
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR, ConsoleMirror, HostFiles, LocalFiles, RemoteFiles
@@ -169,7 +170,7 @@ class LibvirtBackend(HypervisorBackend):
         stage = self.stage(run_dir)
         kernel, initrd = self.stage_boot_files(stage)
         name = f"vioconform-kvmprobe-{os.getpid()}"
-        xml = self.domain_xml(name, "kvm", stage, kernel, initrd, "console=ttyS0 quiet vioconform.probe=1",
+        xml = self.domain_xml(name, "kvm", stage, kernel, initrd, f"{KERNEL_ARGS} vioconform.probe=1",
                               None, None)
         self.files.note_domain(stage, name)
         undo = self.cleanup.push(f"domain {name}", lambda: self.remove_domain(name, run_dir))
@@ -331,7 +332,8 @@ class LibvirtBackend(HypervisorBackend):
             return self._start_image_guest(request, request.image, domain_type,
                                            _free_loopback_port() if self.local else remote_port())
         kernel, initrd = self.stage_boot_files(stage)
-        cmdline = f"console=ttyS0 quiet vioconform.key={request.authorized_key}"
+        cmdline = (f"{KERNEL_ARGS} vioconform.drivers={','.join(guest_drivers(request.disks))} "
+                   f"vioconform.key={request.authorized_key}")
         self.files.note_domain(stage, request.name)
         for attempt in range(1, FORWARD_ATTEMPTS + 2):
             port = _free_loopback_port() if self.local else remote_port()

@@ -135,6 +135,19 @@ CONTROLLERS: dict[str, Controller] = {c.name: c for c in (
 )}
 
 
+def guest_drivers(disks: Sequence[DiskSpec]) -> list[str]:
+    """The guest modules the disks' controllers need, in load order: each controller's driver, and
+    ``sd_mod`` where the guest sees the disk as a SCSI disk (all but virtio-blk and NVMe). The
+    embedded guest's init loads these and no other storage driver (``vioconform.drivers=``)."""
+    out: list[str] = []
+    for disk in disks:
+        ctl = CONTROLLERS[disk.controller]
+        for module in (ctl.guest_driver, "" if ctl.disk_bus in ("virtio", "nvme") else "sd_mod"):
+            if module and module not in out:
+                out.append(module)
+    return out
+
+
 def pci_addr(slot: int) -> str:
     return f"bus=pci.0,addr={slot:#x}"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from guest.image.build import MODULES
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
     FIRST_DISK_PCI_SLOT,
@@ -19,6 +20,7 @@ from hypervisors.libvirt.controllers import (
     NET_PCI_SLOT,
     device_id,
     disk_devices,
+    guest_drivers,
     hba_alias,
     layout,
 )
@@ -148,3 +150,18 @@ def test_file_disks_only_qemu_can_attach_are_given_to_the_qemu_user(tmp_path: Pa
     for i in range(4):
         st = os.stat(tmp_path / f"dut{i}.img")
         assert (st.st_uid, st.st_gid) == (uid, gid)
+
+
+def test_the_guest_loads_the_drivers_of_its_controllers_and_no_other() -> None:
+    """The embedded guest's ``vioconform.drivers=``: each controller's driver once, and the SCSI
+    disk driver only where a disk is a SCSI disk to the guest (not virtio-blk, not NVMe)."""
+    def of(*controllers: str) -> list[str]:
+        return guest_drivers([DiskSpec(c, i) for i, c in enumerate(controllers)])
+
+    assert of("virtio-blk") == ["virtio_blk"]
+    assert of("virtio-blk", "virtio-scsi") == ["virtio_blk", "virtio_scsi", "sd_mod"]
+    assert of("nvme", "ide", "ahci") == ["nvme", "ata_piix", "sd_mod", "ahci"]
+    assert of("megasas", "megasas-gen2") == ["megaraid_sas", "sd_mod"]
+    assert of() == []
+    # every controller names the driver that binds it, and the image carries each (guest/image/build.py)
+    assert set(of(*CONTROLLERS)) <= set(MODULES)
