@@ -432,6 +432,9 @@ class LibvirtBackend(HypervisorBackend):
             if marker in text:
                 m = re.search(r"VIOCONFORM-HOSTKEY (ssh-ed25519 \S+)", text)
                 return m.group(1) if m else ""
+            panic = kernel_panic(text)
+            if panic is not None:  # at once: the kernel waits there for ever (panic=0)
+                raise HypervisorError(f"guest {dom.name()} did not boot: {panic}", console_log=_tail(text))
             if not _is_active(dom):
                 said = self.qemu_log(dom.name())
                 raise GuestStoppedDuringBoot(f"guest {dom.name()} stopped during boot; QEMU said: "

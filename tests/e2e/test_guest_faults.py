@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
+import pytest
+
+from hypervisors.libvirt.backend import LibvirtBackend
+from model.errors import HypervisorError
 from tests.e2e.conftest import SuiteRun
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 #: The run's whole time, boot included, for a guest that dies at set-up. Measured here: boot to
 #: SSH 12-20 s under TCG, a death noticed within a liveness period (2 s) of it; the old wait was
@@ -119,3 +126,40 @@ def test_a_guest_whose_ssh_server_stops_answering_is_reported(run_suite) -> None
     assert _noticed_after_s(run, "killall -STOP dropbear", "its SSH server did not answer for 15 s") \
         < DEATH_NOTICED_MAX_S  # 21 s here
     assert "the guest died earlier: its SSH server did not answer" in run.output
+
+
+class _Domain:
+    """A running domain (libvirt's virDomain, as wait_for_console uses it)."""
+
+    def name(self) -> str:
+        return "vioconform-1"
+
+    def isActive(self) -> int:
+        return 1
+
+
+class _Files:
+    def __init__(self, console: Path) -> None:
+        self.console = console
+
+    def read(self, path: object) -> bytes:
+        return self.console.read_bytes()
+
+
+def test_the_embedded_guests_boot_wait_names_a_panic_at_once(tmp_path: Path) -> None:
+    """Recorded on a loaded CI host: the kernel panicked in its IO-APIC timer check before init
+    (no_timer_check now skips that check). The kernel then waits for ever; the boot wait says so
+    at once, with the console, instead of after the whole --boot-timeout."""
+    console = tmp_path / "console.log"
+    console.write_bytes((DATA / "guest" / "console-ioapic-panic.log").read_bytes())
+    backend = LibvirtBackend.__new__(LibvirtBackend)
+    backend.files = _Files(console)  # type: ignore[assignment]
+    backend.local = True
+    t0 = time.monotonic()
+    with pytest.raises(HypervisorError) as e:
+        backend.wait_for_console(_Domain(), console, "VIOCONFORM-READY", 120.0)
+    assert time.monotonic() - t0 < 5
+    assert str(e.value).startswith('guest vioconform-1 did not boot: its kernel panicked (console: "Kernel panic - '
+                                   "not syncing: IO-APIC + timer doesn't work!  Boot with apic=debug and send a "
+                                   "report.  Then try booting with the 'noapic' option.\")")
+    assert "MP-BIOS bug: 8254 timer not connected to IO-APIC" in str(e.value)  # the console, attached
