@@ -73,11 +73,17 @@ class SuiteRun:
         return left_behind_by(self.pid)
 
 
+def run_dirs_of(pids: set[int], tmpdir: Path = Path("/tmp")) -> list[Path]:
+    """The run directories in ``tmpdir`` (the runs' $TMPDIR) that the given processes made (owner.pid)."""
+    owners = {str(p) for p in pids}
+    return [d for d in tmpdir.glob(f"{RUN_DIR_PREFIX}*")
+            if (d / OWNER_FILE).exists() and (d / OWNER_FILE).read_text().strip() in owners]
+
+
 def left_behind_by(pid: int) -> list[str]:
     names = (f"vioconform-{pid}", f"vioconform-kvmprobe-{pid}")
     domains = [d for d in active_vioconform_domains() if d in names]
-    run_dirs = [str(d) for d in Path("/tmp").glob(f"{RUN_DIR_PREFIX}*")
-                if (d / OWNER_FILE).exists() and (d / OWNER_FILE).read_text().strip() == str(pid)]
+    run_dirs = [str(d) for d in run_dirs_of({pid})]
     logs = [str(p) for p in (QEMU_LOG_DIR / f"{n}.log" for n in names) if p.exists()]
     return domains + run_dirs + logs
 

@@ -34,25 +34,32 @@ def destroy(dom: libvirt.virDomain) -> None:
             raise
 
 
+def owner_here(dom: libvirt.virDomain) -> int | None:
+    """The pid of the process of this machine that made ``dom`` (its metadata), or None: another
+    machine's domain, one without an owner, or one gone since it was listed. (Domains of earlier
+    versions name no machine: this machine's.)"""
+    try:
+        meta = dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS)
+    except libvirt.libvirtError:
+        return None
+    m = re.search(r"pid=['\"](\d+)['\"]", meta)
+    host = re.search(r"host=['\"]([^'\"]*)['\"]", meta)
+    if m is None or (host is not None and host.group(1) != socket.gethostname()):
+        return None
+    return int(m.group(1))
+
+
 def sweep_domains(conn: libvirt.virConnect) -> set[str]:
     """Destroy ``vioconform-*`` domains whose owning process (on this machine) is gone; the names
     of those left running (live runs', other machines'), whose QEMU logs must stay."""
-    me = socket.gethostname()
     running = set()
     for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
         if not dom.name().startswith(DOMAIN_PREFIX):
             continue
         running.add(dom.name())
-        try:
-            meta = dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS)
-        except libvirt.libvirtError:
-            continue
-        m = re.search(r"pid=['\"](\d+)['\"]", meta)
-        host = re.search(r"host=['\"]([^'\"]*)['\"]", meta)
-        if host is not None and host.group(1) != me:
-            continue  # another machine's run (domains of earlier versions name no host: this machine's)
-        if m and not owner_alive(int(m.group(1))):
-            log.warning("destroying leftover domain %s of dead process %s", dom.name(), m.group(1))
+        pid = owner_here(dom)
+        if pid is not None and not owner_alive(pid):
+            log.warning("destroying leftover domain %s of dead process %d", dom.name(), pid)
             destroy(dom)
             running.discard(dom.name())
     return running

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import shutil
-import socket
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,13 +22,14 @@ from bench.suite_run import (
     active_vioconform_domains,
     ctrl_c_once_the_guest_runs,
     left_behind_by,
+    run_dirs_of,
     run_suite_at,
     start_suite,
 )
-from hypervisors.libvirt.leftovers import METADATA_NS
+from hypervisors.libvirt.leftovers import owner_here
 
 __all__ = ["ROOT", "Apart", "SuiteRun", "active_vioconform_domains", "ctrl_c_once_the_guest_runs", "left_behind_by",
-           "orphaned_domains", "run_suite_at", "start_suite"]
+           "orphaned_domains", "run_dirs_of", "run_suite_at", "start_suite"]
 
 RunSuite = Callable[..., SuiteRun]
 
@@ -76,22 +75,14 @@ def orphaned_domains() -> list[str]:
     """Running vioconform domains of this machine and of this process or of a process that is gone:
     what a run leaked. (Other runs' guests may be up on a shared machine; their owners are alive.
     Another machine's domains are its own: ``Apart``'s runs make some.)"""
-    me = socket.gethostname()
     conn = libvirt.open("qemu:///system")
     try:
         out = []
         for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
             if not dom.name().startswith("vioconform-"):
                 continue
-            try:
-                meta = dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, METADATA_NS)
-            except libvirt.libvirtError:  # gone since the listing: another run's guest that ended
-                continue
-            m = re.search(r"pid=['\"](\d+)['\"]", meta)
-            host = re.search(r"host=['\"]([^'\"]*)['\"]", meta)
-            if host is not None and host.group(1) != me:
-                continue
-            if m and (int(m.group(1)) == os.getpid() or not Path(f"/proc/{m.group(1)}").exists()):
+            pid = owner_here(dom)
+            if pid is not None and (pid == os.getpid() or not Path(f"/proc/{pid}").exists()):
                 out.append(dom.name())
         return out
     finally:

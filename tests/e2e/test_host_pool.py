@@ -21,8 +21,15 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX
-from tests.e2e.conftest import Apart, active_vioconform_domains, orphaned_domains, run_suite_at, start_suite
+from hypervisors.cleanup import RUN_DIR_PREFIX
+from tests.e2e.conftest import (
+    Apart,
+    active_vioconform_domains,
+    orphaned_domains,
+    run_dirs_of,
+    run_suite_at,
+    start_suite,
+)
 from tests.sshserver import SshServer, private_sshd
 
 
@@ -48,12 +55,8 @@ def _inventory(path: Path, sshd: SshServer, host_dir: Path, remote_uri: str | No
 
 def _mine(pids: set[int], tmpdir: Path = Path("/tmp")) -> list[str]:
     """Domains, local run directories (in ``tmpdir``, the runs' $TMPDIR) of the given processes."""
-    left = [d for d in active_vioconform_domains() if any(d.startswith(f"vioconform-{p}") for p in pids)]
-    for d in tmpdir.glob(f"{RUN_DIR_PREFIX}*"):
-        owner = d / OWNER_FILE
-        if owner.exists() and owner.read_text().strip() in {str(p) for p in pids}:
-            left.append(str(d))
-    return left
+    return ([d for d in active_vioconform_domains() if any(d.startswith(f"vioconform-{p}") for p in pids)]
+            + [str(d) for d in run_dirs_of(pids, tmpdir)])
 
 
 def test_two_hosts_on_two_workers_merge_into_one_run(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from model.errors import HypervisorError
 from model.histogram import HistogramKind
 from model.types import DiskSpec
 from model.vscsistats import parse_vscsistats_csv
-from tests.e2e.conftest import ROOT, Apart, active_vioconform_domains, start_suite
+from tests.e2e.conftest import ROOT, Apart, active_vioconform_domains, run_dirs_of, start_suite
 from tests.e2e.test_image_boot import PATIENT, fingerprint
 from tests.e2e.test_setup_errors import assert_usage_error, run_timed
 from tests.sshserver import SshServer, private_sshd, write_known_hosts, write_ssh_wrapper
@@ -60,11 +60,6 @@ def host_dir() -> Iterator[Path]:
     shutil.rmtree(path.parent, ignore_errors=True)
 
 
-def _local_run_dirs(pid: int, tmpdir: Path = Path("/tmp")) -> list[Path]:
-    return [d for d in tmpdir.glob(f"{RUN_DIR_PREFIX}*")
-            if (d / OWNER_FILE).exists() and (d / OWNER_FILE).read_text().strip() == str(pid)]
-
-
 class Watcher:
     """Looks at both sides while the suite runs: what its run put in the staging directory on the
     "host" and in its local run directory."""
@@ -81,7 +76,7 @@ class Watcher:
         while not self._stop.wait(0.5):
             for d in self.host_dir.glob(f"{RUN_DIR_PREFIX}*"):
                 self.staged |= {p.name for p in d.iterdir()}
-            for d in _local_run_dirs(self.pid):
+            for d in run_dirs_of({self.pid}):
                 self.local |= {p.name for p in d.iterdir()}
 
     def stop(self) -> None:
@@ -115,7 +110,7 @@ def test_a_remote_host_runs_the_rules_end_to_end(sshd: SshServer, host_dir: Path
     assert list(host_dir.iterdir()) == []
     assert f"vioconform-{proc.pid}" not in active_vioconform_domains()
     assert not log_path(f"vioconform-{proc.pid}").exists()
-    assert _local_run_dirs(proc.pid) == []
+    assert run_dirs_of({proc.pid}) == []
 
 
 def _prop(junit: str, name: str) -> str:
@@ -145,7 +140,7 @@ def test_a_killed_remote_run_is_swept_by_the_next_and_only_it(sshd: SshServer, h
     proc.communicate(timeout=30)
     assert name in active_vioconform_domains()
     assert any(p.name != foreign.name for p in host_dir.iterdir())
-    assert log_path(name).exists() and _local_run_dirs(proc.pid, apart.tmpdir) != []
+    assert log_path(name).exists() and run_dirs_of({proc.pid}, apart.tmpdir) != []
     next_run = start_suite(tmp_path / "next", "--libvirt-uri", sshd.uri(), "--host-dir", str(host_dir),
                            "--controllers", "virtio-blk", "-k", "limits", env=apart.env, machine=apart.machine)
     out, _ = next_run.communicate(timeout=600)
@@ -153,7 +148,7 @@ def test_a_killed_remote_run_is_swept_by_the_next_and_only_it(sshd: SshServer, h
     assert name not in active_vioconform_domains()
     assert [p.name for p in host_dir.iterdir()] == [foreign.name]
     assert not log_path(name).exists()
-    assert _local_run_dirs(proc.pid, apart.tmpdir) == []
+    assert run_dirs_of({proc.pid}, apart.tmpdir) == []
 
 
 def test_a_wrong_host_key_is_refused(run_suite, sshd: SshServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
