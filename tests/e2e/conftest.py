@@ -67,7 +67,8 @@ def apart() -> Iterator[Apart]:
     # not in pytest's tmp_path: QEMU's user must reach the run directory (pytest's base is root's, 0700)
     top = Path(tempfile.mkdtemp(prefix="vioconform-test-apart-", dir="/var/tmp"))
     top.chmod(0o755)
-    yield Apart(f"vioconform-apart-{os.getpid()}-{top.name[-6:]}", top)
+    # a host name takes letters, digits and hyphens only (mkdtemp's names may hold "_": hostname refused one)
+    yield Apart(f"vioconform-apart-{os.getpid()}-{secrets.token_hex(3)}", top)
     shutil.rmtree(top, ignore_errors=True)
 
 
