@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
