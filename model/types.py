@@ -101,8 +101,13 @@ class HostTrace:
     #: compare it with ``counted_window_requests``, not with ``count``.
     counter_requests: int | None = None
     window_s: float | None = None
-    #: traced data requests that completed inside the counters' window (by the trace's clock)
+    #: traced data requests that completed inside the counters' window (by the trace's clock,
+    #: each counter read placed at the middle of its QMP round trip)
     counted_window_requests: int | None = None
+    #: the same count with each read placed at either end of its round trip: (surely inside the
+    #: window, possibly inside it). Where every request is traced, ``counter_requests`` lies
+    #: between the two however long the reads took.
+    counted_window_bounds: tuple[int, int] | None = None
 
     @property
     def iops(self) -> float | None:

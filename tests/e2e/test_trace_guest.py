@@ -23,8 +23,12 @@ from model.types import DiskSpec
 from model.vscsistats import parse_vscsistats_csv
 from tests.e2e.conftest import ROOT
 
-#: Traced requests completed between the two counter reads vs the disk's QMP counter delta:
-#: each read's moment is known to half a QMP round trip (a few ms when the host is busy).
+#: Traced requests completed between the two counter reads vs the disk's QMP counter delta. A
+#: read happened somewhere in its QMP round trip, so the delta must lie between the traced
+#: requests surely inside the window and those possibly inside it (``counted_window_bounds``),
+#: give or take a request whose event and counter update straddle a read. Comparing with the
+#: count between the round trips' middles instead failed a clean-clone CI run: traced 4,540
+#: against 4,742 counted (4.3 %), the round trips long under the CI's load.
 HOST_TOLERANCE = 0.02
 #: Traced completions inside the guest's /proc/diskstats window vs the guest's own count over
 #: it, on top of what the window's place allows (see the test). Rates over each side's own
@@ -57,9 +61,12 @@ def test_trace_agrees_with_counters_and_guest(traced_guest, which: int) -> None:
     # The counters count completions between their two reads; the events are on a little
     # longer (QMP round trips), so compare the traced requests completed between those reads.
     traced, host, whole = m.host_trace.counted_window_requests, m.host_trace.counter_requests, m.host_trace.count
-    assert traced is not None and host is not None
+    bounds = m.host_trace.counted_window_bounds
+    assert traced is not None and host is not None and bounds is not None
     assert traced > 1000, (traced, host)
-    assert abs(traced - host) <= HOST_TOLERANCE * host + 10, (traced, host)
+    surely, possibly = bounds
+    assert surely <= traced <= possibly, (surely, traced, possibly)
+    assert surely - (HOST_TOLERANCE * host + 10) <= host <= possibly + HOST_TOLERANCE * host + 10, (bounds, host)
     assert traced <= whole <= 1.2 * traced, (whole, traced)
     # The guest's window is its own (two SSH round trips, 50-150 ms each under TCG): place it on
     # the host's clock (both ends off by the same amount, at most ``unc``) and count the traced

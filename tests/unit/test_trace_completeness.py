@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from hypervisors.libvirt.trace import check_complete, check_isolated, completed_between
+from hypervisors.libvirt.trace import CounterRead, check_complete, check_isolated, completed_between, counter_window
 from model.errors import HypervisorError, TraceIncomplete
 from model.qemutrace import TracedRequest
 
@@ -41,3 +41,20 @@ def test_only_requests_completed_between_the_counter_reads_are_compared() -> Non
 
     requests = [req(90, 99), req(95, 100), req(100, 150), req(150, 200), req(160, 170, flush=True), req(195, 201)]
     assert completed_between(requests, 100, 200) == 3  # ends at 100, 150, 200; not the flush, not 99 or 201
+
+
+def test_a_slow_counter_read_widens_the_window_bounds_not_the_estimate() -> None:
+    # One request completes every 10 us from 0 to 990. The first counter read took 100-300 us
+    # (the counters were read somewhere in it), the second 700-900.
+    requests = [TracedRequest(t - 5, t, False, False, 0, 4096, 1) for t in range(0, 1000, 10)]
+    edges = counter_window(requests, CounterRead(100, 300), CounterRead(700, 900))
+    assert edges.inner == completed_between(requests, 300, 700) == 41
+    assert edges.middle == completed_between(requests, 200, 800) == 61
+    assert edges.outer == completed_between(requests, 100, 900) == 81
+    # a counter delta anywhere in [41, 81] (here 75, the counters read late in both trips) is
+    # consistent: the checks take the surely-inside count for isolation and the possibly-inside
+    # one for completeness
+    check_isolated(edges.inner, 75, "trace")
+    check_complete(edges.outer, 75, "trace", "scsi")
+    with pytest.raises(TraceIncomplete):
+        check_complete(edges.middle, 75, "trace", "scsi")  # what the middle alone would have said
