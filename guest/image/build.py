@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import CacheNotWritable, apt_answer, build_lock, cache_dir, writable_dir
+from guest.cache import CacheNotWritable, apt_answer, build_lock, cache_dir, use_entry, writable_dir
 from guest.image import fio_static
 from guest.image.errors import ImageBuildError
 
@@ -311,6 +311,7 @@ def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | No
     meta = dest / "recipe.json"
     if meta.exists():
         info = json.loads(meta.read_text())
+        use_entry(dest, say)
         return GuestImage(dest / "vmlinuz", dest / "initrd.img", info["kernel_version"], h, 0.0)
     writable_dir(dest.parent, "image cache")
     with build_lock(dest):
@@ -326,6 +327,7 @@ def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | No
             staging.rename(dest)
         took = time.monotonic() - t0
     say(f"guest image built in {took:.1f} s")
+    use_entry(dest, say)
     info = json.loads(meta.read_text())
     return GuestImage(dest / "vmlinuz", dest / "initrd.img", info["kernel_version"], h, took)
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from guest.cache import apt_answer, build_lock, cache_dir, writable_dir
+from guest.cache import apt_answer, build_lock, cache_dir, use_entry, writable_dir
 from guest.image.errors import ImageBuildError
 
 #: The Debian binary package whose source is built.
@@ -296,11 +296,13 @@ def ensure_static_fio(log: Callable[[str], None] | None = None) -> StaticFio:
     dest = cache_root() / h
     have = _cached(dest)
     if have is not None:
+        use_entry(dest, say)
         return have
     writable_dir(dest.parent, "static fio cache")
     with build_lock(dest):
         have = _cached(dest)
         if have is not None:  # built by another process while this one waited
+            use_entry(dest, say)
             return have
         version: str = r["source"][1]  # type: ignore[index]
         say(f"building a static fio from Debian's source package {PACKAGE} {version}; cached afterwards in {dest}")
@@ -322,6 +324,7 @@ def ensure_static_fio(log: Callable[[str], None] | None = None) -> StaticFio:
         say(f"static fio built in {took:.1f} s ({(dest / 'fio').stat().st_size / 1e6:.1f} MB)")
     built = _cached(dest)
     assert built is not None
+    use_entry(dest, say)
     return StaticFio(built.path, built.version, built.sha256, took)
 
 

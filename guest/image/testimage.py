@@ -68,7 +68,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import CacheNotWritable, build_lock, cache_dir, writable_dir
+from guest.cache import CacheNotWritable, build_lock, cache_dir, use_entry, writable_dir
 from guest.image.errors import ImageBuildError
 
 #: The Debian release the image is made of.
@@ -513,6 +513,7 @@ def ensure_test_image(log: Callable[[str], None] | None = None) -> TestImage:
     meta = dest / "recipe.json"
     if meta.exists():
         info = json.loads(meta.read_text())
+        use_entry(dest, say)
         return TestImage(dest / "disk.qcow2", info["kernel_version"], h, 0.0,
                          tuple(info.get("storage_drivers", {}).items()))
     writable_dir(dest.parent, "test image cache")
@@ -535,6 +536,7 @@ def ensure_test_image(log: Callable[[str], None] | None = None) -> TestImage:
             staging.rename(dest)
         took = time.monotonic() - t0
     say(f"test image built in {took:.1f} s")
+    use_entry(dest, say)
     return TestImage(dest / "disk.qcow2", kver, h, took, tuple(drivers.items()))
 
 
