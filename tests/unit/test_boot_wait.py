@@ -242,4 +242,3 @@ def test_wait_for_ssh_logs_in_or_names_a_panic(sshd: tuple[LoopbackSshd, paramik
                      panicked=kernel_panic, boot_disk_read=lambda: 50 * MIB)
     assert str(e.value).startswith('guest vioconform-1 did not boot: its kernel panicked (console: "Kernel panic - '
                                    'not syncing: VFS: Unable to mount root fs on unknown-block(0,0)")')
-
