@@ -12,11 +12,13 @@ side: expect the time to fall towards 1/N of the I/O time plus one boot.
 
     python -m bench.pool [--workers 2] [--controllers virtio-scsi,virtio-blk,ahci,nvme] [-k queue_depth]
                          [--libvirt-uri URI ...]
+    python -m bench.pool --starts 50 [--busy-cores 1]   (worker start-up: bench/pool_starts.py)
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +36,12 @@ def timed(results: Path, args: list[str]) -> tuple[float, dict[str, str], str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if any(a == "--starts" or a.startswith("--starts=") for a in argv):
+        from bench import pool_starts  # the worker start-up test: python -m bench.pool --starts 50
+
+        return pool_starts.main(argv)
     ap = argparse.ArgumentParser(prog="python -m bench.pool", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=2)
