@@ -45,6 +45,15 @@ def test_unreachable_libvirt_uri(run_suite) -> None:  # type: ignore[no-untyped-
     assert "cannot connect to libvirt at 'qemu:///nowhere'" in run.output
 
 
+def test_under_xdist_the_checks_run_once_before_any_worker(run_suite) -> None:  # type: ignore[no-untyped-def]
+    """fixtures/preflight.py: with -n N the controller checks the hosts before it starts a worker,
+    so a bad URI is one usage error, and no worker was started to repeat it."""
+    run: SuiteRun = run_suite("--libvirt-uri", "qemu:///nowhere", "--controllers", "virtio-blk,virtio-scsi", "-n", "2")
+    assert run.returncode == 4, run.output
+    assert run.output.count("cannot connect to libvirt at 'qemu:///nowhere'") == 1, run.output
+    assert "workers" not in run.output, run.output  # xdist's "created: 2/2 workers" never came
+
+
 def test_guest_that_never_reaches_ssh_shows_its_console(run_suite) -> None:  # type: ignore[no-untyped-def]
     run: SuiteRun = run_suite("--boot-timeout", "3", "--controllers", "virtio-blk")
     assert run.returncode == 1, run.output
