@@ -54,7 +54,7 @@ from model.compare import (
     verdict_flips,
 )
 from model.fingerprint import differences
-from reports.results import OutputPathError, check_outputs, write_atomic
+from reports.results import OutputPathError, check_outputs, not_regular, write_atomic
 from reports.store import Store, StoredRun, StoreError, default_url, open_store, sqlite_file
 
 
@@ -64,6 +64,9 @@ class NotAJunitFile(ValueError):
 
 def read_run(path: Path) -> dict[str, str]:
     """A run's suite properties, and ``verdict.<case name>`` -> passed/failed/error/skipped per test case."""
+    kind = not_regular(path)
+    if kind is not None:  # a FIFO would be read for ever
+        raise NotAJunitFile(f"{path}: it is {kind}, not a JUnit file")
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as e:

@@ -19,6 +19,7 @@ from reports.results import (
     write_atomic,
 )
 from reports.store import sqlite_file
+from tests.unit.fifo_watch import fifo_readers
 from tests.unit.suite_options import run_suite_options
 
 pytest_plugins = ["pytester"]
@@ -140,3 +141,25 @@ def test_trend_and_compare_refuse_such_outputs_with_the_usage_code(tmp_path: Pat
             main(["--store", f"sqlite:///{store}", *args])
         assert e.value.code == 2 and "is also --store" in capsys.readouterr().err
     assert store.read_bytes() == b"runs" and not (tmp_path / "v.db").exists()  # refused before the store opened
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--alpha", "5"], "--alpha 5 is not a significance level; give one between 0 and 1"),
+    (["--alpha", "0"], "--alpha 0 is not a significance level"),
+    (["--alpha", "nan"], "--alpha nan is not a significance level"),
+    (["--min-effect", "-3"], "--min-effect -3 is not a relative change; give 0 or more"),
+    (["--min-effect", "inf"], "--min-effect inf is not a relative change"),
+])
+def test_compare_refuses_statistics_that_mean_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      args: list[str], said: str) -> None:
+    with pytest.raises(SystemExit) as e:
+        compare.main(["--store", f"sqlite:///{tmp_path / 'v.db'}", "1", "2", *args])
+    assert e.value.code == 2 and said in capsys.readouterr().err
+    assert not (tmp_path / "v.db").exists()
+
+
+def test_compare_never_reads_a_fifo_as_a_junit_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pipe = fifo(tmp_path / "junit.xml")
+    with fifo_readers([pipe]) as opened:
+        assert compare.main(["--tested", str(pipe), str(pipe)]) == 2
+    assert opened == [] and "it is a FIFO (named pipe), not a JUnit file" in capsys.readouterr().err
