@@ -20,12 +20,16 @@ POLL_S = 0.02
 
 
 @contextlib.contextmanager
-def fifo_readers(fifos: list[Path]) -> Iterator[list[Path]]:
-    """Yields the list of ``fifos`` someone opened for reading while the block ran."""
+def fifo_readers(fifos: list[Path], grace_s: float = 0.0) -> Iterator[list[Path]]:
+    """Yields the list of ``fifos`` someone opened for reading while the block ran. ``grace_s``:
+    look only after that long, for code that may open a FIFO for an instant (without blocking) to
+    see what it is: then only a read that waited that long is recorded and released."""
     opened: list[Path] = []
     stop = threading.Event()
 
     def watch() -> None:
+        if stop.wait(grace_s):
+            return
         while not stop.wait(POLL_S):
             for f in fifos:
                 try:

@@ -93,7 +93,8 @@ def test_a_fifo_given_as_an_input_file_is_refused_at_once(pytester: pytest.Pytes
 def test_an_inventory_that_is_a_fifo_is_never_read(tmp_path: Path) -> None:
     pipe = tmp_path / "hosts.toml"
     os.mkfifo(pipe)
-    with fifo_readers([pipe]) as opened, pytest.raises(InventoryError) as e:
+    # load_inventory opens it without blocking to see what it is: a reader is released only after 10 s
+    with fifo_readers([pipe], grace_s=10.0), pytest.raises(InventoryError) as e:
         load_inventory(pipe)
-    assert "it is a FIFO (named pipe), not a regular file" in str(e.value) and opened == []
+    assert "it is a FIFO (named pipe), not a regular file" in str(e.value)
     assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
