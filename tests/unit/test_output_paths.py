@@ -111,7 +111,8 @@ def test_the_suite_refuses_a_fifo_a_directory_or_the_store_as_its_outputs(pytest
         assert result.ret == 4  # (pytest itself refuses a directory: "--junitxml must be a filename")
         assert kind == "dir" or "not a regular file" in result.stderr.str(), result.stderr.str()
         assert is_still(special, kind)
-        result = run_suite_options(pytester, "--save-baseline", str(special), "--store", "none")
+        with fifo_readers([pytester.path / "pipe"], grace_s=10.0):  # a read of the FIFO fails, never hangs
+            result = run_suite_options(pytester, "--save-baseline", str(special), "--store", "none")
         assert result.ret == 4 and "--save-baseline" in result.stderr.str(), result.stderr.str()
         assert is_still(special, kind)
     db = pytester.path / "runs.db"
