@@ -13,7 +13,10 @@ repeats says so. Runs with different fingerprints are compared, after a note lis
 differences. An interrupted run is never a baseline (A).
 
 Exit code: 1 when B has a regression (passed -> failed), 0 otherwise, 2 on bad input (a store
-that cannot be opened, a run id that does not exist, an incomplete baseline). ``--junit PATH``
+that cannot be opened, a run id that does not exist, an incomplete baseline) and on a usage error
+(argparse's code: ``--alpha`` outside (0, 1), a negative ``--min-effect``, a ``--junit`` path that
+is a directory, a device or the store's own file), which is reported before anything is read or
+written, so a usage error is never mistaken for a regression. ``--junit PATH``
 writes one case per rule and configuration that changed: a failure on a regression, an error on a
 harness error.
 
@@ -51,8 +54,8 @@ from model.compare import (
     verdict_flips,
 )
 from model.fingerprint import differences
-from reports.results import write_atomic
-from reports.store import Store, StoredRun, StoreError, default_url, open_store
+from reports.results import OutputPathError, check_outputs, not_regular, write_atomic
+from reports.store import Store, StoredRun, StoreError, default_url, open_store, sqlite_file
 
 
 class NotAJunitFile(ValueError):
@@ -61,6 +64,9 @@ class NotAJunitFile(ValueError):
 
 def read_run(path: Path) -> dict[str, str]:
     """A run's suite properties, and ``verdict.<case name>`` -> passed/failed/error/skipped per test case."""
+    kind = not_regular(path)
+    if kind is not None:  # a FIFO would be read for ever
+        raise NotAJunitFile(f"{path}: it is {kind}, not a JUnit file")
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as e:
@@ -273,6 +279,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("give two runs (ids or results directories), or --last N [RUN]")
     if args.last is not None and (len(args.runs) > 1 or args.last < 2):
         ap.error("--last N takes N >= 2 and at most one run")
+    if not 0 < args.alpha < 1:  # also refuses nan
+        ap.error(f"--alpha {args.alpha:g} is not a significance level; give one between 0 and 1, e.g. {ALPHA}")
+    if args.min_effect is not None and not 0 <= args.min_effect < float("inf"):
+        ap.error(f"--min-effect {args.min_effect:g} is not a relative change; give 0 or more, e.g. 0.1 for 10 %")
+    if args.junit is not None:
+        try:
+            check_outputs([("--junit", args.junit), ("--store", sqlite_file(args.store or default_url()))])
+        except OutputPathError as e:
+            ap.error(str(e))
     try:
         store = open_store(args.store)
     except StoreError as e:
@@ -291,10 +306,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     finally:
         store.close()
+    not_written = ""
     if args.junit is not None:
-        write_atomic(args.junit, comparison_junit(c) + "\n")
-        print(f"JUnit: {args.junit}")
+        try:
+            write_atomic(args.junit, comparison_junit(c) + "\n")
+            print(f"JUnit: {args.junit}")
+        except OSError as e:
+            not_written = f"error: --junit {args.junit} not written: {e.strerror or e}"
     print_comparison(c)
+    if not_written:  # exit 2, never 1: that code says "regression"
+        print(not_written, file=sys.stderr)
+        return 2
     return 1 if c.regressions else 0
 
 

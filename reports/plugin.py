@@ -285,7 +285,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         except OSError as e:
             final.not_written.append((what, path, e.strerror or str(e)))
     if opts.store_url is not None:
-        _store(final, opts.store_url, results.path, results.junit_path)
+        _store(final, opts.store_url, results.path, results.junit_path, results.file_mode)
     results.make_private()
     if session.exitstatus == pytest.ExitCode.OK:
         if final.not_written or final.not_stored:
@@ -294,14 +294,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _store(final: FinalReport, url: str, directory: Path, junit: Path) -> None:
+def _store(final: FinalReport, url: str, directory: Path, junit: Path, mode: int) -> None:
     """Write the run into the results store (an interrupted one as incomplete), from the JUnit
     file just written; the reason in ``final.not_stored`` when it cannot be."""
     if not any(what == "JUnit XML" for what, _ in final.written):
         final.not_stored = "the JUnit file was not written, and the store is filled from it"
         return
     try:
-        run_id, new = store_results(url, directory, junit)
+        run_id, new = store_results(url, directory, junit, mode)
     except StoreError as e:
         final.not_stored = str(e)
         return
@@ -311,6 +311,9 @@ def _store(final: FinalReport, url: str, directory: Path, junit: Path) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     results = config.stash.get(RESULTS_KEY, None)
     if results is not None:
+        # Again, last: what was written after pytest_sessionfinish (on SIGTERM or Ctrl-C pytest tears
+        # the guest down, and keeps its logs, after the results are written) gets the results mode too.
+        results.make_private()
         results.remove_if_unused()  # e.g. a run of the project's own tests: no rule, no results
 
 

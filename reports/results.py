@@ -8,14 +8,24 @@
   without execute bits (0600): measured numbers and guest details are the user's business.
 - Outputs are written atomically (temporary file, then rename): a full disk leaves the
   previous file or none, never a truncated one.
+- Every file the suite writes is a new file or replaces a regular one: a path that is a device,
+  a FIFO, a directory or a socket (``--junit-xml /dev/null``) is refused before any guest starts,
+  and again at the rename (:func:`write_atomic`), so a device node is never replaced by a file.
+  Two outputs of one run on one path (``--junit-xml`` on the store's file), or an output on one of
+  the run's input files, are refused too.
+- ``--results-mode`` never lets group or others write: anyone who can write a gate's result can
+  change its verdict.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,8 +46,13 @@ def file_mode(dir_mode: int) -> int:
     return dir_mode & 0o666
 
 
+#: Bits of a results mode that let someone other than the owner change a file: group and others' write.
+UNSAFE_MODE_BITS = 0o022
+
+
 def parse_mode(text: str) -> int:
-    """An octal directory mode that keeps the owner's rwx, e.g. ``0750``; ValueError otherwise."""
+    """An octal directory mode that keeps the owner's rwx and lets no one else write, e.g.
+    ``0750``; ValueError otherwise."""
     try:
         mode = int(text, 8)
     except ValueError:
@@ -45,7 +60,70 @@ def parse_mode(text: str) -> int:
     if not 0 <= mode <= 0o777 or mode & 0o700 != 0o700:
         raise ValueError(f"--results-mode {text} must be between 0700 and 0777 and keep the owner's rwx (0700), "
                          "e.g. 0750 for your group")
+    if mode & UNSAFE_MODE_BITS:
+        who = " and ".join(w for w, bit in (("group", 0o020), ("others", 0o002)) if mode & bit)
+        raise ValueError(f"--results-mode {text} lets {who} write the results (anyone who can rewrite junit.xml "
+                         f"changes the gate's verdict); use {mode & ~UNSAFE_MODE_BITS:04o}, which lets them read only")
     return mode
+
+
+def kind_of(mode: int) -> str:
+    """What a file of ``st_mode`` is, for messages: "a directory", "a character device"..."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, "a regular file")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def not_regular(path: Path) -> str | None:
+    """What ``path`` is if it exists and is not a regular file (symbolic links followed), e.g.
+    "a character device"; None for a regular file or a path where nothing is (yet)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # nothing there (or a dangling link): a new file; a parent that cannot be used fails later
+    return None if stat.S_ISREG(st.st_mode) else kind_of(st.st_mode)
+
+
+class OutputPathError(ValueError):
+    """An output path the suite must not write; the message names the option, the path and the remedy."""
+
+
+def check_output(what: str, path: Path) -> None:
+    """OutputPathError unless ``path`` is a regular file or nothing yet: a device, FIFO, socket or
+    directory is never replaced by a file (as root, ``--junit-xml /dev/null`` would replace the system's)."""
+    kind = not_regular(path)
+    if kind is not None:
+        raise OutputPathError(f"{what} {path} is {kind}, not a regular file: vioconform writes its outputs as "
+                              f"regular files and never replaces {kind}; give the path of a new file (or of a "
+                              "regular file to replace)")
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same resolved path, or the same inode (hard links)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_outputs(outputs: Sequence[tuple[str, Path | None]],
+                  inputs: Sequence[tuple[str, Path | None]] = ()) -> None:
+    """OutputPathError for an output that is not a regular file or a new one (:func:`check_output`),
+    two outputs on one file (the JUnit file on the store's database), or an output on an input of
+    the same run (``--junit-xml`` on ``--image``). ``None`` paths are options not given."""
+    outs = [(w, p) for w, p in outputs if p is not None]
+    for what, path in outs:
+        check_output(what, path)
+    for i, (what, path) in enumerate(outs):
+        for other, other_path in [*outs[i + 1:], *((f"the input {w}", p) for w, p in inputs if p is not None)]:
+            if _same(path, other_path):
+                raise OutputPathError(f"{what} {path} is also {other}: one would overwrite the other; give "
+                                      f"{what} a file of its own")
 
 
 def _mkdirs(path: Path, mode: int) -> list[Path]:
@@ -187,6 +265,10 @@ def open_results(requested: Path | None, junit: Path | None, dir_mode: int = DEF
                 raise ResultsDirError(f"--junit-xml {junit_path} is a directory; give a file name, e.g. "
                                       f"{junit_path / 'junit.xml'}")
             try:
+                check_output("--junit-xml", junit_path)
+            except OutputPathError as e:
+                raise ResultsDirError(str(e)) from None
+            try:
                 created += _mkdirs(junit_path.parent, dir_mode)
                 _probe_writable(junit_path.parent)
             except OSError as e:
@@ -198,12 +280,22 @@ def open_results(requested: Path | None, junit: Path | None, dir_mode: int = DEF
     return ResultsDir(path, junit_path, dir_mode, created)
 
 
+class NotARegularFile(OSError):
+    """An output path that holds something other than a regular file (a device, a FIFO, a directory):
+    never replaced. An OSError, so a writer reports it as it reports a full disk."""
+
+
 def write_atomic(path: Path, text: str, mode: int = file_mode(DEFAULT_DIR_MODE)) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
 
     Readers (and a disk that fills up: ENOSPC) see the previous file or the whole new one,
     never a truncated one; the temporary file is removed on any error, which propagates.
+    The rename happens only while ``path`` is a regular file or nothing: a device node or a FIFO
+    there is never replaced (NotARegularFile), and nothing is ever written through it.
     """
+    kind = not_regular(path)
+    if kind is not None:
+        raise NotARegularFile(errno.EEXIST, f"it is {kind}, not a regular file: not replaced", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -214,6 +306,9 @@ def write_atomic(path: Path, text: str, mode: int = file_mode(DEFAULT_DIR_MODE))
         os.fsync(fd)
         os.close(fd)
         fd = -1
+        kind = not_regular(path)  # again: the check above may be seconds old (a large report, a slow disk)
+        if kind is not None:
+            raise NotARegularFile(errno.EEXIST, f"it is {kind}, not a regular file: not replaced", str(path))
         os.replace(tmp, path)
     except BaseException:
         if fd >= 0:

@@ -27,8 +27,10 @@ a failure leaves nothing half-written and nothing stored before is touched.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -66,6 +68,36 @@ def shown_url(url: str) -> str:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
     except (SQLAlchemyError, ValueError, TypeError):
         return re.sub(r"(//[^:/@]+:)[^@]*@", r"\1***@", url)
+
+
+#: The mode a new SQLite store file gets: the owner's alone, like the results (--results-mode widens it).
+STORE_FILE_MODE = 0o600
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The database file of a SQLite store URL (``sqlite:///results/vioconform.db`` ->
+    ``results/vioconform.db``); None for another database or an in-memory one."""
+    try:
+        u = sa.engine.make_url(url)
+    except (SQLAlchemyError, ValueError, TypeError):
+        return None
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:" or u.database.startswith("file:"):
+        return None
+    return Path(u.database)
+
+
+def _create_sqlite_file(url: str, mode: int) -> None:
+    """Create a SQLite store's file with ``mode`` before SQLite does (it would use the umask, 0644
+    here: every user could read every run). An empty file is an empty database. An existing file
+    keeps its mode; a file that cannot be made is left for SQLite to report."""
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            try:
+                os.fchmod(fd, mode)  # open's mode passes through the umask
+            finally:
+                os.close(fd)
 
 
 metadata = sa.MetaData()
@@ -209,7 +241,8 @@ class StoredRun:
 class Store:
     """A results store at a SQLAlchemy URL; the schema is created on first use."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, mode: int = STORE_FILE_MODE) -> None:
+        """``mode``: a new SQLite file's mode (the results' file mode)."""
         self.url = url
         self.shown = shown = shown_url(url)
         try:
@@ -222,6 +255,7 @@ class Store:
             if not parent.is_dir():
                 raise StoreError(f"store {shown}: the directory {parent} does not exist; create it or give "
                                  f"another --store")
+        _create_sqlite_file(url, mode)
         try:
             with self.engine.begin() as conn:
                 # The version first: a store written by a newer vioconform is not touched at all
@@ -378,19 +412,21 @@ def open_store(url: str | None) -> Store:
     return Store(url or default_url())
 
 
-def check_store(url: str) -> None:
-    """Open the store at ``url`` once (creating its tables on first use) and close it: run before
-    any guest starts, so an unreachable or too new store ends the run before it costs anything.
-    The default store's directory (``results/``) is created, private (0700), when missing."""
+def check_store(url: str, mode: int = STORE_FILE_MODE) -> None:
+    """Open the store at ``url`` once (creating its tables on first use, a new SQLite file with
+    ``mode``) and close it: run before any guest starts, so an unreachable or too new store ends
+    the run before it costs anything. The default store's directory (``results/``) is created,
+    private (0700), when missing."""
     if url == default_url() and not DEFAULT_PARENT.exists():
         DEFAULT_PARENT.mkdir(mode=0o700, parents=True, exist_ok=True)
-    Store(url).close()
+    Store(url, mode).close()
 
 
-def store_results(url: str, directory: Path, junit: Path | None = None) -> tuple[int, bool]:
+def store_results(url: str, directory: Path, junit: Path | None = None,
+                  mode: int = STORE_FILE_MODE) -> tuple[int, bool]:
     """Store the run whose results ``directory`` (and JUnit file) were just written: (run id, True),
     or the id of the run stored from that directory before and False. StoreError otherwise."""
-    store = Store(url)
+    store = Store(url, mode)
     try:
         return store.add_run(read_results_dir(directory, junit))
     finally:

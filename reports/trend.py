@@ -14,7 +14,9 @@ host kernel, image and guest; the same hypervisor, controllers and faults). The 
   moved beyond the noise.
 
 Without ``--run`` the series is the newest complete run's. Exit code 2 on bad input (a store that
-cannot be opened, a run id that does not exist, an empty store), with the reason.
+cannot be opened, a run id that does not exist, an empty store) and on a usage error (an ``-o``
+path that is a directory, a device or the store's own file: refused before the store is opened),
+with the reason.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from model.compare import MIN_EFFECT, MIN_EFFECTS, MetricKey, Series, Spread
 from model.fingerprint import SERIES_OPTIONS, fingerprint
 from model.noise import run_to_run
 from reports import charts
-from reports.results import write_atomic
-from reports.store import Store, StoredRun, StoreError, default_url, open_store
+from reports.results import OutputPathError, check_outputs, write_atomic
+from reports.store import Store, StoredRun, StoreError, default_url, open_store, sqlite_file
 
 #: The metrics drawn unless ``--all-metrics``: one or two per rule, the ones a regression moves.
 KEY_METRICS = ("qd32_host_depth", "qd32_iops", "iops_scaling", "split_factor", "host_request_bytes_mean",
@@ -128,6 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.last < 1:
         ap.error("--last takes 1 or more")
     try:
+        check_outputs([("-o", args.output), ("--store", sqlite_file(args.store or default_url()))])
+    except OutputPathError as e:
+        ap.error(str(e))
+    try:
         store = open_store(args.store)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -140,7 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     finally:
         store.close()
-    write_atomic(args.output, page)
+    try:
+        write_atomic(args.output, page)
+    except OSError as e:
+        print(f"error: -o {args.output} not written: {e.strerror or e}", file=sys.stderr)
+        return 2
     print(f"trend page: {args.output} ({len(runs)} run(s) of the series of run {runs[-1].id})")
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import platform
+import stat
 import time
 
 import pytest
@@ -24,6 +25,7 @@ from model.rules.baseline import against_baseline
 from model.rules.buffered_direct import RegimeSample, RegimeSeries, judge_regime, merge_baseline, parse_baseline
 from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.results import file_mode, write_atomic
 from suites.assertions import conclude, raw_dir_for
 from suites.needs import needed
 
@@ -71,7 +73,11 @@ def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, re
         meta = {"saved": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
                 "guest_kernel": disk.tool(Uname).kernel_release(), "accel": disk.guest.accel,
                 "guest_read_ahead_kb": str(disk.limits.read_ahead_kb)}
-        path.write_text(merge_baseline(path.read_text() if path.exists() else None, disk.config_id, now, meta))
+        # A new file gets the results' mode, a baseline saved before keeps its own; written through a
+        # temporary file and a rename, never into whatever might have replaced the file meanwhile.
+        file_bits = stat.S_IMODE(path.stat().st_mode) if path.is_file() else file_mode(suite_options.results_mode)
+        write_atomic(path, merge_baseline(path.read_text() if path.is_file() else None, disk.config_id, now, meta),
+                     file_bits)
         record.add(baseline_saved_to=str(path))
     verdict = judge_regime(now, baseline, source)
     (raw / "regime.json").write_text(json.dumps(verdict.properties, indent=1))

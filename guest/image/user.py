@@ -7,10 +7,13 @@ write of the guest lands in the overlay, which goes with the run directory.
 - ``check_image(path)``: cheap checks (``qemu-img info``, the format, a boot signature for raw
   files, no backing chain, not encrypted), each failure one line naming the cause and the remedy.
   The backend runs it before any guest starts.
-- ``inspect_image(path)``: the same, plus the SHA-256 of the file's bytes
+- ``inspect_image(path, digest_cache)``: the same, plus the SHA-256 of the file's bytes
   (``model.types.DiskImageInfo``). Hashing reads the whole file: measured here 1.0-2.1 s per GiB
   (hashlib with the CPU's SHA extensions, 1-4 MiB reads, file in the page cache; a cold file
-  costs its read from disk on top).
+  costs its read from disk on top), so it logs its progress (bytes, rate, time left) every
+  ``HASH_PROGRESS_INTERVAL_S``, and the digest is kept in ``digest_cache`` (the run's: the cache
+  directory's ``image-digests/``) under the file's path, size, mtime, inode and device: the next run
+  on the unchanged file reads the digest instead of the file.
 - ``create_overlay(info, dest_dir, reader)``: the overlay, after checking the free space; if
   QEMU's user (``reader``) cannot read the image where it is, a read-only hard link (same
   filesystem, the file itself readable) or else a copy of it is staged in ``dest_dir`` first.
@@ -18,6 +21,7 @@ write of the guest lands in the overlay, which goes with the run directory.
 
 from __future__ import annotations
 
+import contextlib
 import grp
 import hashlib
 import json
@@ -26,9 +30,12 @@ import os
 import pwd
 import shutil
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from guest.cache import build_lock, cache_dir, replace_text
 from model.types import DiskImageInfo
 
 log = logging.getLogger("vioconform.image")
@@ -38,6 +45,9 @@ log = logging.getLogger("vioconform.image")
 FORMATS = ("qcow2", "raw")
 #: Read size for the hash (measured: 1 MiB reads 1.0 s/GiB, 4 MiB 1.0-2.1 s/GiB here; no gain above).
 HASH_CHUNK_BYTES = 1 << 20
+#: How often hashing logs its progress: a 100 GiB image takes a minute or more (1-2 s per GiB here),
+#: and a run that says nothing for that long looks hung.
+HASH_PROGRESS_INTERVAL_S = 5.0
 #: Free space the overlay needs in the run directory besides a staged copy. A guest's first boot
 #: writes its logs, cloud-init's state and SSH keys into the overlay; the suite's rules write only
 #: to their own disks. Measured here: the test image's overlay (Debian 12, cloud-init, systemd) held
@@ -139,18 +149,70 @@ def check_image(path: Path) -> ImageFacts:
     return ImageFacts(path, fmt, int(info.get("virtual-size", 0)), int(info.get("actual-size", 0)))
 
 
-def sha256_of(path: Path) -> str:
+def sha256_of(path: Path, progress: Callable[[str], None] = log.info,
+              clock: Callable[[], float] = time.monotonic) -> str:
+    """The SHA-256 of the file's bytes; every ``HASH_PROGRESS_INTERVAL_S`` ``progress`` is told how
+    far it got (bytes, rate, time left)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        start = last = clock()
+        done = 0
         while chunk := f.read(HASH_CHUNK_BYTES):
             h.update(chunk)
+            done += len(chunk)
+            now = clock()
+            if now - last >= HASH_PROGRESS_INTERVAL_S:
+                last = now
+                rate = done / max(now - start, 1e-9)
+                progress(f"hashing {path}: {done / 1024**3:.1f} of {size / 1024**3:.1f} GiB "
+                         f"({done / max(size, 1):.0%}) at {rate / 1024**2:.0f} MiB/s, about "
+                         f"{max(size - done, 0) / rate:.0f} s left")
     return h.hexdigest()
 
 
-def inspect_image(path: Path) -> DiskImageInfo:
-    """``check_image`` and the SHA-256 of the file (1-2 s per GiB here)."""
+def digest_cache_dir() -> Path:
+    """Where the digests of ``--image`` files are kept between runs."""
+    return cache_dir() / "image-digests"
+
+
+def _identity(st: os.stat_result) -> dict[str, int]:
+    """What says a file is unchanged since it was hashed: a write changes its size or mtime, a file
+    put in its place (cp, mv, a new download) has another inode."""
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino, "device": st.st_dev}
+
+
+def cached_sha256(path: Path, cache: Path, progress: Callable[[str], None] = log.info) -> str:
+    """``sha256_of(path)``, or the digest kept in ``cache`` when the file's path, size, mtime, inode
+    and device are those it had when it was hashed. One entry per path (a JSON file named by the
+    path's hash); a process hashing a path holds its lock, so a second one (another xdist worker)
+    waits and then reads the digest. A cache that cannot be written only costs the next run a hash."""
+    path = path.absolute()
+    entry = cache / f"{hashlib.sha256(str(path).encode()).hexdigest()[:32]}.json"
+    with contextlib.ExitStack() as held:
+        with contextlib.suppress(OSError):  # no lock without a writable cache: hashed, not kept
+            cache.mkdir(parents=True, exist_ok=True)
+            held.enter_context(build_lock(entry))
+        before = _identity(path.stat())
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            kept = json.loads(entry.read_text())
+            if kept["path"] == str(path) and kept["identity"] == before:
+                digest = str(kept["sha256"])
+                progress(f"sha256 of {path} from the cache ({entry}): unchanged since it was hashed")
+                return digest
+        digest = sha256_of(path, progress)
+        if _identity(path.stat()) == before:  # not written to while it was read
+            with contextlib.suppress(OSError):
+                replace_text(entry, json.dumps({"path": str(path), "identity": before, "sha256": digest}))
+    return digest
+
+
+def inspect_image(path: Path, digest_cache: Path | None = None) -> DiskImageInfo:
+    """``check_image`` and the SHA-256 of the file (1-2 s per GiB here), from ``digest_cache``
+    when the file is unchanged since it was hashed (None: hashed every time)."""
     facts = check_image(path)
-    return DiskImageInfo(facts.path, facts.format, facts.virtual_size_bytes, sha256_of(facts.path))
+    digest = sha256_of(facts.path) if digest_cache is None else cached_sha256(facts.path, digest_cache)
+    return DiskImageInfo(facts.path, facts.format, facts.virtual_size_bytes, digest)
 
 
 # --- who can read the image ------------------------------------------------------------------

@@ -11,6 +11,11 @@ and the environment a run records about them (its fingerprint, model/fingerprint
   ``pcie.0`` on q35. libvirt accepts conventional PCI devices at explicit addresses on q35's root
   bus (it places them as integrated devices when the address comes from the XML). The PIIX IDE
   controller exists only on i440fx machines: ``--controllers ide`` with a q35 machine is refused.
+- Machine types without a PCI bus (``none``, ``isapc``, ``microvm``) are refused before any
+  guest starts: the suite's disk controllers and network card are PCI devices (libvirt would say
+  "No PCI buses available" only when the guest is defined).
+- An emulator whose ``-machine help`` does not list machine types (a script that prints a
+  version and nothing else) is "not a working QEMU", with what it printed.
 """
 
 from __future__ import annotations
@@ -26,6 +31,13 @@ DEFAULT_MACHINE = "pc"
 #: Controllers that exist only on a given machine family: the PIIX IDE controller is part of the
 #: i440fx chipset; q35's ICH9 has AHCI (the ``ahci`` controller) instead.
 I440FX_ONLY = ("ide",)
+#: Machine types with no PCI bus for the suite's devices (virtio-pci controllers, the network card),
+#: as QEMU 7.2's ``-machine help`` describes them.
+NO_PCI_BUS = {"none": "QEMU's empty machine (no buses at all)", "isapc": "an ISA-only PC",
+              "microvm": "a minimal machine with virtio-mmio devices only",
+              "x-remote": "a remote device process, not a guest machine"}
+#: The first line of QEMU's ``-machine help``.
+MACHINE_HELP_HEADER = "Supported machines are:"
 #: ``--version`` and ``-machine help`` of an emulator answer in milliseconds here; a binary that
 #: hangs is not a usable QEMU.
 PROBE_TIMEOUT_S = 20.0
@@ -70,8 +82,23 @@ def check_emulator(path: Path) -> str:
 
 
 def machine_types(path: Path) -> dict[str, str]:
-    """The machine types the emulator offers: name -> description (``-machine help``)."""
-    return parse_machine_types(_run(path, "-machine", "help"))
+    """The machine types the emulator offers: name -> description (``-machine help``);
+    HypervisorError if it lists none (:func:`machine_types_of`)."""
+    return machine_types_of(_run(path, "-machine", "help"), path)
+
+
+def machine_types_of(help_text: str, path: Path | str) -> dict[str, str]:
+    """``-machine help``'s answer of the emulator ``path`` as name -> description; HypervisorError
+    naming what it printed if that is not QEMU's list ("Supported machines are:" and at least one
+    type): a script that prints only a version is not a working QEMU."""
+    lines = [line for line in help_text.splitlines() if line.strip()]
+    types = parse_machine_types(help_text) if lines and lines[0].strip() == MACHINE_HELP_HEADER else {}
+    if not types:
+        said = " | ".join(line.strip() for line in lines[:3])[:200] or "nothing"
+        raise HypervisorError(f"{path} is not a working QEMU: '{path} -machine help' listed no machine types "
+                              f"(it said: {said}); give --emulator a QEMU system emulator such as "
+                              f"/usr/bin/qemu-system-x86_64")
+    return types
 
 
 def parse_machine_types(help_text: str) -> dict[str, str]:
@@ -87,7 +114,10 @@ def parse_machine_types(help_text: str) -> dict[str, str]:
 def check_machine(path: Path, machine: str, controllers: tuple[str, ...],
                   types: dict[str, str] | None = None) -> None:
     """HypervisorError unless ``machine`` is one of the emulator's types (``types``, else asked of
-    the emulator on this machine) and carries every controller."""
+    the emulator on this machine), has a PCI bus and carries every controller."""
+    if machine in NO_PCI_BUS:
+        raise HypervisorError(f"--machine {machine}: {NO_PCI_BUS[machine]}, with no PCI bus for the suite's disk "
+                              "controllers and network card; use pc (i440fx) or q35")
     if types is None:
         types = machine_types(path)
     if machine not in types:

@@ -113,7 +113,8 @@ def validate_options(opts: BackendOptions) -> None:
         emulator = opts.emulator or environment.default_emulator(conn)
         types = None
         if link is not None:
-            types = machine.parse_machine_types(remote_machine_help(link, emulator, opts.emulator is not None))
+            types = machine.machine_types_of(remote_machine_help(link, emulator, opts.emulator is not None),
+                                             f"{emulator} on {link.address.host}")
             check_host_dir(link, PurePosixPath(opts.host_dir), image_bytes)
             if opts.firmware == "uefi":
                 check_remote_ovmf(link)

@@ -72,3 +72,27 @@ def test_q35_moves_the_suites_devices_to_its_root_bus() -> None:
     assert json.loads(moved[5])["bus"] == "pcie.0"
     assert json.loads(moved[7])["bus"] == "vioc-hba-virtio-scsi.0"  # a SCSI bus is not a PCI bus
     assert machine.root_bus("pc-q35-7.2") == "pcie.0"
+
+
+@pytest.mark.parametrize("name", ["none", "isapc", "microvm"])
+def test_machines_without_a_pci_bus_are_refused_before_any_guest(tmp_path: Path, name: str) -> None:
+    """libvirt would only say "No PCI buses available" when the guest is defined; no emulator is asked."""
+    with pytest.raises(HypervisorError, match=f"--machine {name}: .*with no PCI bus for the suite's disk controllers "
+                                              "and network card; use pc \\(i440fx\\) or q35"):
+        machine.check_machine(tmp_path / "never-run", name, ("virtio-blk",))
+
+
+def test_an_emulator_that_only_prints_a_version_is_not_a_working_qemu(tmp_path: Path) -> None:
+    liar = _script(tmp_path, "echo 'QEMU emulator version 7.2.0'", "liar")
+    assert machine.check_emulator(liar) == "QEMU emulator version 7.2.0"  # --version alone cannot tell
+    said = r"liar is not a working QEMU: '.*liar -machine help' listed no machine types \(it said: QEMU emulator version"
+    with pytest.raises(HypervisorError, match=said):
+        machine.check_machine(liar, "pc", ("virtio-blk",))
+    chatty = _script(tmp_path, "echo 'QEMU emulator version 7.2.0'; echo 'Copyright (c) 2003-2022 Fabrice Bellard'",
+                     "chatty")
+    with pytest.raises(HypervisorError, match=r"is not a working QEMU: .*\| Copyright"):
+        machine.check_machine(chatty, "pc", ("virtio-blk",))
+    with pytest.raises(HypervisorError, match=r"on kvm7 is not a working QEMU: .*\(it said: nothing\)"):
+        machine.machine_types_of("", "/usr/bin/qemu-system-x86_64 on kvm7")
+    listed = machine.machine_types_of("Supported machines are:\npc    Standard PC (alias of pc-i440fx-7.2)\n", "q")
+    assert listed == {"pc": "Standard PC (alias of pc-i440fx-7.2)"}
