@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, urlparse
 import paramiko
 
 from model.errors import HypervisorError
+from model.secret import redact_url
 
 log = logging.getLogger("vioconform.libvirt")
 
@@ -73,7 +74,7 @@ class HostAddress:
         u = urlparse(uri)
         transport = u.scheme.partition("+")[2]
         if transport not in SSH_TRANSPORTS or not u.hostname:
-            raise HostLinkError(f"--libvirt-uri {uri}: a remote libvirt host is reached over SSH; use "
+            raise HostLinkError(f"--libvirt-uri {redact_url(uri)}: a remote libvirt host is reached over SSH; use "
                                 "qemu+ssh://user@host/system (or qemu+libssh://...)")
         query = parse_qs(u.query)
         keyfile = query.get("keyfile", [None])[0]
@@ -209,7 +210,7 @@ def _connect(address: HostAddress, timeout_s: float) -> paramiko.SSHClient:
             with contextlib.suppress(OSError):
                 client.load_system_host_keys("/etc/ssh/ssh_known_hosts")
     except OSError as e:
-        raise HostLinkError(f"--libvirt-uri {address.uri}: cannot read known_hosts {known}: {e}") from e
+        raise HostLinkError(f"--libvirt-uri {redact_url(address.uri)}: cannot read known_hosts {known}: {e}") from e
     client.set_missing_host_key_policy(paramiko.RejectPolicy())
     where = f"known_hosts {known}" if known else "~/.ssh/known_hosts"
     try:
