@@ -46,8 +46,8 @@ CASES = {
     "store-password-with-at": (["--store", f"postgresql://vc:{{p1}}@{{p2}}@{CLOSED}/vioconform"], 4,
                                "PGPASSWORD or ~/.pgpass"),
     # an option crashing the configuration (exit 3: INTERNALERROR, every frame's locals shown) or refused (4)
-    "port-out-of-range": (["-l", "--full-trace", "--libvirt-uri", "qemu+ssh://root:{p1}@127.0.0.1:99999/system"],
-                          (3, 4), "99999"),
+    "port-out-of-range": (["-l", "--full-trace", "--libvirt-uri", "qemu+ssh://root:{p1}@127.0.0.1:99999/system",
+                           "--store", "sqlite:///{tmp}/out/x.db?password={p3}"], (3, 4), "99999"),
     # --co runs the checks before any guest too
     "collect-only": (["--co", "--libvirt-uri", f"qemu+ssh://root:{{p1}}@{CLOSED}/system",
                       "--store", "sqlite:///{tmp}/out/x.db?password={p3}"], 4,
