@@ -63,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     stored = [r for r in store.runs() if r.complete]
     rows = [r for r in run_to_run([store.series(r.id) for r in stored]) if args.all or r.direction != "parameter"]
     if not rows:
-        print(f"bench.noise: no metric measured by 2 or more complete runs in {url}", file=sys.stderr)
+        print(f"bench.noise: no metric measured by 2 or more complete runs in {store.shown}", file=sys.stderr)
         return 1
-    print(f"\nrun-to-run spread over {len(stored)} complete runs ({url})")
+    print(f"\nrun-to-run spread over {len(stored)} complete runs ({store.shown})")
     print(f"{'rule':16} {'configuration':38} {'metric':34} {'runs':>4} {'mean':>12} {'CV %':>6}")
     for r in rows:
         print(f"{r.rule:16} {r.config:38} {r.name:34} {r.runs:>4} {r.mean:>12.4g} {100 * r.cv:>6.2f}")

@@ -24,6 +24,9 @@ FINGERPRINT_KEYS = (
 )
 #: The options that make two runs of one environment the same nightly job.
 SERIES_OPTIONS = ("hypervisor", "controllers", "inject")
+#: Series options whose value is a comma-separated set: ``--controllers virtio-blk,virtio-scsi``
+#: and ``--controllers virtio-scsi,virtio-blk`` test the same controllers (each is its own test).
+SET_OPTIONS = ("controllers",)
 #: The suite property with vioconform's own revision (``git describe``), and the one with the
 #: options that shaped the results (JSON); neither is part of the fingerprint.
 REVISION_KEY = "vioconform_revision"
@@ -41,11 +44,21 @@ def fingerprint(properties: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in sorted(properties.items()) if is_fingerprint_key(k)}
 
 
+def as_set(value: str | None) -> frozenset[str]:
+    """A comma-separated option value (``virtio-scsi,virtio-blk``) as the set it names."""
+    return frozenset(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+def same_option(key: str, a: str | None, b: str | None) -> bool:
+    """Whether two runs' values of a series option are the same: sets (:data:`SET_OPTIONS`) in any order."""
+    return as_set(a) == as_set(b) if key in SET_OPTIONS and a is not None and b is not None else a == b
+
+
 def same_series(fp_a: Mapping[str, str], opts_a: Mapping[str, str],
                 fp_b: Mapping[str, str], opts_b: Mapping[str, str]) -> bool:
     """Whether two runs belong to one nightly series: equal fingerprints and series options."""
     return (fingerprint(fp_a) == fingerprint(fp_b)
-            and all(opts_a.get(k) == opts_b.get(k) for k in SERIES_OPTIONS))
+            and all(same_option(k, opts_a.get(k), opts_b.get(k)) for k in SERIES_OPTIONS))
 
 
 def differences(a: Mapping[str, str], b: Mapping[str, str]) -> tuple[list[tuple[str, str, str]],

@@ -9,6 +9,14 @@ that quotes it) still never reaches the terminal, a JUnit file or the HTML repor
 
 Values are registered whatever their length: a one-character password masks every such
 character in the reports, which is ugly but shows nothing.
+
+URLs (``--libvirt-uri``, ``--hosts``' ``uri``, ``--store``) may carry a password too: in their
+userinfo (``qemu+ssh://root:PASSWORD@host/system``, ``postgresql://u:PASSWORD@db/vioconform``)
+or in a query parameter (``?password=...``, ``passwd``, ``pass``). ``redact_url`` is the one
+form in which the suite prints any such URL (errors, log lines, the "stored:" line, the store's
+messages); ``register_url`` registers the passwords themselves, so ``scrub`` masks them wherever
+else they turn up. A password holding an unencoded ``@`` (``u:ret@Xyz@host``) cannot be told
+from the host reliably: ``password_holds_at`` finds it, and the options refuse it.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Collection
+from urllib.parse import unquote
 
 MASK = "***"
 
@@ -29,6 +38,14 @@ CREDENTIAL_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|CREDENTIAL|
 #: Shorter values of such variables are flags (``..._TOKEN_FILE=1``), not credentials: masking every
 #: "1" would wreck the numbers in the reports. Values a ``Secret`` holds are registered at any length.
 MIN_ENV_CREDENTIAL_CHARS = 8
+
+#: Query parameters whose value is a password: libpq's ``password`` (a PostgreSQL store URL), and
+#: the ``passwd`` and ``pass`` other drivers and tools use.
+PASSWORD_PARAMS = ("password", "passwd", "pass")
+#: ``?password=VALUE``: the value runs to the next ``&name=`` (or ``;name=``) or the URL's end, so a
+#: value holding an unencoded ``&`` or ``#`` is masked whole rather than cut at it.
+_PASSWORD_PARAM = re.compile(r"([?&;](?:" + "|".join(PASSWORD_PARAMS) + r")=)(.*?)(?=[&;][A-Za-z_][\w.\-]*=|$)",
+                             re.IGNORECASE | re.DOTALL)
 
 _LIVE: set[str] = set()
 
@@ -92,3 +109,58 @@ def scrub(text: str) -> str:
         if value in text:
             text = text.replace(value, MASK)
     return text
+
+
+def _userinfo(url: str) -> tuple[str, str, str] | None:
+    """(``scheme://``, the userinfo, ``@host...``), or None for a URL with no userinfo.
+
+    Read as SQLAlchemy reads a URL, which is more than RFC 3986 allows: the password may hold
+    ``/``, ``?`` and ``#`` unencoded (``postgresql://u:p/w@db/x`` logs in with ``p/w``), and ``@``
+    (which no parser can place for sure). So the userinfo runs to the last ``@`` that is either
+    before the first ``?`` or ``#`` after the first ``@`` (``u:p@s/w@db``), or reached from the
+    first ``@`` without a ``/`` (``u:p@s?w@db``); a query value such as ``keyfile=/home/a@b/key``
+    is not part of it. A "user name" holding ``/``, ``?`` or ``#`` is a path or query holding ``@``
+    (``sqlite:////data/a@b.db``): no userinfo.
+    """
+    head, sep, after = url.partition("://")
+    first_at = after.find("@")
+    if not sep or first_at < 0:
+        return None
+    query = min((i for i in (after.find("?", first_at), after.find("#", first_at)) if i >= 0), default=len(after))
+    path = after.find("/", first_at)
+    cut = max(after.rfind("@", 0, query), after.rfind("@", 0, path if path >= 0 else len(after)))
+    userinfo = after[:cut]
+    if any(c in userinfo.partition(":")[0] for c in "/?#"):
+        return None
+    return head + sep, userinfo, after[cut:]
+
+
+def redact_url(url: str) -> str:
+    """``url`` as the suite prints it: the userinfo's password and the ``password``, ``passwd`` and
+    ``pass`` query parameters as ``***`` (``qemu+ssh://root:***@kvm7/system``); the rest as given."""
+    parts = _userinfo(url)
+    if parts is not None and ":" in parts[1]:
+        head, userinfo, rest = parts
+        url = f"{head}{userinfo.partition(':')[0]}:{MASK}{rest}"
+    return _PASSWORD_PARAM.sub(lambda m: m.group(1) + MASK, url)
+
+
+def url_passwords(url: str) -> list[str]:
+    """The passwords ``url`` holds (userinfo, query parameters), as written and percent-decoded."""
+    parts = _userinfo(url)
+    found = [parts[1].partition(":")[2]] if parts is not None and ":" in parts[1] else []
+    found += [m.group(2) for m in _PASSWORD_PARAM.finditer(url)]
+    return [v for value in found if value for v in dict.fromkeys((value, unquote(value)))]
+
+
+def register_url(url: str) -> None:
+    """Register the passwords ``url`` holds (see ``url_passwords``): ``scrub`` masks them from now on."""
+    for value in url_passwords(url):
+        register(value)
+
+
+def password_holds_at(url: str) -> bool:
+    """Whether the userinfo's password holds an unencoded ``@`` (``u:ret@Xyz@host``): more than
+    one ``@`` after the user name, where no parser can tell the password's end from the host."""
+    parts = _userinfo(url)
+    return parts is not None and "@" in parts[1].partition(":")[2]

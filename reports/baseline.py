@@ -1,9 +1,9 @@
 """``--baseline REF``: a stored run every rule compares its numbers with (model/rules/baseline.py).
 
 REF is a run id in the results store, a results directory (imported into the store on the way,
-once), or ``last``: the newest complete stored run of the same hypervisor and controllers. A
-baseline JSON file made by ``--save-baseline`` is the buffered-direct rule's own older form and is
-not handled here. Resolved once, before any guest starts; an incomplete run (interrupted) or a
+once), or ``last``: the newest complete stored run of the same hypervisor and controllers (a set:
+``virtio-blk,virtio-scsi`` finds a run of ``virtio-scsi,virtio-blk``). A baseline JSON file made by
+``--save-baseline`` is the buffered-direct rule's own older form and is not handled here. Resolved once, before any guest starts; an incomplete run (interrupted) or a
 missing one is refused with the reason.
 """
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from model.compare import Key, Series
+from model.fingerprint import same_option
 from reports.store import Store, StoredRun, StoreError
 
 
@@ -42,7 +43,7 @@ def resolve_baseline(ref: str, store_url: str | None, hypervisor: str, controlle
     try:
         if ref == "last":
             runs = [r for r in store.runs() if r.complete and r.options.get("hypervisor") == hypervisor
-                    and r.options.get("controllers") == ",".join(controllers)]
+                    and same_option("controllers", r.options.get("controllers"), ",".join(controllers))]
             if not runs:
                 raise StoreError(f"--baseline last: {store.shown} has no complete run of --hypervisor {hypervisor} "
                                  f"--controllers {','.join(controllers)}; run the suite once without --baseline first")

@@ -3,8 +3,10 @@
 The vSphere code keeps its password out of messages and tracebacks at the source; this plugin is
 the second wall, for whatever slips past (a library's frame holding a revealed value under
 ``pytest -l``, an exception that quotes it, a log line). At start-up it registers the values of
-``VIOCONFORM_VCENTER_PASSWORD`` and of other credential-named environment variables; every
-``Secret`` made later (a password file read) registers itself. Then it scrubs:
+``VIOCONFORM_VCENTER_PASSWORD`` and of other credential-named environment variables, and the
+passwords in every URL given as an option (``--libvirt-uri``, ``--store``: model.secret.register_url);
+every ``Secret`` made later (a password file read) and every URL read later (an inventory's)
+registers itself. Then it scrubs:
 
 - each test report, before any reader: the exception (in place, so ``str(exc)`` is clean for
   vioconform's record), the traceback with its locals and arguments, captured output and logs
@@ -26,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from model.secret import PASSWORD_ENV, any_registered, has_secret, register_environment, scrub
+from model.secret import PASSWORD_ENV, any_registered, has_secret, register_environment, register_url, scrub
 
 _OLD_FACTORY_KEY = pytest.StashKey[Callable[..., logging.LogRecord]]()
 
@@ -34,6 +36,10 @@ _OLD_FACTORY_KEY = pytest.StashKey[Callable[..., logging.LogRecord]]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     register_environment(always=(PASSWORD_ENV,))
+    for value in vars(config.option).values():  # before any other plugin reads them (an error's locals)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and "://" in item:
+                register_url(item)
     old = logging.getLogRecordFactory()
     config.stash[_OLD_FACTORY_KEY] = old
     logging.setLogRecordFactory(_scrubbing_factory(old))

@@ -31,7 +31,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import re
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -44,6 +43,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from model.compare import Key, MetricKey, Series
 from model.fingerprint import OPTIONS_KEY, REVISION_KEY, SERIES_OPTIONS, same_series
 from model.metrics import as_number, describe
+from model.secret import password_holds_at, redact_url, register_url, scrub
 
 SCHEMA_VERSION = 1
 DEFAULT_PARENT = Path("results")  # as reports.results.DEFAULT_PARENT (not imported: no pytest here)
@@ -63,11 +63,20 @@ def default_url(parent: Path = DEFAULT_PARENT) -> str:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as messages show it: a password in it (``postgresql://user:PASSWORD@host/db``) as ``***``."""
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except (SQLAlchemyError, ValueError, TypeError):
-        return re.sub(r"(//[^:/@]+:)[^@]*@", r"\1***@", url)
+    """``url`` as messages show it: a password in it (``postgresql://user:PASSWORD@host/db``,
+    ``?password=PASSWORD``) as ``***`` (model.secret.redact_url, as every URL the suite prints)."""
+    return redact_url(url)
+
+
+def checked_url(url: str) -> str:
+    """``url``, its passwords registered for the report redaction; StoreError for a password
+    holding an unencoded ``@``, which no parser can tell from the host's ``@``."""
+    register_url(url)
+    if password_holds_at(url):
+        raise StoreError(f"store {shown_url(url)}: the password in the URL holds an unencoded '@'; percent-encode "
+                         "each '@' in it as %40, or leave the password out of the URL and give it in PGPASSWORD or "
+                         "~/.pgpass")
+    return url
 
 
 #: The mode a new SQLite store file gets: the owner's alone, like the results (--results-mode widens it).
@@ -243,7 +252,7 @@ class Store:
 
     def __init__(self, url: str, mode: int = STORE_FILE_MODE) -> None:
         """``mode``: a new SQLite file's mode (the results' file mode)."""
-        self.url = url
+        self.url = checked_url(url)
         self.shown = shown = shown_url(url)
         try:
             self.engine = sa.create_engine(url, pool_pre_ping=True)
@@ -399,7 +408,8 @@ def _insert(conn: sa.Connection, stmt: sa.Insert) -> int:
 
 
 def _first_line(e: BaseException) -> str:
-    return str(getattr(e, "orig", None) or e).splitlines()[0]
+    """The error's first line, any registered password in it masked (a driver may quote its DSN)."""
+    return scrub(str(getattr(e, "orig", None) or e).splitlines()[0])
 
 
 def _stored(row: sa.Row[tuple[object, ...]]) -> StoredRun:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import logging
 import select
 import shlex
+import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import paramiko
 from cryptography.hazmat.primitives import serialization
@@ -28,11 +29,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from model.errors import GuestDied, HypervisorError
 from model.types import SshEndpoint
+from transport.probe import BANNER_TIMEOUT_S, HANDSHAKE_TIMEOUT_S
 from transport.probe import pinned_key as _pinned_key
 
 # paramiko logs every connection at INFO; the suite's own progress lines are what a user reads.
 logging.getLogger("paramiko").setLevel(logging.WARNING)
 log = logging.getLogger("vioconform.ssh")
+#: paramiko logs a failed handshake with its traceback at ERROR; while a connection opens, the
+#: error ``connect`` raises says what happened, in one line, instead.
+CONNECT_LOG = "vioconform.ssh.connect.paramiko"
+logging.getLogger(CONNECT_LOG).setLevel(logging.CRITICAL + 1)
 
 
 class GuestCommandError(RuntimeError):
@@ -78,6 +84,86 @@ def sudo_problem(user: str, ran: CommandResult) -> str | None:
         why = f"sudo -n failed for user {user} ({said})"
     return (f"{why}; the suite runs its commands as root through sudo -n and needs passwordless sudo "
             f"(NOPASSWD): '{user} ALL=(ALL) NOPASSWD:ALL' in the image's /etc/sudoers.d/, or log in as root")
+
+
+class SshNoAnswer(paramiko.SSHException):
+    """The server accepted the TCP connection but did not speak SSH in time: no banner (silent, or
+    closed at once), or a handshake it did not finish. The message names the server and the wait."""
+
+
+@dataclass(frozen=True)
+class SshTimeouts:
+    """How long each step of opening an SSH connection may take."""
+
+    #: the TCP connection
+    connect_s: float
+    #: the server's SSH banner, after the TCP connection (a server that accepts and never speaks)
+    banner_s: float
+    #: key exchange and authentication, after the banner
+    handshake_s: float
+
+    def within(self, remaining_s: float) -> SshTimeouts:
+        """These timeouts, none longer than ``remaining_s`` (a caller's overall deadline)."""
+        cap = max(remaining_s, 0.1)
+        return replace(self, connect_s=min(self.connect_s, cap), banner_s=min(self.banner_s, cap),
+                       handshake_s=min(self.handshake_s, cap))
+
+
+#: The guest's SSH (and an ESXi host's). TCP connect: 10 s, instant to QEMU's forward on 127.0.0.1
+#: and a few ms to a vSphere guest on the LAN, so 10 s covers three lost SYNs (retransmitted after
+#: 1, 2 and 4 s). Banner and handshake as the boot wait's probe allows them (transport/probe.py:
+#: QEMU's forward holds a connection silent while the guest's network is not up; key exchange and
+#: authentication take a few hundred ms to 2 s under TCG here).
+GUEST_SSH_TIMEOUTS = SshTimeouts(connect_s=10.0, banner_s=BANNER_TIMEOUT_S, handshake_s=HANDSHAKE_TIMEOUT_S)
+
+
+def connect(client: paramiko.SSHClient, host: str, port: int, timeouts: SshTimeouts, sock: Any = None,
+            **login: Any) -> None:
+    """Open ``client``'s connection to ``host:port`` (or over ``sock``, a connected socket or
+    channel), each step within its timeout. ``login`` goes to paramiko (username, key_filename, ...).
+
+    A server that accepts and stays silent raises SshNoAnswer after ``timeouts.banner_s`` (paramiko
+    alone would give "No existing session" and log a traceback); so does one that closes without a
+    banner or stalls in the handshake. The wait for the banner comes before paramiko sends its own
+    identification: an SSH server sends its banner as soon as it accepts (RFC 4253 4.2: both sides
+    send theirs; OpenSSH, dropbear and paramiko's server do not wait for the client's). OSError (TimeoutError) for the TCP connection; paramiko's
+    BadHostKeyException, AuthenticationException and SSHException for the rest."""
+    where = f"{host}:{port}"
+    if sock is None:
+        sock = socket.create_connection((host, port), timeout=timeouts.connect_s)
+    try:
+        spoke, _, _ = select.select([sock], [], [], timeouts.banner_s)
+    except (OSError, ValueError):  # closed under us: paramiko's read says how
+        spoke = [sock]
+    if not spoke:
+        sock.close()
+        raise SshNoAnswer(f"the server at {where} did not answer SSH within {timeouts.banner_s:.0f} s (it accepted "
+                          "the TCP connection and sent nothing); is that port its SSH server, and is the server "
+                          "hung?")
+    client.set_log_channel(CONNECT_LOG)
+    try:
+        client.connect(host, port=port, sock=sock, timeout=timeouts.handshake_s, banner_timeout=timeouts.banner_s,
+                       auth_timeout=timeouts.handshake_s, **login)
+    except paramiko.BadHostKeyException:
+        raise
+    except paramiko.AuthenticationException as e:
+        if "timeout" in str(e).lower():  # paramiko's "Authentication timeout."
+            raise SshNoAnswer(f"the server at {where} did not finish the SSH login within {timeouts.handshake_s:.0f} "
+                              "s") from None
+        raise
+    except (paramiko.SSHException, EOFError) as e:
+        transport = client.get_transport()
+        banner = transport.remote_version if transport is not None else ""
+        if not banner:
+            raise SshNoAnswer(f"the server at {where} sent no SSH banner ({e or type(e).__name__}); is that port "
+                              "its SSH server?") from None
+        if str(e) == "No existing session":  # paramiko's words for a key exchange that never finished
+            raise SshNoAnswer(f"the server at {where} ({banner}) did not finish the SSH handshake within "
+                              f"{timeouts.handshake_s:.0f} s") from None
+        raise
+    transport = client.get_transport()
+    if transport is not None:
+        transport.set_log_channel("paramiko.transport")  # paramiko's own logging from here on
 
 
 class SshConnectionLost(GuestUnreachable, HypervisorError):
@@ -188,9 +274,8 @@ class SshTransport:
             client.set_missing_host_key_policy(paramiko.RejectPolicy())
             try:
                 sock = ep.via(ep.host, ep.port) if ep.via is not None else None
-                client.connect(ep.host, port=ep.port, username=ep.user, key_filename=str(ep.key_path), sock=sock,
-                               timeout=10, banner_timeout=20, auth_timeout=20,
-                               allow_agent=False, look_for_keys=False)
+                connect(client, ep.host, ep.port, GUEST_SSH_TIMEOUTS.within(deadline - time.monotonic()), sock,
+                        username=ep.user, key_filename=str(ep.key_path), allow_agent=False, look_for_keys=False)
                 return client
             except paramiko.BadHostKeyException as e:
                 client.close()

@@ -31,14 +31,25 @@ from urllib.parse import parse_qs, urlparse
 import paramiko
 
 from model.errors import HypervisorError
+from model.secret import redact_url
+from transport.ssh import SshNoAnswer, SshTimeouts, connect
 
 log = logging.getLogger("vioconform.libvirt")
 
 #: URI schemes whose daemon is reached over SSH (``qemu+ssh``, ``qemu+libssh``, ``qemu+libssh2``)
 SSH_TRANSPORTS = ("ssh", "libssh", "libssh2")
-#: Seconds to reach the host's SSH server and finish the handshake: an unreachable host is
-#: reported within the 30 s the suite allows for a bad host.
+#: Seconds to reach the host's SSH server (and to open a tunnel through it). Each step of opening the
+#: connection has 10 s (HOST_SSH_TIMEOUTS), so a host that fails at any one of them is reported within
+#: the 30 s the suite allows for a bad host.
 CONNECT_TIMEOUT_S = 10.0
+#: Seconds for the banner: sshd sends it as soon as it accepts, before reading anything (ms here; a
+#: loaded host's fork and exec, a second or two). A port that accepts and stays silent is not an SSH server
+#: that is up.
+BANNER_TIMEOUT_S = 10.0
+#: Seconds for key exchange and the key login: well under a second against a host's sshd here; 10 s
+#: leaves room for a loaded host and an agent that asks its user.
+HANDSHAKE_TIMEOUT_S = 10.0
+HOST_SSH_TIMEOUTS = SshTimeouts(connect_s=CONNECT_TIMEOUT_S, banner_s=BANNER_TIMEOUT_S, handshake_s=HANDSHAKE_TIMEOUT_S)
 #: Seconds a command on the host may take (``id -u``, ``uname -r``, ``rm -rf`` of a staging directory).
 COMMAND_TIMEOUT_S = 30.0
 
@@ -73,7 +84,7 @@ class HostAddress:
         u = urlparse(uri)
         transport = u.scheme.partition("+")[2]
         if transport not in SSH_TRANSPORTS or not u.hostname:
-            raise HostLinkError(f"--libvirt-uri {uri}: a remote libvirt host is reached over SSH; use "
+            raise HostLinkError(f"--libvirt-uri {redact_url(uri)}: a remote libvirt host is reached over SSH; use "
                                 "qemu+ssh://user@host/system (or qemu+libssh://...)")
         query = parse_qs(u.query)
         keyfile = query.get("keyfile", [None])[0]
@@ -86,9 +97,9 @@ class HostLink:
     """One paramiko connection to the libvirt host: commands, SFTP and tunnels. Thread-safe as
     paramiko is: each use opens its own channel."""
 
-    def __init__(self, address: HostAddress, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    def __init__(self, address: HostAddress, timeouts: SshTimeouts = HOST_SSH_TIMEOUTS) -> None:
         self.address = address
-        self._client = _connect(address, timeout_s)
+        self._client = _connect(address, timeouts)
         self._sftp: paramiko.SFTPClient | None = None
         self._lock = threading.Lock()
         #: SFTP requests one at a time: the console mirror's thread reads while the main thread works
@@ -198,7 +209,7 @@ def fingerprint(key: paramiko.PKey) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
 
 
-def _connect(address: HostAddress, timeout_s: float) -> paramiko.SSHClient:
+def _connect(address: HostAddress, timeouts: SshTimeouts) -> paramiko.SSHClient:
     client = paramiko.SSHClient()
     known = address.known_hosts
     try:
@@ -209,14 +220,13 @@ def _connect(address: HostAddress, timeout_s: float) -> paramiko.SSHClient:
             with contextlib.suppress(OSError):
                 client.load_system_host_keys("/etc/ssh/ssh_known_hosts")
     except OSError as e:
-        raise HostLinkError(f"--libvirt-uri {address.uri}: cannot read known_hosts {known}: {e}") from e
+        raise HostLinkError(f"--libvirt-uri {redact_url(address.uri)}: cannot read known_hosts {known}: {e}") from e
     client.set_missing_host_key_policy(paramiko.RejectPolicy())
     where = f"known_hosts {known}" if known else "~/.ssh/known_hosts"
     try:
-        client.connect(address.host, port=address.port, username=address.user,
-                       key_filename=str(address.keyfile) if address.keyfile else None,
-                       look_for_keys=address.keyfile is None, allow_agent=address.keyfile is None,
-                       timeout=timeout_s, banner_timeout=timeout_s, auth_timeout=timeout_s)
+        connect(client, address.host, address.port, timeouts, username=address.user,
+                key_filename=str(address.keyfile) if address.keyfile else None,
+                look_for_keys=address.keyfile is None, allow_agent=address.keyfile is None)
     except paramiko.BadHostKeyException as e:
         client.close()
         raise HostLinkError(f"libvirt host {address.shown} presented a host key other than the one in {where} "
@@ -226,6 +236,9 @@ def _connect(address: HostAddress, timeout_s: float) -> paramiko.SSHClient:
         client.close()
         raise HostLinkError(f"libvirt host {address.shown} refused the SSH login as {address.user} ({e}); "
                             f"give the key with ?keyfile=PATH in the URI") from None
+    except SshNoAnswer as e:
+        client.close()
+        raise HostLinkError(f"libvirt host {address.shown}: {e}") from None
     except paramiko.SSHException as e:
         client.close()
         if "not found in known_hosts" in str(e):
@@ -235,7 +248,8 @@ def _connect(address: HostAddress, timeout_s: float) -> paramiko.SSHClient:
         raise HostLinkError(f"libvirt host {address.shown}: SSH failed: {e}") from None
     except TimeoutError as e:
         client.close()
-        raise HostLinkError(f"libvirt host {address.shown} did not answer within {timeout_s:.0f} s ({e})") from None
+        raise HostLinkError(f"libvirt host {address.shown} did not accept a TCP connection within "
+                            f"{timeouts.connect_s:.0f} s ({e or 'timed out'})") from None
     except OSError as e:
         client.close()
         raise HostLinkError(f"libvirt host {address.shown} is unreachable: {e}") from None

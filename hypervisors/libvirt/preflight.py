@@ -25,6 +25,7 @@ from hypervisors.base import BackendOptions
 from hypervisors.libvirt import accel, environment, imageboot, machine
 from hypervisors.libvirt.hostlink import SSH_TRANSPORTS, HostAddress, HostLink, HostLinkError
 from model.errors import HypervisorError
+from model.secret import redact_url, scrub
 
 #: Opening a local daemon takes milliseconds; a URI that leads nowhere (a host that swallows
 #: packets, a server that never answers) would otherwise hang the run for TCP's minutes.
@@ -50,10 +51,12 @@ def open_connection(uri: str, timeout_s: float = CONNECT_TIMEOUT_S) -> libvirt.v
     opener.start()
     opener.join(timeout_s)
     if opener.is_alive():
-        raise HypervisorError(f"cannot connect to libvirt at {uri!r}: no answer within {timeout_s:.0f} s. {hint}")
+        raise HypervisorError(f"cannot connect to libvirt at {redact_url(uri)!r}: no answer within {timeout_s:.0f} s. "
+                              f"{hint}")
     error = box.get("error")
     if isinstance(error, libvirt.libvirtError):
-        raise HypervisorError(f"cannot connect to libvirt at {uri!r}: {error.get_error_message()}. {hint}")
+        raise HypervisorError(f"cannot connect to libvirt at {redact_url(uri)!r}: "
+                              f"{scrub(str(error.get_error_message()))}. {hint}")
     conn = box["conn"]
     assert isinstance(conn, libvirt.virConnect)
     return conn
@@ -71,7 +74,7 @@ def is_local(uri: str) -> bool:
 
 def check_drives_qemu(uri: str, conn: libvirt.virConnect) -> None:
     if conn.getType() != "QEMU":
-        raise HypervisorError(f"libvirt URI {uri!r} drives {conn.getType()}, not QEMU; use a qemu:// URI")
+        raise HypervisorError(f"libvirt URI {redact_url(uri)!r} drives {conn.getType()}, not QEMU; use a qemu:// URI")
 
 
 def validate_options(opts: BackendOptions) -> None:

@@ -36,6 +36,7 @@ from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_conn
 from hypervisors.libvirt.qmp import DomainQmp
 from model.errors import HypervisorError
 from model.histogram import HistogramKind, HistogramSet
+from model.secret import redact_url
 
 #: libvirt disk bus -> QEMU trace family
 BUS_FAMILY = {"virtio": "virtio-blk", "scsi": "scsi", "nvme": "nvme", "sata": "ahci"}
@@ -95,7 +96,8 @@ def record(uri: str, domain: str, disk: str, seconds: float, kind: HistogramKind
             dom = conn.lookupByName(domain)
         except libvirt.libvirtError:
             running = [d.name() for d in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)]
-            raise HypervisorError(f"no domain {domain!r} at {uri}; running domains: {', '.join(running) or 'none'}") from None
+            raise HypervisorError(f"no domain {domain!r} at {redact_url(uri)}; running domains: "
+                                  f"{', '.join(running) or 'none'}") from None
         if not dom.isActive():
             raise HypervisorError(f"domain {domain} is not running")
         qdev, family, lbs = find_disk(dom, disk)

@@ -58,3 +58,26 @@ def test_a_records_repeats_fold_into_medians() -> None:
     rec.fold_repeats()
     assert rec.properties["qd1_iops"] == 160.0 and rec.properties["qd1_iops.r2"] == 170.0
     assert rec.properties["guest_driver"] == "sd"
+
+
+def test_last_finds_a_run_of_the_same_controllers_in_another_order(tmp_path: Path, store_url: str) -> None:
+    """The controller list is a set: the stored run tested virtio-scsi,virtio-blk."""
+    assert resolve_baseline(str(write_run(tmp_path, "20261120-020000", healthy())), store_url, "libvirt",
+                            ("virtio-scsi", "virtio-blk")).run.id == 1  # imported on the way
+    for order in (("virtio-blk", "virtio-scsi"), ("virtio-scsi", "virtio-blk"), (" virtio-blk", "virtio-scsi ")):
+        assert resolve_baseline("last", store_url, "libvirt", order).run.id == 1
+    with pytest.raises(StoreError, match="has no complete run of --hypervisor libvirt --controllers virtio-blk;"):
+        resolve_baseline("last", store_url, "libvirt", ("virtio-blk",))
+    with pytest.raises(StoreError, match="--controllers virtio-blk,virtio-scsi,nvme;"):
+        resolve_baseline("last", store_url, "libvirt", ("virtio-blk", "virtio-scsi", "nvme"))
+
+
+def test_a_series_is_the_same_whatever_the_controllers_order() -> None:
+    from model.fingerprint import same_series
+
+    fp = {"qemu.version": "7.2.0"}
+    a = {"hypervisor": "libvirt", "controllers": "virtio-scsi,virtio-blk", "inject": "none"}
+    assert same_series(fp, a, fp, {**a, "controllers": "virtio-blk,virtio-scsi"})
+    assert not same_series(fp, a, fp, {**a, "controllers": "virtio-blk"})
+    assert not same_series(fp, a, fp, {**a, "controllers": "virtio-blk,virtio-scsi,nvme"})
+    assert not same_series(fp, a, fp, {"hypervisor": "libvirt", "inject": "none"})
