@@ -58,15 +58,16 @@ IOPS_SCALING_MIN_FRACTION = 0.4
 IOPS_SCALING_ABSOLUTE_MIN_FRACTION = 0.1
 
 #: The guest's busiest vCPU must have been busy (not idle: model/cpustat.py) at least this share
-#: of the window for a guest that held less than offered in its block layer to excuse the device:
-#: a guest whose CPUs idled could have queued more. Measured here (TCG, 2 vCPUs, 3 s windows at
-#: depth 32, healthy devices): 60-68 % on a host at load 9-10 where the guest still held 19-25 of
-#: 32, 86-98 % with a busy loop in the guest; an idle host gives the guest more CPU and the host
-#: more depth (20-27, no excuse needed). A guest capped by its own nr_requests of 8 on the same
-#: loaded host was busy 49-58 %: the CPU figure alone does not tell a configured limit from a
-#: slow guest, which is why the allowance also needs every guest limit on the path at or above
-#: the offered depth (GuestPath).
-GUEST_CPU_BUSY_MIN_PCT = 50.0
+#: of the window for a guest that held less than offered in its block layer to excuse the device.
+#: Measured here (TCG, 2 vCPUs, 3 s windows at depth 32, host at load 9-12 on its 2 cores): healthy
+#: guests holding 21-27 of 32 were busy 40-68 % (11 windows, both virtio controllers), 86-98 %
+#: with a busy loop in the guest; a guest throttled by io.max riops=400 idled: 15 and 34 %. Under
+#: TCG a healthy guest keeps fewer than 32 queued mostly for the time its completions take to reach
+#: it, which it spends idle, so the bar stays under the healthy guests' figures with a margin. The
+#: CPU alone does not tell a configured limit from a slow guest (nr_requests 8 on the same host:
+#: 49-58 %), which is why the allowance also needs every guest limit on the path at or above the
+#: offered depth (GuestPath).
+GUEST_CPU_BUSY_MIN_PCT = 30.0
 
 #: The host may not see more than was offered; above this factor the measurement is broken
 #: (counters of the wrong disk, or a clock problem), which is reported as a failure too.
