@@ -41,7 +41,8 @@ echo driver=${drv##*/}
 """
 
 #: What the guest's configuration lets be in flight on the disk's path (model.limits.GuestPathLimits):
-#: its depth settings, its SCSI host, the active I/O scheduler and its async_depth, and the io.max
+#: its depth settings, its SCSI host (the ``hostN`` above the disk, however deep: SAS adds ports and
+#: end devices), the active I/O scheduler and its async_depth, and the io.max
 #: entries for the disk in the cgroup v2 of this shell (which fio's shell shares: one SSH session)
 #: and every cgroup above it. POSIX shell and builtins only (the busybox guest has them).
 PATH_SCRIPT = r"""
@@ -50,8 +51,11 @@ r() { [ -r "$1" ] && echo "$2=$(cat "$1")"; }
 r $d/dev dev
 r $d/queue/nr_requests nr_requests
 r $d/device/queue_depth queue_depth
-h=$(ls -d $d/device/../../../host*/scsi_host/host* 2>/dev/null | head -1)
-[ -n "$h" ] && echo "scsi_host=${h##*/}" && r $h/can_queue can_queue
+p=$(readlink -f $d/device 2>/dev/null)
+while [ -n "$p" ] && [ "$p" != /sys/devices ]; do
+  case ${p##*/} in host[0-9]*) [ -d "$p/scsi_host/${p##*/}" ] && echo "scsi_host=${p##*/}" && r "$p/scsi_host/${p##*/}/can_queue" can_queue; break ;; esac
+  p=${p%/*}
+done
 r $d/queue/scheduler scheduler
 r $d/queue/iosched/async_depth async_depth
 dev=$(cat $d/dev)

@@ -61,7 +61,7 @@ def against_baseline(verdict: RuleVerdict, now: Mapping[str, Number], baseline: 
     (``missing``: the sentence that says why; the caller makes a pass of it an ERROR)."""
     if baseline is None:
         return replace(verdict, notes=(*verdict.notes, missing or f"no baseline for this configuration in {source}"),
-                       properties={**verdict.properties, "baseline_metrics_compared": 0})
+                       properties={**verdict.properties, "baseline_source": source, "baseline_metrics_compared": 0})
     mine = series_of(now)
     shared = sorted(set(mine) & set(baseline))
     moved = [m for name in shared
@@ -74,7 +74,8 @@ def against_baseline(verdict: RuleVerdict, now: Mapping[str, Number], baseline: 
     return replace(verdict, lines=(*verdict.lines, line),
                    problems=(*verdict.problems, *(f"worse than the baseline {source}: {_describe(m)}" for m in worse)),
                    notes=(*verdict.notes, *(f"moved since the baseline: {_describe(m)}" for m in other)),
-                   properties={**verdict.properties, "baseline_metrics_compared": len(shared),
+                   properties={**verdict.properties, "baseline_source": source,
+                               "baseline_metrics_compared": len(shared),
                                "baseline_metrics_worse": len(worse),
                                # which ones, for a report or a script: comma-separated names ("" none)
                                "baseline_worse": ",".join(m.name for m in worse),

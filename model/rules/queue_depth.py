@@ -142,13 +142,15 @@ class Limiter:
 
 def limiters(path: GuestPath, offered: int, device_queue_depth: int | None,
              base: DepthPoint | None = None) -> list[Limiter]:
-    """The guest limits on ``path`` under ``offered``. An io.max limit on reads counts by the
-    requests it lets be in flight: its reads per second times the time a request took at the
-    lowest offered depth (``base``: Little's law, aqu-sz over IOPS); without ``base`` it counts
-    as a limit of unknown size."""
+    """The guest limits on ``path`` under the depth the device could take at ``offered``
+    (``expected_depth``: a limit at the device's own is no limit of the guest's). An io.max limit
+    on reads counts by the requests it lets be in flight: its reads per second times the time a
+    request took at the lowest offered depth (``base``: Little's law, aqu-sz over IOPS); without
+    ``base`` it counts as a limit of unknown size."""
     out = []
+    want = expected_depth(offered, device_queue_depth)
     for lim in path.limits:
-        if lim.value >= offered:
+        if lim.value >= want:
             continue
         ref = device_queue_depth if device_queue_depth is not None else lim.driver_value
         driver = f" (the driver set {lim.driver_value})" if lim.driver_value not in (None, lim.value) else ""
@@ -164,7 +166,7 @@ def limiters(path: GuestPath, offered: int, device_queue_depth: int | None,
             continue
         latency_s = base.guest_aqu_sz / base.iops
         allows = cap * latency_s
-        if allows < offered:
+        if allows < want:
             out.append(Limiter(f"{entry.text()} caps reads of {kib(path.bs_bytes)} at {cap:,.0f}/s, which at the "
                                f"{latency_s * 1000:.1f} ms a request took at depth {base.offered_depth} lets about "
                                f"{allows:.1f} be in flight", allows, device_queue_depth or offered, remedy))
@@ -348,10 +350,13 @@ def judge_queue_depth(points: list[DepthPoint] | tuple[DepthPoint, ...], device_
             return []
         return limiters(guest_path, p.offered_depth, device_queue_depth, base)
 
+    want = expected_depth(top.offered_depth, device_queue_depth)
+    under = (f"the offered {top.offered_depth}" if want == top.offered_depth
+             else f"{want} = min(offered {top.offered_depth}, device limit {device_queue_depth})")
     for lim in below(top):
         if lim.configured:
             problems.append(
-                f"the guest's configuration caps the depth under the offered {top.offered_depth}: {lim.what}, under "
+                f"the guest's configuration caps the depth under {under}: {lim.what}, under "
                 f"the device's own limit {lim.under}. The layer that kept the depth low is the guest configuration, "
                 f"not the device nor a slow guest CPU: {lim.remedy}")
     for p in pts:

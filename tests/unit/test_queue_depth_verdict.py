@@ -308,3 +308,21 @@ def test_with_the_device_limit_unknown_the_drivers_value_is_the_reference() -> N
 def test_limits_at_or_above_the_offered_depth_do_not_matter() -> None:
     v = judge_queue_depth(SLOW_HEALTHY_BLK, 256, guest_path=blk_path(nr_requests=32))
     assert v.passed, v.explain()
+
+
+def test_a_limit_at_the_devices_own_does_not_deny_the_excuse() -> None:
+    # LSI 53C895A: the device takes 16; the guest's queue_depth 16 is no guest limit, so a busy guest
+    # that held 5 of 16 excuses the device's 4.0 (under 6.4 = 0.4 x 16)
+    path = GuestPath((DepthLimit("/sys/block/sda/queue/nr_requests", 256, 256),
+                      DepthLimit("/sys/block/sda/device/queue_depth", 16, 16)))
+    pts = [point(1, 150, 0.85, 0.9, 0.8, cpu=40), point(32, 700, 4.0, 5.0, 4.5, cpu=90)]
+    v = judge_queue_depth(pts, 16, guest_path=path)
+    assert v.passed and "not the device" in v.notes[0], v.explain()
+    # nr_requests lowered to 8 on it: under what the device takes, and named so
+    path = GuestPath((DepthLimit("/sys/block/sda/queue/nr_requests", 8, 256),
+                      DepthLimit("/sys/block/sda/device/queue_depth", 16, 16)))
+    v = judge_queue_depth(pts, 16, guest_path=path)
+    assert v.problems[0].startswith("the guest's configuration caps the depth under 16 = min(offered 32, device limit "
+                                    "16): /sys/block/sda/queue/nr_requests = 8 (the driver set 256), under the "
+                                    "device's own limit 16."), v.problems
+    assert "write 16 or more to /sys/block/sda/queue/nr_requests" in v.problems[0]
