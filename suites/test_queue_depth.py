@@ -14,10 +14,9 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
-from guest.tools.sysfs import Sysfs
 from measure.disk import GuestDisk
-from measure.window import depth_point, histogram_figure, measure, save_measurement
-from model.rules.queue_depth import GuestPath, judge_queue_depth
+from measure.window import depth_point, guest_path, histogram_figure, measure, save_measurement
+from model.rules.queue_depth import judge_queue_depth
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.records import Record
@@ -39,7 +38,7 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
         # What the guest's configuration lets be in flight on the disk's path (faults and
         # --guest-setup applied): a limit under the offered depth fails the rule by itself, and
         # any denies the allowance for a guest that could not keep its queue full.
-        path = GuestPath.of(disk.tool(Sysfs).path_limits(disk.kernel_name), disk.probed_limits, BS_BYTES)
+        path = guest_path(disk, BS_BYTES)
         for depth in suite_options.depths:
             m = measure(disk, FioJob(f"qd{depth}", rw="randread", bs_bytes=BS_BYTES, iodepth=depth),
                         suite_options.window_s, raw_dir=raw)
