@@ -18,7 +18,7 @@ from guest.image.build import ensure_image
 from guest.tools.fio import FioJob
 from hypervisors.libvirt.controllers import CONTROLLERS
 from measure.standalone import standalone_guest
-from measure.window import depth_point, measure
+from measure.window import depth_point, guest_path, measure
 from model.disks import suite_disks
 from model.rules.queue_depth import judge_queue_depth
 
@@ -44,7 +44,7 @@ def main() -> int:
             t = time.monotonic()
             points = [depth_point(measure(disk, FioJob(f"qd{n}", iodepth=n), args.window_s)) for n in depths]
             device_depth = disk.attached.configured.queue_depth
-            verdict = judge_queue_depth(points, device_depth)
+            verdict = judge_queue_depth(points, device_depth, guest_path=guest_path(disk, FioJob("qd1").bs_bytes))
             rows.append((disk.attached.spec.controller, verdict, points, device_depth, time.monotonic() - t))
     t_end = time.monotonic()
     print(f"accelerator: {guest.accel}; {len(names)} controllers, {len(disks)} disks in one guest")

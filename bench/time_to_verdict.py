@@ -31,7 +31,7 @@ from guest.image.user import inspect_image
 from guest.tools.fio import FioJob
 from hypervisors.base import ImageRequest
 from measure.standalone import standalone_guest
-from measure.window import depth_point, measure
+from measure.window import depth_point, guest_path, measure
 from model.rules.queue_depth import judge_queue_depth
 from model.types import DiskSpec
 
@@ -73,7 +73,8 @@ def main() -> int:
         points = []
         for depth in (1, 32):
             points.append(depth_point(measure(disk, FioJob(f"qd{depth}", iodepth=depth), args.window_s)))
-        verdict = judge_queue_depth(points, disk.attached.configured.queue_depth)
+        verdict = judge_queue_depth(points, disk.attached.configured.queue_depth,
+                                    guest_path=guest_path(disk, FioJob("qd1").bs_bytes))
         t_verdict = time.monotonic()
         guest = disk.guest
         console = guest.console_log_path.read_text(errors="replace") if guest.console_log_path else ""

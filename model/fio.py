@@ -76,11 +76,19 @@ class FioJob:
     iodepth_complete_pct: dict[str, float]
     job_runtime_ms: int
     error: int
+    #: fio's own CPU time over its run time, in percent of one CPU (its ``usr_cpu`` and ``sys_cpu``)
+    usr_cpu_pct: float = 0.0
+    sys_cpu_pct: float = 0.0
 
     @property
     def total_iops(self) -> float:
         """Read plus write IOPS (syncs are not counted: fio reports no rate for them)."""
         return self.read.iops + self.write.iops
+
+    @property
+    def cpu_pct(self) -> float:
+        """fio's CPU time (user and system) in percent of one CPU over its run time."""
+        return self.usr_cpu_pct + self.sys_cpu_pct
 
 
 @dataclass(frozen=True)
@@ -214,6 +222,8 @@ def _job(j: _Reader) -> FioJob:
         iodepth_complete_pct=j.pct_map("iodepth_complete"),
         job_runtime_ms=j.integer("job_runtime"),
         error=j.integer("error"),
+        usr_cpu_pct=j.number("usr_cpu"),
+        sys_cpu_pct=j.number("sys_cpu"),
     )
 
 

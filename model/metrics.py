@@ -81,6 +81,10 @@ METRICS: tuple[tuple[str, MetricSpec], ...] = (
     (_QD + r"fio_depth_mode", MetricSpec("requests", PARAM)),
     (r"iops_scaling", MetricSpec("x", HIGHER)),
     (r"device_queue_depth|guest_queue_depth|guest_nr_requests", MetricSpec("requests", PARAM)),
+    # queue-depth's evidence for a guest that held less than offered: its CPU and its own limits
+    (_QD + r"(guest_cpu_(busy|all)|fio_cpu)_pct|guest_cpu_busy_min_pct", MetricSpec("%", PARAM)),
+    (r"guest_limit_[a-z_]+|guest_async_depth", MetricSpec("requests", PARAM)),
+    (r"guest_scheduler|guest_cgroup|guest_io_max", MetricSpec("", PARAM)),
     # io-size: bigger requests at the host (fewer splits) are better.
     (r"split_factor", MetricSpec("x", LOWER)),
     (r"host_request_bytes_(mean|p50)|guest_avg_request_bytes", MetricSpec("bytes", HIGHER)),

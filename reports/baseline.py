@@ -2,9 +2,16 @@
 
 REF is a run id in the results store, a results directory (imported into the store on the way,
 once), or ``last``: the newest complete stored run of the same hypervisor and controllers (a set:
-``virtio-blk,virtio-scsi`` finds a run of ``virtio-scsi,virtio-blk``). A baseline JSON file made by
-``--save-baseline`` is the buffered-direct rule's own older form and is not handled here. Resolved once, before any guest starts; an incomplete run (interrupted) or a
-missing one is refused with the reason.
+``virtio-blk,virtio-scsi`` finds a run of ``virtio-scsi,virtio-blk``) that reached a verdict, and for each rule and configuration the newest such run with a verdict for it.
+A baseline JSON file made by ``--save-baseline`` is the buffered-direct rule's own older form and is
+not handled here. Resolved once, before any guest starts; an incomplete run (interrupted), one in
+which no rule reached a verdict (every rule an error or a skip: ``--machine none``) or a missing
+one is refused with the reason.
+
+A verdict is a pass or a failure. A rule whose own verdict was reached but whose comparison found
+no baseline is stored as an error (model.rules.baseline.BaselineMissing), and its numbers are a
+baseline all the same: else a rule new to a pipeline that always passes ``--baseline last`` would
+never get one. Any other error or a skip is no verdict: its numbers may be partial.
 """
 
 from __future__ import annotations
@@ -13,9 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from model.compare import Key, Series
 from model.fingerprint import same_option
-from reports.store import Store, StoredRun, StoreError
+from model.rules.baseline import BaselineMissing
+from reports.store import Store, StoredRun, StoreError, verdicts
 
 
 @dataclass(frozen=True)
@@ -25,14 +35,33 @@ class StoredBaseline:
     run: StoredRun
     store: str
     series: Mapping[Key, Mapping[str, Series]] = field(default_factory=dict)
+    #: ``last``: the older run a (rule, configuration) was taken from, where ``run`` had no verdict for it
+    taken_from: Mapping[Key, StoredRun] = field(default_factory=dict)
+    #: why a (rule, configuration) has no baseline, for those ``run`` holds without a verdict
+    gaps: Mapping[Key, str] = field(default_factory=dict)
+    #: ``last``: how many older complete runs of the same series were searched as well
+    searched_older: int = 0
 
     @property
     def source(self) -> str:
-        where = f" ({self.run.source})" if self.run.source else ""
-        return f"run {self.run.id}{where}"
+        return _named(self.run)
+
+    def source_for(self, rule: str, config: str) -> str:
+        """The run this rule and configuration are compared with: ``run``, or for ``last`` the
+        newest older run with a verdict for them."""
+        return _named(self.taken_from.get((rule, config), self.run))
 
     def for_rule(self, rule: str, config: str) -> Mapping[str, Series] | None:
         return self.series.get((rule, config))
+
+    def missing(self, rule: str, config: str, why: str = "") -> str:
+        """The sentence for a rule with no baseline: "no baseline for queue-depth on <config> in run 2: ..." """
+        if not why:
+            why = self.gaps.get((rule, config)) or f"it did not run {rule} on {config}"
+            if self.searched_older:
+                why += f", and none of the {self.searched_older} older complete runs of the same hypervisor and " \
+                       "controllers has a verdict for it"
+        return f"no baseline for {rule} on {config} in {self.source_for(rule, config)}: {why}"
 
 
 def resolve_baseline(ref: str, store_url: str | None, hypervisor: str, controllers: tuple[str, ...]) -> StoredBaseline:
@@ -40,14 +69,17 @@ def resolve_baseline(ref: str, store_url: str | None, hypervisor: str, controlle
     if store_url is None:
         raise StoreError(f"--baseline {ref} names a stored run, and --store none gives no store to find it in")
     store = Store(store_url)
+    older: list[StoredRun] = []
     try:
         if ref == "last":
             runs = [r for r in store.runs() if r.complete and r.options.get("hypervisor") == hypervisor
                     and same_option("controllers", r.options.get("controllers"), ",".join(controllers))]
+            runs = [r for r in runs if verdicts_reached(store, r.id)]  # a run of errors is no baseline
             if not runs:
                 raise StoreError(f"--baseline last: {store.shown} has no complete run of --hypervisor {hypervisor} "
                                  f"--controllers {','.join(controllers)}; run the suite once without --baseline first")
             run = runs[-1]
+            older = runs[:-1]
         elif ref.isdigit():
             run = store.run(int(ref))
         elif Path(ref).is_dir():
@@ -55,12 +87,64 @@ def resolve_baseline(ref: str, store_url: str | None, hypervisor: str, controlle
         else:
             raise StoreError(f"--baseline {ref}: neither a stored run id, a results directory, 'last', nor a baseline "
                              f"file (python -m reports.store --store {store.shown} list shows the runs)")
+        if not verdicts_reached(store, run.id):
+            raise StoreError(f"--baseline {ref}: no rule reached a verdict in run {run.id} (each is an error, a skip "
+                             f"or not run): it is never used as a baseline; give a run that has verdicts")
         if not run.complete:
             raise StoreError(f"--baseline {ref}: run {run.id} is incomplete (interrupted): it is never used as a "
                              f"baseline; give a complete run")
-        by_key: dict[Key, dict[str, Series]] = {}
-        for (rule, config, name), s in store.series(run.id).items():
-            by_key.setdefault((rule, config), {})[name] = s
-        return StoredBaseline(run, store.shown, by_key)
+        return _baseline(store, run, older)
     finally:
         store.close()
+
+
+def _named(run: StoredRun) -> str:
+    return f"run {run.id}" + (f" ({run.source})" if run.source else "")
+
+
+def _reached(outcome: str, message: str) -> bool:
+    """Whether a stored outcome is a verdict: a pass or a failure, or an error that only says the
+    rule's comparison found no baseline (its own verdict was reached: see the module's docstring)."""
+    return outcome in ("passed", "failed") or (outcome == "error"
+                                               and message.startswith(f"{BaselineMissing.__name__}: "))
+
+
+def stored_outcomes(store: Store, run_id: int) -> dict[Key, tuple[str, str]]:
+    """Each (rule, configuration)'s stored outcome and message in a run."""
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.select(verdicts.c.rule, verdicts.c.config, verdicts.c.outcome, verdicts.c.message)
+                            .where(verdicts.c.run_id == run_id))
+        return {(r.rule, r.config): (r.outcome, r.message) for r in rows}
+
+
+def verdicts_reached(store: Store, run_id: int) -> set[Key]:
+    """The (rule, configuration)s that reached a verdict in a run."""
+    return {k for k, (outcome, message) in stored_outcomes(store, run_id).items() if _reached(outcome, message)}
+
+
+def _baseline(store: Store, run: StoredRun, older: list[StoredRun]) -> StoredBaseline:
+    """The series of every (rule, configuration) with a verdict in ``run``; for one without, the
+    newest of ``older`` (``last``'s other candidates, oldest first) with a verdict for it. Errors
+    and skips are never a baseline: their numbers may be partial."""
+    series: dict[Key, dict[str, Series]] = {}
+    taken: dict[Key, StoredRun] = {}
+    gaps: dict[Key, str] = {}
+    for candidate in [run, *reversed(older)]:
+        outcomes = stored_outcomes(store, candidate.id)
+        wanted = {k for k, (o, m) in outcomes.items() if _reached(o, m) and k not in series}
+        if candidate is run:
+            for k, (outcome, message) in outcomes.items():
+                if k not in wanted:
+                    said = message.splitlines()[0][:200] if message else ""
+                    gaps[k] = f"its outcome there is {outcome}" + (f" ({said})" if said else "")
+        if not wanted:
+            continue
+        for (rule, config, name), s in store.series(candidate.id).items():
+            if (rule, config) in wanted:
+                series.setdefault((rule, config), {})[name] = s
+        for k in wanted:
+            series.setdefault(k, {})
+            if candidate is not run:
+                taken[k] = candidate
+                gaps.pop(k, None)
+    return StoredBaseline(run, store.shown, series, taken, gaps, len(older))

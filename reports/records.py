@@ -99,10 +99,14 @@ class RunStatus:
     interrupted_by: str = ""  # e.g. "SIGINT", "SIGTERM", "--maxfail"; empty if the run was not stopped
     unfinished: int = 0  # rules that started and did not finish
     not_run: int = 0  # rules that never started
+    #: rules that ended in an ERROR in a run that was not stopped and where no rule reached a verdict
+    #: (0 when one did): such a run (a guest that never booted, ``--machine none``) is not complete,
+    #: and never a baseline. A run of skips alone stays complete: nothing was attempted and failed.
+    errors_only: int = 0
 
     @property
     def complete(self) -> bool:
-        return not (self.interrupted_by or self.unfinished or self.not_run)
+        return not (self.interrupted_by or self.unfinished or self.not_run or self.errors_only)
 
     def properties(self) -> dict[str, str]:
         """Suite-level properties for JUnit: ``complete`` always, ``interrupted_by`` when stopped."""
@@ -120,11 +124,20 @@ class RunStatus:
             parts.append(f"{_tests(self.unfinished)} did not finish")
         if self.not_run:
             parts.append(f"{_tests(self.not_run)} not run")
+        if self.errors_only:
+            parts.append(f"no rule reached a verdict ({_tests(self.errors_only)} ended in ERROR, none passed or "
+                         "failed)")
         return "RUN INCOMPLETE: " + "; ".join(parts) + ". Only the verdicts reached are shown: this run is not a pass."
 
 
 def _tests(n: int) -> str:
     return f"{n} rule test" + ("" if n == 1 else "s")
+
+
+def reached_verdict(r: Record) -> bool:
+    """Whether the rule reached its verdict: passed or failed, or judged and then an ERROR only
+    because the comparison ``--baseline`` asked for found no baseline (its verdict is kept)."""
+    return r.outcome in ("passed", "failed") or (r.outcome == "error" and r.verdict is not None)
 
 
 def settle(records: Iterable[Record], interrupted_by: str = "") -> tuple[list[Record], RunStatus]:
@@ -133,4 +146,7 @@ def settle(records: Iterable[Record], interrupted_by: str = "") -> tuple[list[Re
     settled = [r.settled(interrupted_by) for r in recs]
     unfinished = sum(1 for r in recs if r.outcome is None and r.started)
     not_run = sum(1 for r in recs if r.outcome is None and not r.started)
-    return settled, RunStatus(interrupted_by, unfinished, not_run)
+    errors = sum(1 for r in settled if r.outcome == "error")
+    stopped = interrupted_by or unfinished or not_run
+    errors_only = errors if errors and not stopped and not any(reached_verdict(r) for r in settled) else 0
+    return settled, RunStatus(interrupted_by, unfinished, not_run, errors_only)

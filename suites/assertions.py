@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from _pytest.outcomes import Failed  # pytest.fail.Exception, importable as a base class for typing
 
-from model.rules.baseline import against_baseline
+from model.rules.baseline import BaselineMissing, against_baseline
 from model.rules.verdict import combine_repeats
 
 if TYPE_CHECKING:
@@ -62,8 +62,27 @@ def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, onc
         finally:
             record.repeat = 0
     record.fold_repeats()
-    verdict = combine_repeats(verdicts, exact)
-    if baseline is not None:
-        verdict = against_baseline(verdict, {**record.properties, **verdict.properties},
-                                   baseline.for_rule(verdict.rule, config), baseline.source)
+    conclude_against(combine_repeats(verdicts, exact), record, config, raw_dir, baseline)
+
+
+def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir: Path,
+                     baseline: StoredBaseline | None) -> None:
+    """Compare ``verdict`` with the stored ``baseline`` (``--baseline``; None: no comparison asked
+    for) and conclude. A baseline with nothing to compare for this rule and configuration is never
+    a plain pass: a failing verdict fails with the reason in a note, a passing one is an ERROR
+    (BaselineMissing), its verdict and numbers kept in the record."""
+    __tracebackhide__ = True
+    if baseline is None:
+        conclude(verdict, record, config, raw_dir)
+        return
+    series = baseline.for_rule(verdict.rule, config)
+    source = baseline.source_for(verdict.rule, config)
+    missing = baseline.missing(verdict.rule, config) if series is None else ""
+    verdict = against_baseline(verdict, {**record.properties, **verdict.properties}, series, source, missing)
+    if not missing and verdict.properties.get("baseline_metrics_compared") == 0:
+        missing = baseline.missing(verdict.rule, config, "it holds none of the metrics this run measured")
     conclude(verdict, record, config, raw_dir)
+    if missing:
+        raise BaselineMissing(f"{missing}. The rule itself passed; the comparison --baseline asked for was not "
+                              "made: give --baseline a run that has this configuration's verdict, or leave "
+                              "--baseline out")

@@ -21,12 +21,11 @@ from guest.tools.system import PageCache, Uname
 from measure.disk import GuestDisk
 from measure.window import measure
 from model.errors import ParseError
-from model.rules.baseline import against_baseline
 from model.rules.buffered_direct import RegimeSample, RegimeSeries, judge_regime, merge_baseline, parse_baseline
 from reports.baseline import StoredBaseline
 from reports.records import Record
 from reports.results import file_mode, write_atomic
-from suites.assertions import conclude, raw_dir_for
+from suites.assertions import conclude_against, raw_dir_for
 from suites.needs import needed
 
 #: The copy's read requests: 1 MiB, a typical cp/dd buffer; the page cache turns them into
@@ -81,11 +80,9 @@ def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, re
         record.add(baseline_saved_to=str(path))
     verdict = judge_regime(now, baseline, source)
     (raw / "regime.json").write_text(json.dumps(verdict.properties, indent=1))
-    if stored_baseline is not None:  # --baseline RUN: the stored run's metrics, as every rule compares them
-        verdict = against_baseline(verdict, {**record.properties, **verdict.properties},
-                                   stored_baseline.for_rule("buffered-direct", disk.config_id), stored_baseline.source)
-    elif baseline is None:
+    if stored_baseline is None and baseline is None:
         record.verdict = verdict
         pytest.skip("buffered-direct measured only: no --baseline to compare with (make one with --save-baseline "
                     "PATH on the previous image or hypervisor version). " + " | ".join(verdict.lines))
-    conclude(verdict, record, disk.config_id, raw)
+    # --baseline RUN: the stored run's metrics, as every rule compares them
+    conclude_against(verdict, record, disk.config_id, raw, stored_baseline)

@@ -15,12 +15,15 @@ import pytest
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
 from measure.disk import GuestDisk
-from measure.window import depth_point, histogram_figure, measure, save_measurement
+from measure.window import depth_point, guest_path, histogram_figure, measure, save_measurement
 from model.rules.queue_depth import judge_queue_depth
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.records import Record
 from suites.assertions import judge_repeated, raw_dir_for
+
+#: The rule's reads: 4 KiB random reads, one request each (io.max's byte limits count with it)
+BS_BYTES = 4096
 
 
 @pytest.mark.rule("queue-depth")
@@ -32,15 +35,19 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
 
     def once(raw: Path) -> RuleVerdict:
         points, windows = [], []
+        # What the guest's configuration lets be in flight on the disk's path (faults and
+        # --guest-setup applied): a limit under the offered depth fails the rule by itself, and
+        # any denies the allowance for a guest that could not keep its queue full.
+        path = guest_path(disk, BS_BYTES)
         for depth in suite_options.depths:
-            m = measure(disk, FioJob(f"qd{depth}", rw="randread", bs_bytes=4096, iodepth=depth),
+            m = measure(disk, FioJob(f"qd{depth}", rw="randread", bs_bytes=BS_BYTES, iodepth=depth),
                         suite_options.window_s, raw_dir=raw)
             save_measurement(m, raw / f"queue-depth-qd{depth}.json")
             record.add(**{f"qd{depth}_{k}": v for k, v in m.exact_summary().items()},
                        **{f"qd{depth}_host_average_depth": round(m.host_depth_median, 2)})
             points.append(depth_point(m))
             windows.append(histogram_figure(m, f"queue-depth, offered depth {depth}"))
-        verdict = judge_queue_depth(points, disk.attached.configured.queue_depth, suite_options.require_queuing)
+        verdict = judge_queue_depth(points, disk.attached.configured.queue_depth, suite_options.require_queuing, path)
         return dataclasses.replace(verdict, figures=(*verdict.figures, *windows))
 
     record.add(guest_queue_depth=disk.limits.scsi_queue_depth or 0, guest_nr_requests=disk.limits.nr_requests,

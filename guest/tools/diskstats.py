@@ -19,6 +19,8 @@ class DiskStatsSnapshot:
 
     uptime_ms: float
     text: str
+    #: ``/proc/stat``'s cpu lines read in the same command ("" where not asked for)
+    cpu_text: str = ""
 
     def of(self, disk: str) -> DiskStats:
         return diskstats_for(self.text, disk)
@@ -29,10 +31,15 @@ class ProcDiskStats(GuestTool):
 
     name = "diskstats"
 
-    def snapshot(self) -> DiskStatsSnapshot:
-        out = self._run("cat /proc/uptime /proc/diskstats").stdout
+    def snapshot(self, cpu: bool = False) -> DiskStatsSnapshot:
+        """With ``cpu``, ``/proc/stat``'s cpu lines too (the CPU time over a measured window), in
+        the same command: no diskstats line starts with "cpu"."""
+        out = self._run("cat /proc/uptime /proc/diskstats" + ("; grep ^cpu /proc/stat" if cpu else "")).stdout
         first, _, rest = out.partition("\n")
-        return DiskStatsSnapshot(float(first.split()[0]) * 1000.0, rest)
+        lines = rest.splitlines(keepends=True)
+        cpu_lines = "".join(line for line in lines if line.startswith("cpu"))
+        disk_lines = "".join(line for line in lines if not line.startswith("cpu"))
+        return DiskStatsSnapshot(float(first.split()[0]) * 1000.0, disk_lines, cpu_lines)
 
 
 class InflightSampler(GuestTool):

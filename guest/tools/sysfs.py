@@ -11,7 +11,7 @@ import re
 import shlex
 
 from guest.tools.base import GuestTool
-from model.limits import GuestLimits, parse_guest_limits
+from model.limits import GuestLimits, GuestPathLimits, parse_guest_limits, parse_guest_path_limits
 from transport.ssh import CommandResult
 
 #: Prints the ``key=value`` lines parse_guest_limits understands; ``{disk}`` is the kernel name
@@ -38,6 +38,40 @@ h=$(ls -d $d/device/../../../host*/scsi_host/host* 2>/dev/null | head -1)
 [ -n "$h" ] && r $h/can_queue can_queue && r $h/cmd_per_lun cmd_per_lun
 drv=$(readlink $d/device/driver 2>/dev/null || readlink $d/device/device/driver 2>/dev/null)
 echo driver=${drv##*/}
+"""
+
+#: What the guest's configuration lets be in flight on the disk's path (model.limits.GuestPathLimits):
+#: its depth settings, its SCSI host (the ``hostN`` above the disk, however deep: SAS adds ports and
+#: end devices), the active I/O scheduler and its async_depth, and the io.max
+#: entries for the disk in the cgroup v2 of this shell (which fio's shell shares: one SSH session)
+#: and every cgroup above it. POSIX shell and builtins only (the busybox guest has them).
+PATH_SCRIPT = r"""
+d=/sys/block/{disk}
+r() { [ -r "$1" ] && echo "$2=$(cat "$1")"; }
+r $d/dev dev
+r $d/queue/nr_requests nr_requests
+r $d/device/queue_depth queue_depth
+p=$(readlink -f $d/device 2>/dev/null)
+while [ -n "$p" ] && [ "$p" != /sys/devices ]; do
+  case ${p##*/} in host[0-9]*) [ -d "$p/scsi_host/${p##*/}" ] && echo "scsi_host=${p##*/}" && r "$p/scsi_host/${p##*/}/can_queue" can_queue; break ;; esac
+  p=${p%/*}
+done
+r $d/queue/scheduler scheduler
+r $d/queue/iosched/async_depth async_depth
+dev=$(cat $d/dev)
+m=
+while read -r _ mp fs _; do [ "$fs" = cgroup2 ] && m=$mp && break; done < /proc/mounts
+c=
+while IFS=: read -r id _ path; do [ "$id" = 0 ] && c=$path; done < /proc/$$/cgroup
+if [ -n "$m" ] && [ -n "$c" ]; then
+  echo "cgroup=$c"
+  p=$m${c%/}
+  while [ "${#p}" -gt "${#m}" ]; do
+    [ -r "$p/io.max" ] && while read -r dv rest; do [ "$dv" = "$dev" ] && echo "io_max=${p#$m} $rest"; done < "$p/io.max"
+    p=${p%/*}
+  done
+fi
+true
 """
 
 #: The Linux drivers bound along a block device's sysfs path (disk, SCSI host, HBA), one a line.
@@ -67,6 +101,10 @@ class Sysfs(GuestTool):
     def limits(self, disk: str) -> GuestLimits:
         """The disk's limits as the guest sees them now."""
         return parse_guest_limits(self._run(LIMITS_SCRIPT.replace("{disk}", valid_disk(disk))).stdout)
+
+    def path_limits(self, disk: str) -> GuestPathLimits:
+        """What the guest's configuration lets be in flight on the disk's path now (PATH_SCRIPT)."""
+        return parse_guest_path_limits(self._run(PATH_SCRIPT.replace("{disk}", valid_disk(disk))).stdout, disk)
 
     def block_devices(self) -> list[str]:
         return self._run("ls /sys/block", check=False).stdout.split()

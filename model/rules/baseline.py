@@ -7,6 +7,11 @@ outside the other's spread, at least the metric's measured minimum effect, and t
 there are enough repeats). A move in the worse direction fails the rule, with both numbers; a
 better move, and any parameter (a setting, a count) that changed, is a note. The rule's own
 verdict stays as it was: a baseline only adds.
+
+A rule asked to compare that finds no baseline (the baseline run has no verdict for its
+configuration) is never a plain pass: its own verdict stands, a failure stays a failure with the
+reason in a note, and a pass becomes an ERROR (:class:`BaselineMissing`): the comparison that
+was asked for was not made, and CI must not read that as green.
 """
 
 from __future__ import annotations
@@ -17,6 +22,11 @@ from dataclasses import replace
 from model.compare import MIN_EFFECT, MIN_EFFECTS, Moved, Series, metric_moved
 from model.metrics import describe
 from model.rules.verdict import Number, RuleVerdict
+
+
+class BaselineMissing(Exception):
+    """``--baseline`` was given, and the baseline run has no verdict for this rule and
+    configuration: the comparison asked for was not made. The message says which run and why."""
 
 
 def series_of(properties: Mapping[str, Number]) -> dict[str, Series]:
@@ -45,11 +55,13 @@ def _describe(m: Moved) -> str:
 
 
 def against_baseline(verdict: RuleVerdict, now: Mapping[str, Number], baseline: Mapping[str, Series] | None,
-                     source: str) -> RuleVerdict:
+                     source: str, missing: str = "") -> RuleVerdict:
     """``verdict`` with the comparison against ``baseline`` (the baseline run's series of this rule
-    and configuration, by metric name) added; None: the baseline has no data for it, said in a note."""
+    and configuration, by metric name) added; None: the baseline has no data for it, said in a note
+    (``missing``: the sentence that says why; the caller makes a pass of it an ERROR)."""
     if baseline is None:
-        return replace(verdict, notes=(*verdict.notes, f"no baseline for this configuration in {source}"))
+        return replace(verdict, notes=(*verdict.notes, missing or f"no baseline for this configuration in {source}"),
+                       properties={**verdict.properties, "baseline_source": source, "baseline_metrics_compared": 0})
     mine = series_of(now)
     shared = sorted(set(mine) & set(baseline))
     moved = [m for name in shared
@@ -62,7 +74,8 @@ def against_baseline(verdict: RuleVerdict, now: Mapping[str, Number], baseline: 
     return replace(verdict, lines=(*verdict.lines, line),
                    problems=(*verdict.problems, *(f"worse than the baseline {source}: {_describe(m)}" for m in worse)),
                    notes=(*verdict.notes, *(f"moved since the baseline: {_describe(m)}" for m in other)),
-                   properties={**verdict.properties, "baseline_metrics_compared": len(shared),
+                   properties={**verdict.properties, "baseline_source": source,
+                               "baseline_metrics_compared": len(shared),
                                "baseline_metrics_worse": len(worse),
                                # which ones, for a report or a script: comma-separated names ("" none)
                                "baseline_worse": ",".join(m.name for m in worse),

@@ -25,3 +25,23 @@ def test_tcq_off_fails_with_the_numbers(run_suite) -> None:  # type: ignore[no-u
     skipped = cases[BLK].find("skipped")
     assert skipped is not None and "no SCSI queue_depth" in skipped.get("message", "")
     assert run.left_behind == []
+
+
+def test_a_guest_capping_its_own_queue_fails_naming_the_limit(run_suite) -> None:  # type: ignore[no-untyped-def]
+    """nr_requests 8 under an offered depth of 32: the guest's block layer holds about 6, the host sees
+    about as many. That passed as "a busy or slow guest CPU"; it is the guest's configuration."""
+    run: SuiteRun = run_suite("--controllers", "virtio-blk,virtio-scsi", "-k", "queue_depth",
+                              "--guest-setup", "echo 8 > /sys/block/{disk}/queue/nr_requests")
+    assert run.returncode == 1, run.output
+    cases = run.cases()
+    for case, device in ((BLK, 256), (SCSI, 128)):
+        failure = cases[case].find("failure")
+        assert failure is not None, run.output
+        text = failure.get("message", "")
+        assert re.search(r"the guest's configuration caps the depth under the offered 32: /sys/block/\w+/queue/"
+                         rf"nr_requests = 8 \(the driver set 256\), under the device's own limit {device}\. The layer "
+                         "that kept the depth low is the guest configuration", text), text
+        assert "a busy or slow guest CPU" not in text, text
+        props = SuiteRun.props(cases[case])
+        assert props["guest_limit_nr_requests"] == "8" and float(props["qd32_guest_cpu_busy_pct"]) >= 0, props
+    assert run.left_behind == []

@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
+from model.rules.baseline import BaselineMissing
+from model.rules.verdict import RuleVerdict
 from reports.baseline import resolve_baseline
 from reports.records import Record, RunStatus, settle
-from reports.store import StoreError
-from tests.unit.test_store import QD, healthy, write_run
+from reports.store import Store, StoreError
+from suites.assertions import RuleFailure, conclude_against
+from tests.unit.test_store import BLK, QD, healthy, write_run
 
 
 def test_a_run_id_a_directory_and_last_resolve_to_the_stored_series(tmp_path: Path, store_url: str) -> None:
@@ -34,7 +37,8 @@ def test_bad_baselines_are_refused_with_the_reason(tmp_path: Path, store_url: st
         resolve_baseline("yesterday", store_url, "libvirt", ("nvme",))
     with pytest.raises(StoreError, match="--store none gives no store"):
         resolve_baseline("1", None, "libvirt", ("nvme",))
-    records, status = settle([Record("n", "queue-depth", QD, started=True)], "SIGINT")
+    records, status = settle([Record("m", "io-size", QD, outcome="passed", started=True),
+                              Record("n", "queue-depth", QD, started=True)], "SIGINT")
     cut = write_run(tmp_path, "20261121-020000", records, status)
     with pytest.raises(StoreError, match="is incomplete \\(interrupted\\): it is never used as a baseline"):
         resolve_baseline(str(cut), store_url, "libvirt", ("virtio-scsi",))
@@ -81,3 +85,123 @@ def test_a_series_is_the_same_whatever_the_controllers_order() -> None:
     assert not same_series(fp, a, fp, {**a, "controllers": "virtio-blk"})
     assert not same_series(fp, a, fp, {**a, "controllers": "virtio-blk,virtio-scsi,nvme"})
     assert not same_series(fp, a, fp, {"hypervisor": "libvirt", "inject": "none"})
+
+
+def _stored(store_url: str, *dirs: Path) -> list[int]:
+    store = Store(store_url)
+    try:
+        return [store.import_dir(d)[0] for d in dirs]
+    finally:
+        store.close()
+
+
+def _errors_only() -> list[Record]:
+    """A run whose guest never came up (``--machine none``): every rule an ERROR, no numbers."""
+    return [Record("suites/test_queue_depth.py::t[a]", "queue-depth", QD, {}, "error", "SetupError: XML error: No PCI "
+                   "buses available", started=True),
+            Record("suites/test_io_size.py::t[b]", "io-size", BLK, {}, "error", "not run: XML error", started=True)]
+
+
+def test_a_run_in_which_no_rule_reached_a_verdict_is_never_the_baseline(tmp_path: Path, store_url: str) -> None:
+    """The issue's runs: 1 healthy; 2 with --machine none, every rule ERROR; 3 with --baseline last
+    compared with run 2, found 'no baseline for this configuration' and passed."""
+    records, status = settle(_errors_only())
+    assert not status.complete and status.errors_only == 2
+    assert status.banner().startswith("RUN INCOMPLETE: no rule reached a verdict (2 rule tests ended in ERROR, "
+                                      "none passed or failed).")
+    assert status.properties()["complete"] == "false"
+    now = write_run(tmp_path, "20261121-020000", records, status)
+    # a store written before this fix holds such a run as complete: it is no baseline either
+    old = write_run(tmp_path, "20261121-030000", records, RunStatus())
+    first = write_run(tmp_path, "20261120-020000", healthy())
+    assert _stored(store_url, now, old, first) == [1, 2, 3]
+    store = Store(store_url)
+    assert [(r.id, r.complete) for r in store.runs()] == [(3, True), (1, False), (2, True)]  # by start
+    store.close()
+    base = resolve_baseline("last", store_url, "libvirt", ("virtio-scsi", "virtio-blk"))
+    assert base.run.source == str(first.resolve()) and base.for_rule("queue-depth", QD) is not None
+    with pytest.raises(StoreError, match=r"no rule reached a verdict in run 2 .*: it is never used as a baseline"):
+        resolve_baseline("2", store_url, "libvirt", ("virtio-scsi",))
+
+
+def test_a_run_of_skips_alone_stays_complete() -> None:
+    _, status = settle([Record("n", "buffered-direct", QD, outcome="skipped", message="no --baseline", started=True)])
+    assert status.complete and status.errors_only == 0
+
+
+def test_last_takes_each_configuration_from_the_newest_run_with_a_verdict_for_it(tmp_path: Path,
+                                                                                  store_url: str) -> None:
+    first = write_run(tmp_path, "20261120-020000", healthy())
+    # the next night: queue-depth cut short by a guest error (its partial numbers are no baseline)
+    second = healthy()
+    second[0] = Record(second[0].nodeid, "queue-depth", QD, {"qd32_host_depth": 3.0}, "error",
+                       "GuestCommandError: the SSH connection to the guest was lost")
+    _stored(store_url, first, write_run(tmp_path, "20261121-020000", second))
+    base = resolve_baseline("last", store_url, "libvirt", ("virtio-scsi", "virtio-blk"))
+    assert base.run.id == 2 and base.source_for("io-size", BLK) == base.source == f"run 2 ({tmp_path / '20261121-020000'})"
+    qd = base.for_rule("queue-depth", QD)
+    assert qd is not None and qd["qd32_host_depth"].values == (25.1, 25.3, 24.9, 25.2)
+    assert base.source_for("queue-depth", QD) == f"run 1 ({first.resolve()})"
+    # an error in both runs: no baseline, and the sentence says why
+    assert base.for_rule("limits", BLK) is None
+    assert base.missing("limits", BLK) == (
+        f"no baseline for limits on {BLK} in run 2 ({tmp_path / '20261121-020000'}): its outcome there is error "
+        "(guest lost), and none of the 1 older complete runs of the same hypervisor and controllers has a verdict "
+        "for it")
+    assert base.missing("multi-queue", BLK).endswith(f"it did not run multi-queue on {BLK}, and none of the 1 older "
+                                                     "complete runs of the same hypervisor and controllers has a "
+                                                     "verdict for it")
+    # a run id is that run only
+    by_id = resolve_baseline("2", store_url, "libvirt", ("virtio-scsi",))
+    assert by_id.for_rule("queue-depth", QD) is None
+    assert by_id.missing("queue-depth", QD).endswith("its outcome there is error (GuestCommandError: the SSH "
+                                                     "connection to the guest was lost)")
+
+
+def test_a_rule_whose_only_error_was_a_missing_baseline_is_a_baseline(tmp_path: Path, store_url: str) -> None:
+    """A rule new to a pipeline that always passes --baseline last: its first run is an ERROR (no
+    baseline), its numbers and its own verdict were reached, so the next run compares with them."""
+    rec = healthy()[:1]
+    rec[0] = Record(rec[0].nodeid, "queue-depth", QD, rec[0].properties, "error",
+                    f"BaselineMissing: no baseline for queue-depth on {QD} in run 1: it did not run queue-depth")
+    _stored(store_url, write_run(tmp_path, "20261120-020000", rec))
+    base = resolve_baseline("last", store_url, "libvirt", ("virtio-scsi", "virtio-blk"))
+    assert base.for_rule("queue-depth", QD) is not None
+
+
+def _verdict(host_depth: float) -> RuleVerdict:
+    return RuleVerdict("queue-depth", ("measured",), (), (), {"qd32_host_depth": host_depth})
+
+
+def test_a_rule_asked_to_compare_without_a_baseline_is_an_error_never_a_pass(tmp_path: Path, store_url: str) -> None:
+    _stored(store_url, write_run(tmp_path, "20261120-020000", healthy()))
+    base = resolve_baseline("1", store_url, "libvirt", ("virtio-scsi", "virtio-blk"))
+    rec = Record("n", "queue-depth", "libvirt:nvme:latency5ms")
+    with pytest.raises(BaselineMissing) as e:
+        conclude_against(_verdict(20.0), rec, "libvirt:nvme:latency5ms", tmp_path, base)
+    assert str(e.value).startswith(f"no baseline for queue-depth on libvirt:nvme:latency5ms in run 1 "
+                                   f"({tmp_path / '20261120-020000'}): it did not run queue-depth on "
+                                   "libvirt:nvme:latency5ms. The rule itself passed; the comparison --baseline asked "
+                                   "for was not made")
+    assert rec.verdict is not None and rec.verdict.passed  # its own verdict and numbers are kept
+    assert rec.verdict.properties["baseline_metrics_compared"] == 0
+    assert "no baseline for queue-depth on libvirt:nvme:latency5ms in run 1" in rec.verdict.notes[0]
+    # a failing rule stays a failure, the missing baseline said in it
+    failing = RuleVerdict("queue-depth", ("measured",), ("host saw 1.0",), (), {"qd32_host_depth": 1.0})
+    with pytest.raises(RuleFailure, match="note: no baseline for queue-depth on libvirt:nvme"):
+        conclude_against(failing, Record("n", "queue-depth", "x"), "libvirt:nvme:latency5ms", tmp_path, base)
+    # a baseline that shares no metric with the run compared nothing: no pass either
+    with pytest.raises(BaselineMissing, match="it holds none of the metrics this run measured"):
+        conclude_against(RuleVerdict("queue-depth", (), (), (), {"other_number": 1.0}), Record("n", "queue-depth", QD),
+                         QD, tmp_path, base)
+
+
+def test_the_issue_regression_fails_against_last(tmp_path: Path, store_url: str) -> None:
+    """Run 3 of the issue (nr_requests 16: qd32_host_depth 20 -> 13) against --baseline last, with the
+    run of errors stored between: compared with run 1, and worse."""
+    _stored(store_url, write_run(tmp_path, "20261120-020000", healthy(qd32=(20.0,))),
+            write_run(tmp_path, "20261121-020000", _errors_only(), RunStatus()))  # stored as complete, the old way
+    base = resolve_baseline("last", store_url, "libvirt", ("virtio-scsi", "virtio-blk"))
+    assert base.run.id == 1
+    with pytest.raises(RuleFailure, match=r"worse than the baseline run 1 .*: qd32_host_depth: 20 -> 13 requests"):
+        conclude_against(_verdict(13.0), Record("n", "queue-depth", QD), QD, tmp_path, base)

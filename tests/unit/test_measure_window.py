@@ -60,15 +60,20 @@ class FakeGuest:
 
         def diskstats(_: str) -> Reply:
             n = self.completed()
-            return (f"{time.monotonic() - self.t0 + 100:.2f} 50.00\n"
-                    f" 254 0 vda {n} 0 {n * 8} {n * 5} 0 0 0 0 0 {n * 5} {n * 5} 0 0 0 0 0 0\n")
+            # the guest's two vCPUs: cpu0 idle a quarter of the time, cpu1 always (ticks of 10 ms)
+            up = time.monotonic() - self.t0 + 100
+            idle0, idle1 = int(up * 25), int(up * 100)
+            return (f"{up:.2f} 50.00\n"
+                    f" 254 0 vda {n} 0 {n * 8} {n * 5} 0 0 0 0 0 {n * 5} {n * 5} 0 0 0 0 0 0\n"
+                    f"cpu  {int(up * 75)} 0 0 {idle0 + idle1} 0 0 0 0 0 0\n"
+                    f"cpu0 {int(up * 75)} 0 0 {idle0} 0 0 0 0 0 0\ncpu1 0 0 0 {idle1} 0 0 0 0 0 0\n")
 
         return FakeShell(has={"fio", "usleep"}, handlers=[
             (r"^mkdir -p /run/vioconform ", lambda c: "16000\n"),
             (r"\(while \[ -e \S+ \]; do read up .*\n.*setsid sh -c", start),  # sampler and fio: one command
             (r"^\[ -e \S+\.running \]$", lambda c: (0 if self.running() else 1, "", "")),
             (r"kill -INT", stop),
-            (r"^cat /proc/uptime /proc/diskstats$", diskstats),
+            (r"^cat /proc/uptime /proc/diskstats; grep \^cpu /proc/stat$", diskstats),
             (r"^cat \S+\.out ", lambda c: (self.exit_status if not self.running() else 255, self.stdout, "")),
             (r"^rm -f \S+\.inflight\.running", lambda c: ""),
         ])
@@ -114,7 +119,10 @@ def test_the_window_opens_once_fios_requests_reach_the_host() -> None:
     start = next(i for i, c in enumerate(shell.commands) if "setsid sh -c" in c)
     assert "/inflight; echo $up" in shell.commands[start]
     rest = [c for c in shell.commands[start + 1:] if not re.fullmatch(r"\[ -e \S+\.running \]", c)]
-    assert rest[:2] == ["cat /proc/uptime /proc/diskstats"] * 2 and len(rest) == 3, rest
+    assert rest[:2] == ["cat /proc/uptime /proc/diskstats; grep ^cpu /proc/stat"] * 2 and len(rest) == 3, rest
+    # the guest's CPU time over the same window, read in the same commands as its diskstats
+    assert m.guest_cpu is not None and m.guest_cpu.busiest_pct == pytest.approx(75, abs=5), m.guest_cpu
+    assert m.guest_cpu.per_cpu_pct[1] == pytest.approx(0, abs=5)
     assert "kill -INT" in rest[2] and ".inflight.running" in rest[2]
     assert 1 <= len(shell.commands) - start - 4 <= 2, shell.commands[start:]
 
