@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.last < 1:
         ap.error("--last takes 1 or more")
     try:
-        store = open_store(args.store)
+        store = open_store(args.store, create=False)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
