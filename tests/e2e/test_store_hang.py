@@ -1,6 +1,7 @@
 """The real suite and a results store that accepts connections and never answers (a PostgreSQL
 URL at tests/silentserver.py): the run ends with a usage error within the store's connect
-timeout, before any guest, and at once on SIGTERM while it waits."""
+timeout, before any guest, and at once on SIGTERM while it waits (a long timeout then:
+tests/long_store_wait.py)."""
 
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ def test_a_silent_store_is_a_usage_error_within_the_bound(tmp_path: Path) -> Non
 
 def test_sigterm_while_waiting_for_a_silent_store_ends_the_run_at_once(tmp_path: Path) -> None:
     with silent_server() as server:
-        proc = start_suite(tmp_path / "r", "--controllers", "virtio-blk", "-k", "limits", "--store",
-                           f"postgresql://vioconform:pg-pw@127.0.0.1:{server.port}/vioconform")
+        proc = start_suite(tmp_path / "r", "--controllers", "virtio-blk", "-k", "limits", "-p", "tests.long_store_wait",
+                           "--store", f"postgresql://vioconform:pg-pw@127.0.0.1:{server.port}/vioconform")
         try:
             deadline = time.monotonic() + 120
             while not server.accepted:  # collected, checking the store before any guest

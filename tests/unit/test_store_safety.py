@@ -26,9 +26,11 @@ from tests.unit.test_store import SUITE, healthy, write_run
 ROOT = Path(__file__).resolve().parents[2]
 #: A uuid4 as a run writes it (reports/plugin.py).
 RUN_ID = "0d6c2f4e-9a43-4a59-9d55-3c8e6b1f2a77"
-#: Seconds within which a wait for the store ends on SIGTERM: "within seconds", and well below the
-#: connect timeout (10 s), so an interrupt that only lands when the wait gives up fails this.
-SIGNAL_BOUND_S = 3.0
+#: Seconds from SIGTERM to the end of a process waiting for a silent store. Measured here: 1.6-1.9 s
+#: for a run of the gate's rules alone, 7-8 s with four at once on this 2-core machine at load 11-14
+#: (the exit itself is slow then). The tests make the connect timeout 120 s (tests/long_store_wait.py),
+#: so a wait the signal did not end could not finish within this bound.
+SIGNAL_BOUND_S = 20.0
 
 
 def test_an_in_memory_store_is_refused(tmp_path: Path) -> None:
@@ -47,7 +49,7 @@ def test_a_store_that_never_answers_ends_within_the_connect_timeout(silent_tcp: 
     t0 = time.monotonic()
     with pytest.raises(StoreError) as e:
         Store(url)
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 8  # 1 s and the start of a connection on a loaded machine; not 10 s, not for ever
     said = str(e.value)
     assert "cannot be opened: the server did not answer within 1 s while connecting" in said, said
     assert "pw" not in said.replace("postgresql", "")
@@ -55,9 +57,10 @@ def test_a_store_that_never_answers_ends_within_the_connect_timeout(silent_tcp: 
 
 def test_sigterm_ends_a_wait_for_a_silent_store_at_once(silent_tcp: SilentServer) -> None:
     """The suite turns SIGTERM into KeyboardInterrupt (hypervisors/cleanup.py); a wait for the
-    store (here its full connect timeout) must end on it within a second or two, not after it."""
-    script = ("import sys\nfrom hypervisors.cleanup import install_signal_handlers\nfrom reports.store import Store\n"
-              "install_signal_handlers()\nprint('connecting', flush=True)\n"
+    store must end on it at once, not when the wait gives up (libpq's blocking connect held the
+    signal until its timeout)."""
+    script = ("import tests.long_store_wait\nfrom hypervisors.cleanup import install_signal_handlers\n"
+              "from reports.store import Store\ninstall_signal_handlers()\nprint('connecting', flush=True)\n"
               f"Store('postgresql://u:pw@127.0.0.1:{silent_tcp.port}/v')\n")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -221,25 +224,36 @@ def test_a_store_of_the_older_schema_is_read_as_it_is_and_upgraded_when_written(
 
 
 _FIRST_USE = """
-import sys, time
+import sys
 from reports.store import Store
-start = float(sys.argv[2])
-time.sleep(max(0.0, start - time.time()))
+print("ready", flush=True)
+sys.stdin.readline()
 Store(sys.argv[1]).close()
 """
 
 
 def first_uses_at_once(url: str, n: int) -> list[subprocess.CompletedProcess[str]]:
-    """``n`` processes that each open ``url`` for the first time at the same instant (a wall-clock
-    time a few seconds ahead, past every interpreter's start-up); their results."""
-    start = time.time() + 3.0 + 0.3 * n
-    procs = [subprocess.Popen([sys.executable, "-c", _FIRST_USE, url, repr(start)], cwd=ROOT, text=True,
+    """``n`` processes that each open ``url`` for the first time at the same instant (each waits,
+    its imports done, for the line that starts them all); their results."""
+    procs = [subprocess.Popen([sys.executable, "-c", _FIRST_USE, url], cwd=ROOT, text=True, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for _ in range(n)]
-    done = []
-    for p in procs:
-        out, _ = p.communicate(timeout=120)
-        done.append(subprocess.CompletedProcess(p.args, p.returncode, out))
-    return done
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline() == "ready\n"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        done = []
+        for p in procs:
+            out, _ = p.communicate(timeout=120)
+            done.append(subprocess.CompletedProcess(p.args, p.returncode, out))
+        return done
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
 
 
 #: The parallel first uses of the issue (eight ``reports.store`` commands at once).
