@@ -87,6 +87,9 @@ STORE_STATEMENT_TIMEOUT_S = 30.0
 #: import holds it for milliseconds (tens of ms for the largest recorded run here); 10 s is room
 #: for eight runs storing at once on a slow disk.
 STORE_BUSY_TIMEOUT_S = 10.0
+#: The PostgreSQL drivers that take libpq's connect_timeout and options (another driver, such as
+#: pg8000, gets its defaults: no timeouts).
+LIBPQ_DRIVERS = ("psycopg2", "psycopg")
 #: First uses of a new store that each try to create its tables: the second and later ones wait
 #: for the first (PostgreSQL: an advisory lock; SQLite: BEGIN IMMEDIATE) and find the tables made.
 #: A retry covers what a lock cannot (a driver without them); 3 is plenty.
@@ -330,7 +333,7 @@ def _create_engine(url: str) -> sa.Engine:
     connect_args: dict[str, object] = {}
     if u.get_backend_name() == "sqlite":
         connect_args["timeout"] = STORE_BUSY_TIMEOUT_S
-    elif u.get_backend_name() == "postgresql":
+    elif u.get_backend_name() == "postgresql" and u.get_driver_name() in LIBPQ_DRIVERS:
         given = u.query.get("options")
         options = " ".join([*([given] if isinstance(given, str) else given or ()),
                             f"-c statement_timeout={int(STORE_STATEMENT_TIMEOUT_S * 1000)}"])
@@ -352,7 +355,7 @@ class Store:
         self.shown = shown = shown_url(url)
         if in_memory(url):
             raise StoreError(f"store {shown} is an in-memory database: it would keep nothing after the run; give a "
-                             f"file, e.g. sqlite:///results/vioconform.db (or --store none to store nothing)")
+                             f"file, e.g. sqlite:///results/vioconform.db")
         try:
             self.engine = _create_engine(url)
         except (SQLAlchemyError, ImportError, ValueError) as e:

@@ -81,12 +81,15 @@ def test_an_unreachable_store_ends_the_run_before_any_guest(pg: PgServer, tmp_pa
     assert time.monotonic() - t0 < 60
 
 
-def test_first_uses_at_once_of_a_new_database_all_succeed(pg: PgServer) -> None:
+def test_first_uses_at_once_of_a_new_database_all_succeed(pg: PgServer, capsys: pytest.CaptureFixture[str]) -> None:
     """Eight first uses of a fresh database at the same instant: without a lock, some of them failed
     (duplicate key on pg_type_typname_nsp_index, or relation "meta" already exists: CREATE TABLE
     racing CREATE TABLE)."""
     for attempt in range(3):  # three fresh databases: a race that loses rarely still shows
         url = create_database(pg, f"parallel{attempt}")
+        if attempt == 0:  # a command that only reads creates nothing, and says what it found
+            assert store_module.main(["--store", url, "list"]) == 2
+            assert "holds no vioconform results (it has no vioconform tables)" in capsys.readouterr().err
         for done in first_uses_at_once(url, PARALLEL_FIRST_USES):
             assert done.returncode == 0, done.stdout
         engine = sa.create_engine(url)
@@ -99,10 +102,12 @@ def test_first_uses_at_once_of_a_new_database_all_succeed(pg: PgServer) -> None:
 
 
 def test_every_connection_carries_the_statement_timeout(pg: PgServer) -> None:
-    store = Store(create_database(pg, "timeouts"))
+    url = create_database(pg, "timeouts")
+    store = Store(url + "?options=-c%20work_mem%3D4MB")  # the URL's own options are kept beside it
     try:
         with store.engine.connect() as conn:
             shown = conn.execute(sa.text("SHOW statement_timeout")).scalar_one()
+            assert conn.execute(sa.text("SHOW work_mem")).scalar_one() == "4MB"
         assert shown == f"{store_module.STORE_STATEMENT_TIMEOUT_S:.0f}s"
         # a statement past it ends with the server's reason, not a hang
         with pytest.raises(sa.exc.OperationalError, match="canceling statement due to statement timeout"), \
