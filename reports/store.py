@@ -417,6 +417,10 @@ class Store:
                         conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
                     elif version < SCHEMA_VERSION:
                         _upgrade(conn)
+                    elif version > SCHEMA_VERSION:  # a newer vioconform made it meanwhile
+                        raise StoreError(f"store {self.shown} has schema version {version}, written by a newer "
+                                         f"vioconform (this one reads version {SCHEMA_VERSION}); update vioconform "
+                                         f"to use it. Nothing in it was changed.")
                 self.current = True
                 return
             except (sa.exc.OperationalError, sa.exc.IntegrityError, sa.exc.ProgrammingError):

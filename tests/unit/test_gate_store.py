@@ -72,3 +72,27 @@ def test_a_run_writes_its_identity_and_a_copy_of_its_results_is_the_same_run(tmp
         assert run.run_uid == run_uid and RUN_ID_KEY not in run.fingerprint
     finally:
         store.close()
+
+
+#: A plugin for the gate's run: the store's write is where SIGTERM arrives (a store slow to answer).
+SIGTERM_IN_STORE = '''
+import os, signal, time
+from reports import store
+
+def add_run(self, run):
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+
+store.Store.add_run = add_run
+'''
+
+
+def test_sigterm_while_the_run_is_stored_is_named_and_the_exit_is_not_clean(tmp_path: Path) -> None:
+    (tmp_path / "sigterm_in_store.py").write_text(SIGTERM_IN_STORE)
+    t0 = time.monotonic()
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "--store", f"sqlite:///{tmp_path / 's.db'}",
+                "-k", "passes", "-p", "sigterm_in_store")
+    out = proc.stdout + proc.stderr
+    assert time.monotonic() - t0 < 30 and proc.returncode == 3, out
+    assert f"NOT STORED: SIGTERM while the run was being stored in sqlite:///{tmp_path / 's.db'}" in out, out
+    assert (tmp_path / "out" / "junit.xml").is_file() and "Traceback" not in out
