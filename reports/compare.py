@@ -55,7 +55,7 @@ from model.compare import (
 )
 from model.fingerprint import differences
 from reports.results import OutputPathError, check_outputs, not_regular, write_atomic
-from reports.store import Store, StoredRun, StoreError, default_url, open_store, sqlite_file
+from reports.store import RUN_ID_KEY, Store, StoredRun, StoreError, default_url, open_store, sqlite_file
 
 
 class NotAJunitFile(ValueError):
@@ -77,7 +77,8 @@ def read_run(path: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     props = suite.find("properties")
     for p in props if props is not None else []:
-        out[p.get("name", "")] = p.get("value", "")
+        if p.get("name") != RUN_ID_KEY:  # each run's own identity: not what was tested
+            out[p.get("name", "")] = p.get("value", "")
     for case in suite.iter("testcase"):
         kind = next((k for k in ("failure", "error", "skipped") if case.find(k) is not None), "passed")
         out[f"verdict.{case.get('name', '')}"] = {"failure": "failed"}.get(kind, kind)
@@ -289,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OutputPathError as e:
             ap.error(str(e))
     try:
-        store = open_store(args.store)
+        store = open_store(args.store, create=False)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

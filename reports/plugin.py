@@ -18,6 +18,7 @@ import contextlib
 import pickle
 import re
 import signal
+import uuid
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from functools import partial
@@ -34,7 +35,7 @@ from reports.junit import write_junit
 from reports.records import Record, RunStatus, record_from_nodeid, settle
 from reports.results import INTERRUPT_KEY, RESULTS_KEY
 from reports.run_properties import RUN_PROPERTIES_KEY
-from reports.store import StoreError, shown_url, store_results
+from reports.store import RUN_ID_KEY, StoreError, shown_url, store_results
 from suites.assertions import RuleFailure
 
 #: The run's own suite properties (what was tested), filled by the fixtures; defined in
@@ -269,6 +270,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     props = {"hypervisor": opts.hypervisor, "controllers": ",".join(opts.controllers),
              "inject": ",".join(opts.inject) or "none"}
     subtitle = ", ".join(f"{k}: {v}" for k, v in props.items())
+    # The run's own identity: a copy of its results directory imported again is the same stored run.
+    props[RUN_ID_KEY] = str(uuid.uuid4())
     # What was tested (image, guest OS and kernel, drivers, boot settings, fio), as the fixtures
     # learnt it; never replacing the run's own properties.
     props.update({k: v for k, v in sorted(config.stash.get(RUN_PROPERTIES_KEY, {}).items()) if k not in props})
@@ -304,6 +307,9 @@ def _store(final: FinalReport, url: str, directory: Path, junit: Path, mode: int
         run_id, new = store_results(url, directory, junit, mode)
     except StoreError as e:
         final.not_stored = str(e)
+        return
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM while the store is slow to answer: stop storing
+        final.not_stored = f"{interrupt_name(e)} while the run was being stored in {shown_url(url)}"
         return
     final.stored = f"run {run_id} in {shown_url(url)}" + ("" if new else " (stored before, not changed)")
 

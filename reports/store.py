@@ -5,11 +5,21 @@
 
 The default store is ``sqlite:///results/vioconform.db`` (beside the runs' directories); any
 SQLAlchemy URL is accepted (``postgresql://user@host/vioconform`` to share one across hosts,
-with the driver installed). Tables:
+with the driver installed), except an in-memory SQLite store, which would keep nothing. A run
+and ``import`` create the store on first use (safe when several start at once); the commands
+that only read (``list``, reports.trend, reports.compare) never create one.
 
-- ``meta``: ``schema_version`` (a store written by a newer vioconform is refused, never altered);
-- ``runs``: id, source (the results directory, unique: importing it again returns the same
-  run), started, finished, fingerprint (JSON: what was tested, the JUnit suite properties),
+Every connection is bounded: :data:`STORE_CONNECT_TIMEOUT_S` to connect,
+:data:`STORE_STATEMENT_TIMEOUT_S` per statement on PostgreSQL (``statement_timeout``), and
+:data:`STORE_BUSY_TIMEOUT_S` waiting for another writer's lock on SQLite; a PostgreSQL wait
+ends at once on Ctrl-C or SIGTERM. Tables:
+
+- ``meta``: ``schema_version`` (a store written by a newer vioconform is refused, never altered;
+  an older one is brought up to date by the first command that writes, and read as it is);
+- ``runs``: id, run_uid (the run's own identity, the ``vioconform_run_id`` JUnit property a run
+  writes; unique: a copy of its results directory imported again is the same run), source (the
+  results directory, unique: importing it again returns the same run; the identity of runs
+  written before run ids), started, finished, fingerprint (JSON: what was tested, the JUnit suite properties),
   options (JSON: hypervisor, controllers, inject), revision (vioconform's, when recorded),
   complete (an interrupted run is stored but never used as a baseline);
 - ``verdicts``: run, rule, config, outcome (passed / failed / error / skipped / not run: a
@@ -20,8 +30,9 @@ with the driver installed). Tables:
 
 A results directory today holds ``junit.xml`` (reports/junit.py): suite properties, one case
 per rule and configuration (``rule[config]``), the measured numbers as the case's properties.
-:func:`read_results_dir` reads that; :meth:`Store.add_run` writes a run in one transaction, so
-a failure leaves nothing half-written and nothing stored before is touched.
+:func:`read_results_dir` reads that, and refuses a JUnit file vioconform did not write (another
+tool's); :meth:`Store.add_run` writes a run in one transaction, so a failure leaves nothing
+half-written and nothing stored before is touched.
 """
 
 from __future__ import annotations
@@ -31,11 +42,14 @@ import contextlib
 import datetime as dt
 import json
 import os
+import select
 import sys
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -45,13 +59,46 @@ from model.fingerprint import OPTIONS_KEY, REVISION_KEY, SERIES_OPTIONS, same_se
 from model.metrics import as_number, describe
 from model.secret import password_holds_at, redact_url, register_url, scrub
 
-SCHEMA_VERSION = 1
+#: 2 added ``runs.run_uid``.
+SCHEMA_VERSION = 2
 DEFAULT_PARENT = Path("results")  # as reports.results.DEFAULT_PARENT (not imported: no pytest here)
 #: Suite properties that are the run's options rather than what it measured against (the
 #: ``options`` property, JSON, adds the rest of them).
 OPTION_KEYS = SERIES_OPTIONS
 #: Suite properties that say how the run ended: the ``complete`` column, not the fingerprint.
 STATUS_KEYS = ("complete", "interrupted_by")
+#: The suite property with the run's own identity (a UUID each run writes into its junit.xml):
+#: the ``run_uid`` column, not the fingerprint.
+RUN_ID_KEY = "vioconform_run_id"
+#: What every JUnit file a vioconform run writes has (reports/plugin.py, reports/junit.py): the
+#: suite's name, the run's own properties and the test cases' class prefix.
+SUITE_NAME = "vioconform"
+RUN_KEYS = ("hypervisor", "controllers", "inject")
+CASE_CLASS_PREFIX = "vioconform."
+
+#: Seconds to open a connection to the store (TCP, TLS, authentication). A server on the LAN
+#: answers in milliseconds; 10 s also covers a slow VPN, and a server that accepts connections
+#: and never answers ends the run within the 30 s the suite allows for a bad input. As
+#: hypervisors/libvirt/preflight.py's CONNECT_TIMEOUT_S.
+STORE_CONNECT_TIMEOUT_S = 10.0
+#: Seconds one statement may run on a PostgreSQL store (its ``statement_timeout``). The largest
+#: statement is a run's samples, inserted in batches of 1,000 rows: milliseconds on the private
+#: server of the tests; 30 s is room for a loaded shared server, and a hung one ends the command.
+STORE_STATEMENT_TIMEOUT_S = 30.0
+#: Seconds a SQLite store waits for another process's write lock (its busy timeout). A run's
+#: import holds it for milliseconds (tens of ms for the largest recorded run here); 10 s is room
+#: for eight runs storing at once on a slow disk.
+STORE_BUSY_TIMEOUT_S = 10.0
+#: The PostgreSQL drivers that take libpq's connect_timeout and options (another driver, such as
+#: pg8000, gets its defaults: no timeouts).
+LIBPQ_DRIVERS = ("psycopg2", "psycopg")
+#: First uses of a new store that each try to create its tables: the second and later ones wait
+#: for the first (PostgreSQL: an advisory lock; SQLite: BEGIN IMMEDIATE) and find the tables made.
+#: A retry covers what a lock cannot (a driver without them); 3 is plenty.
+SCHEMA_CREATE_ATTEMPTS = 3
+#: The PostgreSQL advisory lock key held while creating or upgrading the schema (any fixed
+#: 64-bit number: "vioc" in ASCII).
+SCHEMA_LOCK_KEY = 0x76696F63
 
 
 class StoreError(Exception):
@@ -60,6 +107,19 @@ class StoreError(Exception):
 
 def default_url(parent: Path = DEFAULT_PARENT) -> str:
     return f"sqlite:///{parent / 'vioconform.db'}"
+
+
+def in_memory(url: str) -> bool:
+    """Whether ``url`` is an in-memory SQLite database (``sqlite://``, ``sqlite:///:memory:``,
+    ``sqlite:///file::memory:?...``, ``?mode=memory``): gone when the process ends."""
+    try:
+        u = sa.engine.make_url(url)
+    except (SQLAlchemyError, ValueError, TypeError):
+        return False
+    if u.get_backend_name() != "sqlite":
+        return False
+    db = u.database or ""
+    return db in ("", ":memory:") or ":memory:" in db or u.query.get("mode") == "memory" or "mode=memory" in db
 
 
 def shown_url(url: str) -> str:
@@ -115,13 +175,17 @@ meta_table = sa.Table("meta", metadata, sa.Column("key", sa.String(64), primary_
 runs = sa.Table(
     "runs", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_uid", sa.String(64), nullable=True),
     sa.Column("source", sa.String(1024), unique=True, nullable=True),
     sa.Column("started", sa.DateTime, nullable=True),
     sa.Column("finished", sa.DateTime, nullable=True),
     sa.Column("fingerprint", sa.Text, nullable=False),
     sa.Column("options", sa.Text, nullable=False),
     sa.Column("revision", sa.String(128), nullable=False),
-    sa.Column("complete", sa.Boolean, nullable=False))
+    sa.Column("complete", sa.Boolean, nullable=False),
+    sa.Index("ix_runs_run_uid", "run_uid", unique=True))
+#: Schema version 1 had every column of ``runs`` but these.
+V2_RUN_COLUMNS = ("run_uid",)
 verdicts = sa.Table(
     "verdicts", metadata,
     sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), primary_key=True),
@@ -159,6 +223,8 @@ class RunData:
     started: dt.datetime | None = None
     finished: dt.datetime | None = None
     source: str | None = None
+    #: The run's own identity (its ``vioconform_run_id``); None for runs written before run ids
+    run_uid: str | None = None
     verdicts: dict[Key, tuple[str, str]] = field(default_factory=dict)  # (outcome, message)
     #: (rule, config, property name as written, e.g. "qd1_iops.r2") -> value as written
     properties: dict[tuple[str, str, str], str] = field(default_factory=dict)
@@ -205,6 +271,10 @@ def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
     if suite is None:
         raise StoreError(f"{junit}: no <testsuite> element: not a JUnit file vioconform wrote")
     props = {p.get("name", ""): p.get("value", "") for p in suite.findall("properties/property")}
+    foreign = _not_vioconform(suite, props)
+    if foreign:
+        raise StoreError(f"{junit}: not a vioconform run ({foreign}); only results directories a vioconform run "
+                         f"wrote are stored (give one such as results/20261123-020000)")
     complete = props.get("complete", "true") == "true"
     started = _started(directory, suite, junit)
     try:
@@ -219,9 +289,10 @@ def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
     if isinstance(more, dict):
         options.update({str(k): v if isinstance(v, str) else json.dumps(v) for k, v in more.items() if k not in options})
     run = RunData(fingerprint={k: v for k, v in props.items()
-                               if k not in (*OPTION_KEYS, *STATUS_KEYS, REVISION_KEY, OPTIONS_KEY)},
+                               if k not in (*OPTION_KEYS, *STATUS_KEYS, REVISION_KEY, OPTIONS_KEY, RUN_ID_KEY)},
                   options=options, revision=props.get(REVISION_KEY, ""),
-                  complete=complete, started=started, finished=finished, source=str(directory.resolve()))
+                  complete=complete, started=started, finished=finished, source=str(directory.resolve()),
+                  run_uid=props.get(RUN_ID_KEY) or None)
     for case in suite.iter("testcase"):
         name = case.get("name") or ""
         if case.get("classname") == "vioconform.run":  # run[incomplete]: the complete flag says it
@@ -235,6 +306,25 @@ def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
     return run
 
 
+def _not_vioconform(suite: ET.Element, props: dict[str, str]) -> str:
+    """Why a JUnit suite is not one a vioconform run wrote ("" when it is): another tool's JUnit
+    file (pytest's own, a CI tool's) must not become a complete run and a trend's series."""
+    name = suite.get("name") or ""
+    if name != SUITE_NAME:
+        return f"its test suite is named {name!r}, not {SUITE_NAME!r}"
+    missing = [k for k in RUN_KEYS if k not in props]
+    if missing:
+        return f"it has no {', '.join(missing)} suite propert{'y' if len(missing) == 1 else 'ies'}"
+    other = next((c for c in suite.iter("testcase") if not (c.get("classname") or "").startswith(CASE_CLASS_PREFIX)),
+                 None)
+    if other is not None:
+        return (f"its test case {other.get('classname') or ''}.{other.get('name') or ''} is not a vioconform rule "
+                f"(class {CASE_CLASS_PREFIX}*)")
+    if suite.find("testcase") is None:
+        return "it has no test case"
+    return ""
+
+
 @dataclass(frozen=True)
 class StoredRun:
     id: int
@@ -245,57 +335,159 @@ class StoredRun:
     options: dict[str, str]
     revision: str
     complete: bool
+    run_uid: str | None = None
+
+
+def _pg_wait(conn: Any) -> None:
+    """psycopg2's wait callback (its "green" mode): every wait for the server is a select() here,
+    so Ctrl-C and SIGTERM (KeyboardInterrupt) end it at once, and a server that does not answer
+    ends it after :data:`STORE_CONNECT_TIMEOUT_S` while connecting (libpq's connect_timeout does
+    not apply to this mode), or after the statement timeout and that again for a statement."""
+    import psycopg2
+    from psycopg2 import extensions
+
+    connecting = conn.status == extensions.STATUS_SETUP
+    limit = STORE_CONNECT_TIMEOUT_S if connecting else STORE_STATEMENT_TIMEOUT_S + STORE_CONNECT_TIMEOUT_S
+    deadline = time.monotonic() + limit
+    while True:
+        state = conn.poll()
+        if state == extensions.POLL_OK:
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise psycopg2.OperationalError(
+                f"the server did not answer within {limit:g} s "
+                + ("while connecting (is it a PostgreSQL server, and does it accept connections?)" if connecting
+                   else "(a statement; the server or the network hangs)"))
+        if state == extensions.POLL_READ:
+            select.select([conn.fileno()], [], [], left)
+        elif state == extensions.POLL_WRITE:
+            select.select([], [conn.fileno()], [], left)
+        else:
+            raise psycopg2.OperationalError(f"unexpected poll state {state} from psycopg2")
+
+
+def _create_engine(url: str) -> sa.Engine:
+    """The engine of ``url`` with every wait bounded: SQLite's busy timeout; PostgreSQL's connect
+    and statement timeouts, and psycopg2's waits in Python (interruptible, see :func:`_pg_wait`)."""
+    u = sa.engine.make_url(url)
+    connect_args: dict[str, object] = {}
+    if u.get_backend_name() == "sqlite":
+        connect_args["timeout"] = STORE_BUSY_TIMEOUT_S
+    elif u.get_backend_name() == "postgresql" and u.get_driver_name() in LIBPQ_DRIVERS:
+        given = u.query.get("options")
+        options = " ".join([*([given] if isinstance(given, str) else given or ()),
+                            f"-c statement_timeout={int(STORE_STATEMENT_TIMEOUT_S * 1000)}"])
+        connect_args.update(connect_timeout=int(STORE_CONNECT_TIMEOUT_S), options=options)
+        if u.get_driver_name() == "psycopg2":
+            from psycopg2 import extensions
+
+            extensions.set_wait_callback(_pg_wait)
+    return sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
 
 class Store:
-    """A results store at a SQLAlchemy URL; the schema is created on first use."""
+    """A results store at a SQLAlchemy URL. ``create``: the schema is created (or brought up to
+    date) on first use; without it (the commands that only read) a store that does not exist yet
+    is an error naming it, and an older schema is read as it is."""
 
-    def __init__(self, url: str, mode: int = STORE_FILE_MODE) -> None:
-        """``mode``: a new SQLite file's mode (the results' file mode)."""
+    def __init__(self, url: str, mode: int = STORE_FILE_MODE, create: bool = True) -> None:
+        """``mode``: a new SQLite file's mode (the results' file mode). ``create``: False for the
+        commands that only read, which never create a store."""
         self.url = checked_url(url)
         self.shown = shown = shown_url(url)
+        if in_memory(url):
+            raise StoreError(f"store {shown} is an in-memory database: it would keep nothing after the run; give a "
+                             f"file, e.g. sqlite:///results/vioconform.db")
         try:
-            self.engine = sa.create_engine(url, pool_pre_ping=True)
+            self.engine = _create_engine(url)
         except (SQLAlchemyError, ImportError, ValueError) as e:
             raise StoreError(f"store {shown}: {e.__class__.__name__}: {_first_line(e)}; give a SQLAlchemy URL such as "
                              f"sqlite:///results/vioconform.db (and install the database's driver)") from None
-        if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-            parent = Path(url.removeprefix("sqlite:///")).parent
-            if not parent.is_dir():
-                raise StoreError(f"store {shown}: the directory {parent} does not exist; create it or give "
+        if self.engine.dialect.name == "sqlite":
+            path = Path(self.engine.url.database or "")
+            if not create and not path.is_file():
+                self.engine.dispose()
+                raise StoreError(f"store {shown}: {path} does not exist ({'is a directory' if path.is_dir() else 'no such file'}); "
+                                 "check the path (this command only reads a store: a run or python -m reports.store "
+                                 "import creates one)")
+            if not path.parent.is_dir():
+                self.engine.dispose()
+                raise StoreError(f"store {shown}: the directory {path.parent} does not exist; create it or give "
                                  f"another --store")
-        _create_sqlite_file(url, mode)
+        if create:
+            _create_sqlite_file(url, mode)
+        #: Whether ``runs`` has this version's columns (False: a version 1 store, read as it is)
+        self.current = True
         try:
-            with self.engine.begin() as conn:
-                # The version first: a store written by a newer vioconform is not touched at all
-                # (creating this version's tables in it would alter it).
-                row = (conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).first()
-                       if sa.inspect(conn).has_table("meta") else None)
-                if row is None:
-                    metadata.create_all(conn)
-                    conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
-                elif int(row[0]) > SCHEMA_VERSION:
-                    raise StoreError(f"store {shown} has schema version {row[0]}, written by a newer vioconform "
-                                     f"(this one reads version {SCHEMA_VERSION}); update vioconform to use it. "
-                                     f"Nothing in it was changed.")
+            with self.engine.connect() as conn:
+                version = _schema_version(conn)
+            if version is not None and version > SCHEMA_VERSION:
+                raise StoreError(f"store {shown} has schema version {version}, written by a newer vioconform "
+                                 f"(this one reads version {SCHEMA_VERSION}); update vioconform to use it. "
+                                 f"Nothing in it was changed.")
+            if version is None and not create:
+                raise StoreError(f"store {shown} holds no vioconform results (it has no vioconform tables); check "
+                                 f"the URL (this command only reads a store: a run or python -m reports.store import "
+                                 f"creates them)")
+            if version != SCHEMA_VERSION:
+                if create:
+                    self._create_or_upgrade()
+                else:
+                    self.current = False
         except SQLAlchemyError as e:
+            self.engine.dispose()
             raise StoreError(f"store {shown} cannot be opened: {_first_line(e)}; check the URL, that the database "
                              f"is reachable and that you may write to it") from None
+        except BaseException:
+            self.engine.dispose()
+            raise
+
+    def _create_or_upgrade(self) -> None:
+        """Create the tables (or add version 2's column to a version 1 store) in one transaction,
+        holding a lock so that first uses at the same time wait for each other (PostgreSQL: an
+        advisory lock, as eight parallel first uses otherwise collide on its catalog; SQLite:
+        BEGIN IMMEDIATE, its write lock). A failure is retried: another process may have made
+        the tables meanwhile."""
+        for attempt in range(1, SCHEMA_CREATE_ATTEMPTS + 1):
+            try:
+                with self.engine.begin() as conn:
+                    if conn.dialect.name == "postgresql":
+                        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+                    elif conn.dialect.name == "sqlite":
+                        conn.exec_driver_sql("BEGIN IMMEDIATE")
+                    version = _schema_version(conn)
+                    if version is None:
+                        metadata.create_all(conn)
+                        conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+                    elif version < SCHEMA_VERSION:
+                        _upgrade(conn)
+                    elif version > SCHEMA_VERSION:  # a newer vioconform made it meanwhile
+                        raise StoreError(f"store {self.shown} has schema version {version}, written by a newer "
+                                         f"vioconform (this one reads version {SCHEMA_VERSION}); update vioconform "
+                                         f"to use it. Nothing in it was changed.")
+                self.current = True
+                return
+            except (sa.exc.OperationalError, sa.exc.IntegrityError, sa.exc.ProgrammingError):
+                if attempt == SCHEMA_CREATE_ATTEMPTS:
+                    raise
 
     def close(self) -> None:
         self.engine.dispose()
 
     def add_run(self, run: RunData) -> tuple[int, bool]:
         """Store ``run`` in one transaction; (its id, True) — or (the id stored before, False)
-        when its source directory was imported already (nothing is rewritten)."""
-        if run.source is not None:
-            existing = self.run_by_source(run.source)
-            if existing is not None:
-                return existing, False
+        when the same run was stored already (nothing is rewritten): the same run id (a copy of
+        its results directory too), or, for a run without one, the same source directory."""
+        if not self.current:  # a version 1 store opened to read, now written to
+            self._create_or_upgrade()
+        existing = self._same_run(run)
+        if existing is not None:
+            return existing, False
         try:
             with self.engine.begin() as conn:
                 run_id = _insert(conn, runs.insert().values(
-                    source=run.source, started=run.started, finished=run.finished,
+                    run_uid=run.run_uid, source=run.source, started=run.started, finished=run.finished,
                     fingerprint=json.dumps(run.fingerprint, sort_keys=True),
                     options=json.dumps(run.options, sort_keys=True), revision=run.revision,
                     complete=run.complete))
@@ -324,9 +516,30 @@ class Store:
                 if rows:
                     conn.execute(samples.insert(), rows)
         except IntegrityError as e:
+            existing = self._same_run(run)  # stored by another process meanwhile
+            if existing is not None:
+                return existing, False
+            taken = self.run_by_source(run.source) if run.source is not None else None
+            if taken is not None:
+                raise StoreError(f"store {self.shown}: {run.source} was stored before as run {taken}, a different run "
+                                 f"(another run id): the directory was used again; move this run's results to a "
+                                 f"new directory and import that") from None
             raise StoreError(f"store {self.shown}: the run could not be stored ({_first_line(e)}); nothing of it "
                              f"was written") from None
         return run_id, True
+
+    def _same_run(self, run: RunData) -> int | None:
+        """The id of ``run`` if it is stored: by its run id, else (a run written before run ids) by its source."""
+        if run.run_uid is not None:
+            return self.run_by_uid(run.run_uid)
+        return self.run_by_source(run.source) if run.source is not None else None
+
+    def run_by_uid(self, run_uid: str) -> int | None:
+        if not self.current:
+            return None
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(runs.c.id).where(runs.c.run_uid == run_uid)).first()
+        return None if row is None else int(row[0])
 
     def import_dir(self, directory: Path) -> tuple[int, bool]:
         return self.add_run(read_results_dir(directory))
@@ -336,9 +549,13 @@ class Store:
             row = conn.execute(sa.select(runs.c.id).where(runs.c.source == source)).first()
         return None if row is None else int(row[0])
 
+    def _runs_columns(self) -> list[sa.Column[Any]]:
+        """The columns of ``runs`` this store has (a version 1 store read as it is lacks run_uid)."""
+        return [c for c in runs.columns if self.current or c.name not in V2_RUN_COLUMNS]
+
     def run(self, run_id: int) -> StoredRun:
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(runs).where(runs.c.id == run_id)).first()
+            row = conn.execute(sa.select(*self._runs_columns()).where(runs.c.id == run_id)).first()
         if row is None:
             raise StoreError(f"store {self.shown} has no run {run_id}; list its runs with "
                              f"python -m reports.store --store {self.shown} list")
@@ -346,7 +563,8 @@ class Store:
 
     def runs(self) -> list[StoredRun]:
         with self.engine.connect() as conn:
-            return [_stored(r) for r in conn.execute(sa.select(runs).order_by(runs.c.started, runs.c.id))]
+            return [_stored(r) for r in conn.execute(sa.select(*self._runs_columns())
+                                                     .order_by(runs.c.started, runs.c.id))]
 
     def last_runs(self, like: StoredRun, n: int, before: StoredRun | None = None) -> list[StoredRun]:
         """The last ``n`` complete runs of ``like``'s series (the same fingerprint and configuration,
@@ -415,11 +633,31 @@ def _first_line(e: BaseException) -> str:
 def _stored(row: sa.Row[tuple[object, ...]]) -> StoredRun:
     m = row._mapping
     return StoredRun(int(m["id"]), m["source"], m["started"], m["finished"], json.loads(m["fingerprint"]),
-                     json.loads(m["options"]), m["revision"], bool(m["complete"]))
+                     json.loads(m["options"]), m["revision"], bool(m["complete"]), m.get("run_uid"))
 
 
-def open_store(url: str | None) -> Store:
-    return Store(url or default_url())
+def _schema_version(conn: sa.Connection) -> int | None:
+    """The store's schema version; None when it has no vioconform tables (or a ``meta`` table
+    without the version: a first use that stopped half-way, on a database without
+    transactional DDL)."""
+    if not sa.inspect(conn).has_table("meta"):
+        return None
+    row = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).first()
+    return None if row is None else int(row[0])
+
+
+def _upgrade(conn: sa.Connection) -> None:
+    """Version 1 -> 2: ``runs.run_uid`` and its unique index (each step skipped where done)."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("runs")}
+    if "run_uid" not in have:
+        conn.execute(sa.text("ALTER TABLE runs ADD COLUMN run_uid VARCHAR(64)"))
+    conn.execute(sa.text("CREATE UNIQUE INDEX IF NOT EXISTS ix_runs_run_uid ON runs (run_uid)"))
+    conn.execute(meta_table.update().where(meta_table.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
+
+
+def open_store(url: str | None, create: bool = True) -> Store:
+    """The store at ``url`` (default :func:`default_url`); ``create=False`` for commands that only read."""
+    return Store(url or default_url(), create=create)
 
 
 def check_store(url: str, mode: int = STORE_FILE_MODE) -> None:
@@ -452,7 +690,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("list", help="the stored runs")
     args = ap.parse_args(argv)
     try:
-        store = open_store(args.store)
+        store = open_store(args.store, create=args.command == "import")
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

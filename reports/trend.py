@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OutputPathError as e:
         ap.error(str(e))
     try:
-        store = open_store(args.store)
+        store = open_store(args.store, create=False)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

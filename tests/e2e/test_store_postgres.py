@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from bench.suite_run import active_vioconform_domains, run_suite_at
+from reports import store as store_module
 from reports.store import Store
 from tests.pgserver import PASSWORD, PgServer, create_database, private_postgres
 from tests.unit.test_compare_recorded import (  # noqa: F401 - collected here again, on PostgreSQL
@@ -32,6 +34,7 @@ from tests.unit.test_store import (  # noqa: F401 - collected here again, on Pos
     test_import_command,
     test_unusable_store_urls_are_one_clear_line,
 )
+from tests.unit.test_store_safety import PARALLEL_FIRST_USES, first_uses_at_once
 
 _names = itertools.count(1)
 
@@ -44,8 +47,11 @@ def pg() -> Iterator[PgServer]:
 
 @pytest.fixture
 def store_url(pg: PgServer) -> str:
-    """Overrides the fast lane's SQLite store: a new database on the private server per test."""
-    return create_database(pg, f"t{next(_names)}")
+    """Overrides the fast lane's SQLite store: a new database on the private server per test, its
+    tables made as a run's first use makes them."""
+    url = create_database(pg, f"t{next(_names)}")
+    Store(url).close()
+    return url
 
 
 def test_a_suite_run_is_stored_in_postgresql(pg: PgServer, tmp_path: Path) -> None:
@@ -73,3 +79,40 @@ def test_an_unreachable_store_ends_the_run_before_any_guest(pg: PgServer, tmp_pa
     assert PASSWORD not in run.output and "PASSED" not in run.output
     assert f"vioconform-{run.pid}" not in active_vioconform_domains()
     assert time.monotonic() - t0 < 60
+
+
+def test_first_uses_at_once_of_a_new_database_all_succeed(pg: PgServer, capsys: pytest.CaptureFixture[str]) -> None:
+    """Eight first uses of a fresh database at the same instant: without a lock, some of them failed
+    (duplicate key on pg_type_typname_nsp_index, or relation "meta" already exists: CREATE TABLE
+    racing CREATE TABLE)."""
+    for attempt in range(3):  # three fresh databases: a race that loses rarely still shows
+        url = create_database(pg, f"parallel{attempt}")
+        if attempt == 0:  # a command that only reads creates nothing, and says what it found
+            assert store_module.main(["--store", url, "list"]) == 2
+            assert "holds no vioconform results (it has no vioconform tables)" in capsys.readouterr().err
+        for done in first_uses_at_once(url, PARALLEL_FIRST_USES):
+            assert done.returncode == 0, done.stdout
+        engine = sa.create_engine(url)
+        try:
+            with engine.connect() as conn:
+                rows = [tuple(r) for r in conn.execute(sa.text("SELECT key, value FROM meta"))]
+            assert rows == [("schema_version", str(store_module.SCHEMA_VERSION))]
+        finally:
+            engine.dispose()
+
+
+def test_every_connection_carries_the_statement_timeout(pg: PgServer) -> None:
+    url = create_database(pg, "timeouts")
+    store = Store(url + "?options=-c%20work_mem%3D4MB")  # the URL's own options are kept beside it
+    try:
+        with store.engine.connect() as conn:
+            shown = conn.execute(sa.text("SHOW statement_timeout")).scalar_one()
+            assert conn.execute(sa.text("SHOW work_mem")).scalar_one() == "4MB"
+        assert shown == f"{store_module.STORE_STATEMENT_TIMEOUT_S:.0f}s"
+        # a statement past it ends with the server's reason, not a hang
+        with pytest.raises(sa.exc.OperationalError, match="canceling statement due to statement timeout"), \
+                store.engine.connect() as conn:
+            conn.execute(sa.text("SET statement_timeout = '200ms'"))
+            conn.execute(sa.text("SELECT pg_sleep(5)"))
+    finally:
+        store.close()

@@ -76,6 +76,24 @@ def test_what_is_not_a_usable_image_is_one_line_naming_it(tmp_path: Path) -> Non
 
 
 @needs_qemu_img
+def test_a_truncated_qcow2_is_refused_with_qemu_img_checks_words(tmp_path: Path) -> None:
+    """A qcow2 cut short (a copy that stopped at 1 MiB) has a readable header, so ``qemu-img info``
+    is content; only ``qemu-img check`` sees the clusters beyond the end. Refused before boot with
+    its words, not 40 s later as a missing bootloader. Leaked clusters alone are no damage."""
+    image = tmp_path / "cut.qcow2"
+    qemu_img("create", "-q", "-f", "qcow2", str(image), "64M")
+    subprocess.run(["qemu-io", "-c", "write -P 0xab 0 8M", str(image)], check=True, capture_output=True)
+    check_image(image)  # whole: accepted
+    os.truncate(image, MIB)
+    said = error_of(image)
+    assert said.startswith(f"--image {image}: qemu-img check finds the image damaged"), said
+    assert "exceeding the end of the file" in said and "errors were found on the image" in said, said
+    assert "give an intact copy" in said
+    with pytest.raises(UserImageError):
+        inspect_image(image)
+
+
+@needs_qemu_img
 def test_an_image_with_a_backing_file_of_its_own_is_refused(tmp_path: Path) -> None:
     base = raw_disk(tmp_path / "base.raw")
     top = tmp_path / "top.qcow2"
