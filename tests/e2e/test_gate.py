@@ -70,8 +70,9 @@ def test_unusable_results_dir_is_a_usage_error_before_any_guest(tmp_path: Path, 
     assert run.returncode == 4, run.output[-3000:]
     assert f"--results-dir {target}" in run.output and "e.g. --results-dir" in run.output, run.output
     assert "collected" not in run.output  # stopped at configuration: no test, no guest
-    # Measured: 1.2-1.5 s here at load 6 on 2 cores; boot to SSH alone takes 12 s or more.
-    assert took < 30, took
+    # Measured: 1.2-1.5 s here at load 6 on 2 cores, up to 45 s on a saturated CI host; the bound
+    # says only that no guest was booted and waited for (that alone is 12 s idle, minutes loaded).
+    assert took < 60, took
     assert run.left_behind == []
     if where == "a-file":
         assert target.read_text() == "my notes"
