@@ -7,7 +7,8 @@ layer held (aqu-sz) and what the host saw. A healthy guest has three similar bar
 TCQ signature is a tall guest bar over a host bar of about 1. Beside it, each measured window as
 vscsiStats shows it: the host's histograms (outstanding I/Os at issue, I/O length, latency) next
 to the guest's own view. The other rules draw labelled pairs, the expected or guest side against
-the host side. matplotlib draws them (reports/charts.py) as inline SVG: no JavaScript, no external
+the host side. A failed verdict names the layer at fault (its ``blame`` column and the line over
+its section: model/blame.py). matplotlib draws them (reports/charts.py) as inline SVG: no JavaScript, no external
 files. The header names what was measured: QEMU, machine, accelerator, libvirt, host kernel (or
 vCenter and ESXi), image and guest kernel.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import assert_never
 
 from model.rules.figures import DepthFigure, Figure, HistogramFigure, PairFigure
-from reports.records import Record, RunStatus
+from reports.records import Record, RunStatus, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
 
 COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#6a1b9a", "skipped": "#757575", "not run": "#e65100"}
@@ -111,14 +112,21 @@ def report_document(records: Iterable[Record], title: str = "vioconform report",
     for r in recs:
         outcome = r.outcome or "error"  # an undecided record is never a pass
         color = COLORS.get(outcome, "#000")
-        first = html.escape(r.message.splitlines()[0]) if r.message else ""
+        first = html.escape(r.headline)
+        anchor = section_id(r.rule, r.config)
+        blamed = (f'<td class="blame" title="{html.escape(r.blame_reason)}">{html.escape(r.blame or "unknown")}</td>'
+                  if outcome == "failed" else "<td></td>")
         rows.append(f'<tr><td style="color:{color};font-weight:bold">{outcome.upper()}</td>'
-                    f"<td>{html.escape(r.rule)}</td><td>{html.escape(r.config)}</td><td>{first}</td></tr>")
+                    f'<td><a href="#{anchor}">{html.escape(r.rule)}</a></td><td>{html.escape(r.config)}</td>'
+                    f"{blamed}<td>{first}</td></tr>")
         charts = "".join(chart(f) for f in r.verdict.figures) if r.verdict else ""
         props = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
                         for k, v in sorted(r.measured().items()))
+        blame = (f'<p class="blame"><strong>blame: {html.escape(r.blame or "unknown")}</strong>: '
+                 f"{html.escape(r.blame_reason)}</p>" if outcome == "failed" else "")
         details = f"<pre>{html.escape(r.message)}</pre>" if outcome in ("failed", "error") else ""
-        sections.append(f'<section><h2 style="color:{color}">{html.escape(r.rule)} — {html.escape(r.config)}</h2>'
+        sections.append(f'<section id="{anchor}"><h2 style="color:{color}">{html.escape(r.rule)} — '
+                        f"{html.escape(r.config)}</h2>{blame}"
                         f"{charts}{details}<details><summary>measured numbers</summary>"
                         f"<table>{props}</table></details></section>")
     return f"""<!doctype html>
@@ -129,7 +137,8 @@ section{{margin-top:2em}} table.env th{{text-align:left;font-size:13px;padding:2
 svg{{max-width:100%;height:auto}}</style></head>
 <body><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>
 {measured_on(properties or {})}
-<h2>Verdicts</h2><table><tr><th>verdict</th><th>rule</th><th>configuration</th><th>message</th></tr>{''.join(rows)}</table>
+<h2>Verdicts</h2><table><tr><th>verdict</th><th>rule</th><th>configuration</th><th>blame</th>
+<th>message</th></tr>{''.join(rows)}</table>
 {what_was_tested(properties or {})}
 {''.join(sections)}
 </body></html>

@@ -94,4 +94,4 @@ def test_alignment(scratch_disk: GuestDisk, suite_options: SuiteOptions, record:
 
     # A misaligned request is an exact finding: every repeat must pass.
     judge_repeated(record, disk.config_id, raw, suite_options.repeats_for("alignment"), once, exact=True,
-                   baseline=stored_baseline)
+                   baseline=stored_baseline, disks=(disk,))

@@ -93,4 +93,5 @@ def test_direct_io_fidelity_and_durability(scratch_disk: GuestDisk, suite_option
 
     # One for one writes and flushes are exact conformance checks: every repeat must pass.
     judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / "direct-io",
-                   suite_options.repeats_for("direct-io"), once, exact=True, baseline=stored_baseline)
+                   suite_options.repeats_for("direct-io"), once, exact=True, baseline=stored_baseline,
+                   disks=(disk,))

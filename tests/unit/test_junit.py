@@ -55,7 +55,7 @@ def test_a_verdicts_numbers_are_flattened_into_its_case_with_the_tests_own(tmp_p
     props = _props(_find(ET.parse(write_junit([rec], tmp_path / "j.xml")).getroot(), ".//testcase"))
     assert props["split_factor"] == "16.0" and props["expected_request_bytes"] == "1048576"
     assert props["guest_avg_request_bytes"] == "65536" and props["notes"] == "a note"
-    assert set(props) == {*verdict.properties, "guest_avg_request_bytes", "notes"}
+    assert set(props) == {*verdict.properties, "guest_avg_request_bytes", "notes", "blame", "blame_reason"}
 
 
 def _interrupted_run() -> tuple[list[Record], RunStatus]:
