@@ -9,15 +9,17 @@ code  meaning
 3     pytest's internal error (a crash of pytest or of a plugin): pytest's own, never set here
 4     usage error: a bad option or input, reported before any guest starts (pytest's own)
 5     nothing collected: no rule selected (``-k`` matching nothing): pytest's own
-6     harness error, no rule failed: a rule ended in ERROR (it reached no verdict: the guest,
+6     pytest 9's ``--max-warnings`` exceeded: pytest's own, never set here
+10    harness error, no rule failed: a rule ended in ERROR (it reached no verdict: the guest,
       SSH, fio or the hypervisor failed) or the run stopped before every rule ran (``-x``)
-7     the results were not written or not stored: the JUnit file or the report could not be
+11    the results were not written or not stored: the JUnit file or the report could not be
       written (a full disk), or ``--store`` could not take the run
 ====  ==========================================================================================
 
-When several apply: 2, 4 and 5 as pytest decided them, then 7 (the record CI would read is
-missing, whatever the verdicts: the terminal still lists each), then 1, then 6. pytest itself
-returns only 0-5 (``pytest.ExitCode``), so 6 and 7 come from vioconform alone.
+When several apply: any code pytest decided other than 0 and 1 (2, 3, 4, 5, 6) stands, then 11
+(the record CI would read is missing, whatever the verdicts: the terminal still lists each),
+then 1, then 10. pytest's own codes are 0-6 (``pytest.ExitCode``; 6 came with pytest 9), so 10
+and 11 are vioconform's alone, with room for pytest's next few.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ class Exit(IntEnum):
     INTERNAL_ERROR = 3
     USAGE_ERROR = 4
     NO_TESTS = 5
-    HARNESS_ERROR = 6
-    NOT_RECORDED = 7
+    MAX_WARNINGS = 6
+    HARNESS_ERROR = 10
+    NOT_RECORDED = 11
 
 
 #: What each code means, in the run's last lines.
@@ -47,19 +50,19 @@ MEANING = {
     Exit.INTERNAL_ERROR: "pytest's internal error",
     Exit.USAGE_ERROR: "usage error",
     Exit.NO_TESTS: "nothing collected",
+    Exit.MAX_WARNINGS: "pytest's --max-warnings exceeded",
     Exit.HARNESS_ERROR: "harness error (a rule reached no verdict), no rule failed",
     Exit.NOT_RECORDED: "results not written or not stored",
 }
 
-#: pytest's codes that stand whatever the rules did.
-_PYTEST_FINAL = frozenset({pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
-                           pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.NO_TESTS_COLLECTED})
+#: pytest's codes the rules decide between; any other of pytest's stands whatever the rules did.
+_PYTEST_VERDICTS = frozenset({pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED})
 
 
 def run_exit_code(pytest_status: int, outcomes: Iterable[str], complete: bool, not_recorded: bool) -> int:
     """The run's exit code from pytest's own, the rules' settled outcomes, whether every rule was
     reached (``complete``) and whether an output or the store failed (``not_recorded``)."""
-    if pytest_status in _PYTEST_FINAL:
+    if pytest_status not in _PYTEST_VERDICTS:
         return int(pytest_status)
     if not_recorded:
         return Exit.NOT_RECORDED

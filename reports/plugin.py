@@ -9,8 +9,8 @@ The outputs never claim more than happened:
   started is NOT RUN, and the run is marked incomplete everywhere, with a non-zero exit code;
 - an output that cannot be written (disk full) is named with the reason, and the exit code
   is non-zero;
-- the exit code is reports/exitcodes.py's table: 1 only for a rule that FAILED, 6 for harness
-  errors where none failed, 7 for results not written or not stored;
+- the exit code is reports/exitcodes.py's table: 1 only for a rule that FAILED, 10 for harness
+  errors where none failed, 11 for results not written or not stored;
 - the results directory always holds its own ``junit.xml``, also when ``--junit-xml`` writes
   one elsewhere, so ``python -m reports.compare DIR DIR`` works on any run directory.
 """

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pyVmomi import vim
 
-from model.advertised import Advertised, DeviceProperty
+from model.advertised import LIMIT_FIELDS, Advertised, DeviceProperty
 from model.errors import HypervisorError
 from model.limits import ConfiguredLimits
 from model.types import DiskSpec
@@ -147,7 +147,7 @@ def advertised_of(devices: Sequence[vim.vm.device.VirtualDevice], instance: str)
     owner = f"disk {instance}"
     backing = disk.backing
     alloc = disk.storageIOAllocation
-    props = [DeviceProperty(f"controller of {instance}", "type", type(ctl).__name__ if ctl is not None else "none"),
+    props = [DeviceProperty(f"controller of {instance}", "type", type(ctl).__name__.rsplit(".", 1)[-1] if ctl is not None else "none"),
              DeviceProperty(f"controller of {instance}", "sharedBus", str(getattr(ctl, "sharedBus", "") or "none")),
              DeviceProperty(owner, "diskMode", str(getattr(backing, "diskMode", "") or "none")),
              DeviceProperty(owner, "writeThrough", str(getattr(backing, "writeThrough", None)).lower()),
@@ -155,4 +155,5 @@ def advertised_of(devices: Sequence[vim.vm.device.VirtualDevice], instance: str)
              DeviceProperty(owner, "capacityInBytes", str(disk.capacityInBytes or disk.capacityInKB * KIB)),
              DeviceProperty(owner, "iopsLimit", str(alloc.limit if alloc is not None and alloc.limit is not None
                                                     else "none"))]
-    return Advertised("vSphere device config", properties=tuple(props), notes=(VSPHERE_SILENT,))
+    return Advertised("vSphere device config", unsaid=dict.fromkeys(LIMIT_FIELDS, VSPHERE_SILENT),
+                      properties=tuple(props), notes=(VSPHERE_SILENT,))

@@ -200,7 +200,7 @@ def test_disk_full_at_the_end_keeps_what_was_written_and_says_what_is_missing(tm
     proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "-k", "passes",
                 env={"GATE_FULL_DISK": "report.html"})
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 7, out  # every rule passed, but the report is missing: results not written
+    assert proc.returncode == 11, out  # every rule passed, but the report is missing: results not written
     assert f"NOT WRITTEN: report {tmp_path / 'out' / 'report.html'}: No space left on device" in out
     assert _kind(_cases(tmp_path / "out" / "junit.xml")["passes"]) == "passed"  # what could be written, was
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["junit.xml", "phases.json"]  # no partial report, no temporary
@@ -250,6 +250,6 @@ def test_a_store_that_fails_at_the_end_is_named_and_the_exit_is_not_clean(tmp_pa
     proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "--store", f"sqlite:///{db}", "-k", "passes",
                 env={"GATE_BREAK_STORE": str(db)})
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 7, out  # every rule passed, but the run is not in the store
+    assert proc.returncode == 11, out  # every rule passed, but the run is not in the store
     assert "NOT STORED: store sqlite:///" in out and "the JUnit file and the report are the record" in out
     assert _kind(_cases(tmp_path / "out" / "junit.xml")["passes"]) == "passed"

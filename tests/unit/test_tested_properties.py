@@ -114,7 +114,7 @@ def test_two_runs_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines[1:]] == [
         ["*", "disk.virtio-scsi.boot.scheduler"], ["*", "guest.kernel"],
-        ["*", "verdict.limits[libvirt:virtio-scsi:latency5ms]"]]
+        ["*", "verdict.limits[libvirt:virtio-scsi:latency5ms]"], ["*", "blame.limits[libvirt:virtio-scsi:latency5ms]"]]
     assert lines[2].split()[2:] == [KERNEL, "6.1.0-28-cloud-amd64"]
     assert len(side_by_side([a, b], everything=True)) == len(a)
     (tmp_path / "c.xml").write_text("<html/>")
