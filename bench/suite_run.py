@@ -62,6 +62,13 @@ class SuiteRun:
         return {} if props is None else {p.get("name", ""): p.get("value", "") for p in props}
 
     @staticmethod
+    def failure_text(case: ET.Element) -> str:
+        """A failed case's whole explanation: its <failure>'s text (the message attribute is only
+        its first ``FAIL:`` line); "" for a case that did not fail."""
+        failure = case.find("failure")
+        return "" if failure is None else failure.text or ""
+
+    @staticmethod
     def props(case: ET.Element) -> dict[str, str]:
         props = case.find("properties")
         return {} if props is None else {p.get("name", ""): p.get("value", "") for p in props}
