@@ -106,7 +106,7 @@ def judge_limits(disks: Sequence[tuple[str, ConfiguredLimits, GuestLimits]
         if advertised is not None:
             lines.append(f"{name}: what the device advertises, from {advertised.source or 'nowhere'}"
                          + (f" ({advertised.unavailable})" if advertised.unavailable else "") + ": "
-                         + (", ".join(f"{k} {v}" for k, v in sorted(advertised.said_by.items())) or "nothing said"))
+                         + ("; ".join(f"{k}: {v}" for k, v in sorted(advertised.said_by.items())) or "nothing said"))
             notes.extend(f"{name}: {n}" for n in advertised.notes)
         props[f"{role}_disk"] = guest.name
     return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props)
