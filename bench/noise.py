@@ -28,7 +28,8 @@ CONTROLLERS = "virtio-scsi,virtio-blk"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m bench.noise", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=10, help="whole suite runs (default 10)")
     ap.add_argument("--store", default=None, metavar="URL", help="store to write the runs to (default: a new temporary SQLite file)")
     ap.add_argument("--from-store", default=None, metavar="URL", help="measure nothing: use every complete run in this store")

@@ -31,7 +31,6 @@ from pathlib import Path
 from model.compare import MIN_EFFECT, MIN_EFFECTS, MetricKey, Series, Spread
 from model.fingerprint import SERIES_OPTIONS, fingerprint
 from model.noise import run_to_run
-from reports import charts
 from reports.results import OutputPathError, check_outputs, write_atomic
 from reports.store import Store, StoredRun, StoreError, default_url, open_store, sqlite_file
 
@@ -61,7 +60,11 @@ def noise_bands(series: Sequence[dict[MetricKey, Series]], keys: Sequence[Metric
 
 
 def trend_document(store: Store, runs: Sequence[StoredRun], all_metrics: bool = False) -> str:
-    """The page for ``runs`` (oldest first, one series)."""
+    """The page for ``runs`` (oldest first, one series). matplotlib is imported here, when a page is
+    drawn, not when the module loads: ``--help`` and a usage error answer without it (and without
+    matplotlib's font cache, which its first import builds)."""
+    from reports import charts
+
     esc = html.escape
     columns = [_label(r) for r in runs]
     verdicts = [store.verdicts(r.id) for r in runs]

@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -332,11 +333,24 @@ def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | No
     return GuestImage(dest / "vmlinuz", dest / "initrd.img", info["kernel_version"], h, took)
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv: list[str] | None = None) -> int:
+    """``python -m guest.image.build [KERNEL_DEB]``: build (or find) the cached image, print its directory."""
+    import argparse
 
+    ap = argparse.ArgumentParser(prog="python -m guest.image.build", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("kernel_deb", nargs="?", type=Path, metavar="KERNEL_DEB",
+                    help="a linux-image-*.deb to build the guest from (default: Debian's linux-image-amd64), "
+                         "as --guest-kernel-deb does")
+    args = ap.parse_args(argv)
     try:
-        img = ensure_image(print, Path(sys.argv[1]) if len(sys.argv) > 1 else None)
+        img = ensure_image(print, args.kernel_deb)
     except (ImageBuildError, CacheNotWritable) as e:
-        sys.exit(f"error: {e}")
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     print(img.directory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
