@@ -55,7 +55,7 @@ class SuiteRun:
 
     def suite_properties(self) -> dict[str, str]:
         """The JUnit suite's properties: the options, whether the run completed, and what was tested
-        (``image``, ``guest.kernel``, ``disk.<controller>.driver``, ...: README, "How to read the report")."""
+        (``image``, ``guest.kernel``, ``disk.<controller>.driver``, ...: docs/reference.md, "What was tested")."""
         root = ET.parse(self.junit).getroot()
         suite = root if root.tag == "testsuite" else root.find("testsuite")
         props = None if suite is None else suite.find("properties")

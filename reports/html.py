@@ -72,7 +72,7 @@ def what_was_tested(properties: Mapping[str, str]) -> str:
     """"What was tested": the run's suite properties as two tables. The run's own (image, guest OS,
     kernel, options) as name and value; each controller's (``disk.<controller>.<what>``: its driver,
     the driver's version, the boot settings) with one column per controller, so two controllers,
-    or two reports side by side, compare row by row. Plain data: the keys are the README's."""
+    or two reports side by side, compare row by row. Plain data: the keys are docs/reference.md's."""
     general = [(k, v) for k, v in properties.items() if not k.startswith("disk.")]
     per: dict[str, dict[str, str]] = {}
     for k, v in properties.items():

@@ -90,7 +90,7 @@ def trend_document(store: Store, runs: Sequence[StoredRun], all_metrics: bool = 
     note = ("" if len(runs) >= 2 else
             "<p class='note'>Only one run of this series is stored: there is no trend yet.</p>")
     band_note = ("run-to-run spread of these runs" if len(runs) >= 3
-                 else "the minimum effects measured on the reference host (README, 'Run-to-run noise')")
+                 else "the minimum effects measured on the reference host (docs/benchmarks.md, 'Run-to-run noise')")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>vioconform trend</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:80em}} table{{border-collapse:collapse}}

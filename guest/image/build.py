@@ -31,7 +31,7 @@ from guest.image.errors import ImageBuildError
 HERE = Path(__file__).resolve().parent
 
 #: Drivers loaded at boot, in this order. Storage drivers for every controller
-#: QEMU emulates (the controller table in the README), and virtio_net for the SSH port forward.
+#: QEMU emulates (the controller table in docs/user-guide.md), and virtio_net for the SSH port forward.
 #: Only REQUIRED_MODULES must exist: a kernel without one of the others (a controller's driver,
 #: e.g. Debian's cloud flavour has no mptsas) gives a guest without it, in which that controller's
 #: rules skip and name the module (measure/disk.py). A module built into the kernel
@@ -50,7 +50,7 @@ BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey")
 #: fio is the suite's static build of Debian's fio source (guest/image/fio_static.py), not Debian's
 #: binary: Debian's links ceph, rdma, gnutls, ICU and more, 71 MB of libraries that made the
 #: initramfs 93 MB (33.6 MB zstd), all decompressed into guest RAM at every boot, slowly under TCG.
-#: The static fio is 2.8 MB; the initramfs shrank to about 15 MB (see the README's boot timing).
+#: The static fio is 2.8 MB; the initramfs shrank to about 15 MB (see docs/benchmarks.md).
 GUEST_FIO = "/usr/bin/fio"
 REQUIRED_MODULES = ("virtio_pci", "virtio_net")
 #: The kernel command line of every boot of the embedded guest (the host adds the run's
