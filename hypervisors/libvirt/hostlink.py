@@ -410,7 +410,7 @@ def _connect(address: HostAddress, timeouts: SshTimeouts) -> tuple[paramiko.SSHC
     sock: paramiko.Channel | None = None
     try:
         for i, hop in enumerate(address.jumps):
-            what = f"ProxyJump host {hop.name} ({hop.shown}, on the way to libvirt host {address.name})"
+            what = f"ProxyJump host {hop.shown} (~/.ssh/config's ProxyJump {hop.name} for {address.name})"
             jumps.append(_login(what, hop.host, hop.port, hop.user, hop.identity_files, hop.agent,
                                 hop.known_hosts_files, None, _shown_files(hop.known_hosts_files), sock, timeouts,
                                 f"ProxyJump host {hop.name}"))

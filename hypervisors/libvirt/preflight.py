@@ -88,6 +88,8 @@ DAEMON_SAYS = ("failed to connect socket", "no such file or directory", "connect
 #: libvirt reads the first 4 bytes the host sends as the length of its first packet: text a login
 #: prints (nologin's "This account is currently not available.") reads as a length of 1.4 billion.
 PRINTED_SAYS = "bytes received from server too large"
+#: The length word that starts each packet of libvirt's protocol.
+LENGTH_BYTES = 4
 
 
 def open_error(uri: str, message: str) -> str:
@@ -175,11 +177,12 @@ def _ssh_user(uri: str) -> str:
 
 
 def _printed(said: str) -> str:
-    """What the host printed, from libvirt's "packet N bytes received from server too large": N's 4 bytes."""
+    """What the host printed, from libvirt's "packet N bytes received from server too large": the 4
+    bytes libvirt read as the packet's length, which counts those 4 bytes too (N is that length less 4)."""
     found = re.search(r"packet (\d+) bytes", said)
-    if not found or int(found.group(1)) >= 2**32:
+    if not found or int(found.group(1)) + LENGTH_BYTES >= 2**32:
         return ""
-    text = int(found.group(1)).to_bytes(4, "big").decode("ascii", errors="replace")
+    text = (int(found.group(1)) + LENGTH_BYTES).to_bytes(LENGTH_BYTES, "big").decode("ascii", errors="replace")
     return f"; it began {text!r}" if text.isprintable() else ""
 
 
