@@ -39,6 +39,7 @@ import pwd
 import shlex
 import stat
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from urllib.parse import parse_qs, quote, urlparse
@@ -66,6 +67,8 @@ BANNER_TIMEOUT_S = 10.0
 #: leaves room for a loaded host and an agent that asks its user.
 HANDSHAKE_TIMEOUT_S = 10.0
 HOST_SSH_TIMEOUTS = SshTimeouts(connect_s=CONNECT_TIMEOUT_S, banner_s=BANNER_TIMEOUT_S, handshake_s=HANDSHAKE_TIMEOUT_S)
+#: How often a long upload logs its progress.
+PROGRESS_EVERY_S = 5.0
 #: Seconds a command on the host may take (``id -u``, ``uname -r``, ``rm -rf`` of a staging directory).
 COMMAND_TIMEOUT_S = 30.0
 #: Jump hosts on the way to one host (``ProxyJump``, and a jump host's own ``ProxyJump``): more is a
@@ -334,8 +337,21 @@ class HostLink:
             return self._sftp
 
     def put(self, src: Path, dest: PurePath, mode: int = 0o644) -> None:
+        """Copy ``src`` to the host; a copy that takes longer than ``PROGRESS_EVERY_S`` logs its
+        progress that often (bytes, rate, time left): a user's 10 GB image takes minutes."""
+        t0 = time.monotonic()
+        last = [t0]
+
+        def progress(sent: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_EVERY_S and total:
+                last[0] = now
+                rate = sent / max(now - t0, 1e-6)
+                log.info("uploading %s to %s: %.0f of %.0f MiB (%.0f MiB/s, %.0f s left)", src.name,
+                         self.address.host, sent / 2**20, total / 2**20, rate / 2**20, (total - sent) / max(rate, 1.0))
+
         with self._io:
-            self.sftp.put(str(src), str(dest))
+            self.sftp.put(str(src), str(dest), callback=progress)
             self.sftp.chmod(str(dest), mode)
 
     def write(self, path: PurePath, data: bytes, append: bool = False) -> None:
