@@ -68,7 +68,7 @@ def _num(value: float) -> str:
 #: Option -> what its help must say after "default: ", rendered from the constant the code uses.
 EXPECTED: dict[str, str] = {
     "--hypervisor": "libvirt",
-    "--libvirt-uri": f"{DEFAULT_LIBVIRT_URI};",
+    "--libvirt-uri": f"$LIBVIRT_DEFAULT_URI, else {DEFAULT_LIBVIRT_URI};",
     "--host-dir": str(DEFAULT_HOST_DIR),
     # Not the suite's constant: libvirt picks the emulator of its domain type; the help names Debian's.
     "--emulator": "libvirt's, /usr/bin/qemu-system-x86_64 on Debian",
