@@ -299,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "fingerprint; flakiness over the last N runs")
     ap.add_argument("--min-effect", type=float, default=None,
                     help="smallest relative change of a metric reported, for every metric (default: each metric's "
-                         f"minimum effect measured from run-to-run noise, see the README; {MIN_EFFECT} for one not measured)")
+                         f"minimum effect measured from run-to-run noise, see docs/benchmarks.md; {MIN_EFFECT} for one not measured)")
     ap.add_argument("--alpha", type=float, default=ALPHA, help=f"rank test significance level (default {ALPHA})")
     ap.add_argument("--junit", type=Path, metavar="PATH", help="also write the comparison as JUnit XML")
     args = ap.parse_args(argv)

@@ -23,7 +23,7 @@ SCSI = "libvirt:virtio-scsi:latency5ms"
 HBA = "/machine/peripheral/ua-vioc-virtio-scsi/virtio-backend"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def one_command_per_lun() -> Iterator[Path]:
     """The host's QEMU with virtio-scsi's cmd_per_lun at 1 by a -global (libvirt writes no cmd_per_lun,
     so the global stands), at a path the QEMU user can read (not pytest's root-only tmp_path)."""

@@ -2,7 +2,7 @@
 virtio-blk (and saves a baseline), and each fault fails its own rule with the numbers.
 
 Whether a fault leaves the *other* rules alone is shown by running it with every rule
-(README, "What each fault moves"; bench/rules.py); here each fault runs with its own rule only,
+(docs/user-guide.md, "What each fault moves"; bench/rules.py); here each fault runs with its own rule only,
 to keep the project's tests short.
 """
 

@@ -34,7 +34,7 @@ CASES = {
                             f"cannot connect to libvirt at 'qemu+tcp://root:***@{CLOSED}/system'"),
     "known-hosts-missing": (["--libvirt-uri", f"qemu+ssh://root:{{p2}}@{CLOSED}/system?known_hosts={{tmp}}/none"],
                             4, (f"--libvirt-uri qemu+ssh://root:***@{CLOSED}/system?known_hosts={{tmp}}/none: "
-                               "cannot read known_hosts")),
+                               "known_hosts={tmp}/none does not exist")),
     "listed-twice": (["--libvirt-uri", f"qemu+ssh://root:{{p1}}@{CLOSED}/system"] * 2, 4,
                      f"qemu+ssh://root:***@{CLOSED}/system is listed twice"),
     "listed-twice-hosts": (["--hosts", "{twice}"], 4, f"qemu+ssh://root:***@{CLOSED}/system is listed twice"),
