@@ -11,6 +11,7 @@ from typing import Any
 from model.advertised import Advertised, QomValue, advertised_from_qom, qom_reads
 from model.blame import Blame, Trail, blame, disk_trails
 from model.limits import ConfiguredLimits, DepthLimit, GuestLimits, parse_guest_limits
+from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.limits import judge_limits
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
 
@@ -156,3 +157,13 @@ def test_a_depth_the_driver_took_from_the_device_is_not_the_guest_configuration(
     lowered = GuestPath((DepthLimit("/sys/block/sda/device/queue_depth", 1, 128),))
     v = judge_queue_depth(pts, 128, guest_path=lowered, advertised=DeviceSaid(128, "cmd_per_lun 128"))
     assert v.hint is not None and v.hint.layer == "guest configuration"
+
+
+def test_a_partition_off_the_devices_grid_is_the_guest_configuration() -> None:
+    """--inject misaligned: no sysfs setting differs; the rule's own evidence (the partition start) names the layer."""
+    writes = [(63 * 512 + k * 4096, 4096) for k in range(400)]
+    v = judge_alignment(count_boundary_crossings(writes, 4096, 65536), 63 * 512, "w", "exact")
+    assert not v.passed and v.hint is not None
+    b = blame("alignment", trails(), v.hint)
+    assert b == Blame("guest configuration", "the partition starts at 32256 bytes, not a multiple of the device's "
+                                             "optimal I/O size")
