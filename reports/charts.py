@@ -11,7 +11,8 @@ backend: no display needed.
 - :func:`histogram_svg`: one window as vscsiStats shows it, the host's histograms of outstanding
   I/Os, request length and latency beside the guest's own view (fio's submitted depth and its
   completion latency percentiles).
-- :func:`verdict_grid_svg` and :func:`series_svg`: the trend page (reports/trend.py).
+- :func:`verdict_grid_svg` and :func:`series_svg`: the trend page (reports/trend.py), each run whose
+  fingerprint changed marked by a dashed line before its column (:data:`CHANGE_LABEL`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from model.rules.figures import Buckets, DepthFigure, HistogramFigure, PairFigure
@@ -37,6 +39,9 @@ matplotlib.rcParams.update({"svg.hashsalt": "vioconform", "svg.fonttype": "none"
                             "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False})
 
 OFFERED, GUEST, HOST = "#9e9e9e", "#1565c0", "#ef6c00"
+#: The trend charts' mark of a run whose fingerprint changed (a dashed line before its column), and its legend text.
+CHANGE_COLOR = "#37474f"
+CHANGE_LABEL = "fingerprint changed"
 OUTCOME_COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#6a1b9a", "skipped": "#9e9e9e",
                   "not run": "#e65100", "absent": "#ffffff"}
 
@@ -122,8 +127,17 @@ def histogram_svg(figure: HistogramFigure) -> str:
     return to_svg(fig)
 
 
-def verdict_grid_svg(rows: Sequence[str], columns: Sequence[str], outcomes: Sequence[Sequence[str]]) -> str:
-    """Rule x configuration rows, one column per run, each cell coloured by its outcome."""
+def _mark_changes(ax: Axes, marks: Sequence[int], offset: float) -> list[Line2D]:
+    """A dashed line before each column of ``marks`` (at ``column + offset``); the legend's handle."""
+    for k, x in enumerate(marks):
+        ax.axvline(x + offset, color=CHANGE_COLOR, ls="--", lw=1, label=CHANGE_LABEL if k == 0 else None)
+    return [Line2D([], [], color=CHANGE_COLOR, ls="--", lw=1, label=CHANGE_LABEL)] if marks else []
+
+
+def verdict_grid_svg(rows: Sequence[str], columns: Sequence[str], outcomes: Sequence[Sequence[str]],
+                     marks: Sequence[int] = ()) -> str:
+    """Rule x configuration rows, one column per run, each cell coloured by its outcome; ``marks``:
+    the columns whose run's fingerprint changed."""
     if not rows or not columns:
         return ""
     fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 0.3 * len(rows) + 1.2))
@@ -139,15 +153,18 @@ def verdict_grid_svg(rows: Sequence[str], columns: Sequence[str], outcomes: Sequ
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
     used = sorted({o for row in outcomes for o in row} - {"absent"})
-    ax.legend(handles=[Patch(color=OUTCOME_COLORS[o], label=o) for o in used], loc="upper left",
+    changed = _mark_changes(ax, marks, -0.04)
+    ax.legend(handles=[*(Patch(color=OUTCOME_COLORS[o], label=o) for o in used), *changed], loc="upper left",
               bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
     return to_svg(fig)
 
 
 def series_svg(title: str, unit: str, columns: Sequence[str], medians: Sequence[float | None],
-               lows: Sequence[float | None], highs: Sequence[float | None], band: tuple[float, float] | None) -> str:
+               lows: Sequence[float | None], highs: Sequence[float | None], band: tuple[float, float] | None,
+               marks: Sequence[int] = ()) -> str:
     """One metric over runs: each run's median (dots and line) with its repeats' min..max (error
-    bars), and the noise band (shaded) around the series' median."""
+    bars), the noise band (shaded) around the series' median, and a dashed line before each
+    column of ``marks`` (a run whose fingerprint changed)."""
     fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 2.0))
     xs = [i for i, m in enumerate(medians) if m is not None]
     ys = [float(m) for m in medians if m is not None]
@@ -166,5 +183,6 @@ def series_svg(title: str, unit: str, columns: Sequence[str], medians: Sequence[
         hi = max([*ys, *(band or ())])
         pad = (hi - lo) * 0.15 or abs(hi) * 0.1 or 1.0
         ax.set_ylim(lo - pad, hi + pad)
+    _mark_changes(ax, marks, -0.5)
     ax.legend(fontsize=7, frameon=False, loc="best")
     return to_svg(fig)
