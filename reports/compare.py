@@ -197,12 +197,17 @@ def _run_line(tag: str, r: StoredRun) -> str:
     return f"{tag}: run {r.id}, started {r.started or '?'}, {state}, {r.source or 'no directory'}"
 
 
-def print_comparison(c: Comparison) -> None:
+def print_comparison(c: Comparison, written: str = "") -> None:
+    """The comparison as text: what changed between the runs first (after a line saying they are of
+    two series, if they are), ``written`` (where the JUnit file went) after the runs' own lines, and
+    the count of regressions last."""
     if c.mixed:
         print(c.mixed)
     print(c.changed)
     print(_run_line("A (baseline)", c.a))
     print(_run_line("B", c.b))
+    if written:
+        print(written)
     if c.fingerprint_diff:
         print(f"Fingerprint changes ({len(c.fingerprint_diff)} entries):")
         _print_table(["  key", "A", "B"], [[f"  {k}", va, vb] for k, va, vb in c.fingerprint_diff])
@@ -353,14 +358,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     finally:
         store.close()
-    not_written = ""
+    not_written = written = ""
     if args.junit is not None:
         try:
             write_atomic(args.junit, comparison_junit(c) + "\n")
-            print(f"JUnit: {args.junit}")
+            written = f"JUnit: {args.junit}"
         except OSError as e:
             not_written = f"error: --junit {args.junit} not written: {e.strerror or e}"
-    print_comparison(c)
+    print_comparison(c, written)
     if not_written:  # exit 2, never 1: that code says "regression"
         print(not_written, file=sys.stderr)
         return 2
