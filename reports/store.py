@@ -5,7 +5,11 @@
 
 The default store is ``sqlite:///results/vioconform.db`` (beside the runs' directories); any
 SQLAlchemy URL is accepted (``postgresql://user@host/vioconform`` to share one across hosts,
-with the driver installed), except an in-memory SQLite store, which would keep nothing. A run
+with the driver installed), except an in-memory SQLite store, which would keep nothing. A
+PostgreSQL password is best left out of the URL: libpq (psycopg2) then takes it from
+``PGPASSWORD`` or from the password file (``~/.pgpass``, mode 0600, lines
+``host:port:database:user:password``; ``PGPASSFILE`` names another), so no password is typed on
+a command line; a server that asks for one none of them gives is an error naming both. A run
 and ``import`` create the store on first use (safe when several start at once); the commands
 that only read (``list``, reports.trend, reports.compare) never create one.
 
@@ -108,6 +112,41 @@ SCHEMA_LOCK_KEY = 0x76696F63
 
 class StoreError(Exception):
     """A store or a run that cannot be used; the message names the cause and the remedy."""
+
+
+#: The environment variables libpq takes the password and the password file from.
+PASSWORD_ENV = "PGPASSWORD"
+PASSFILE_ENV = "PGPASSFILE"
+
+
+def password_file() -> Path:
+    """The password file libpq reads: ``$PGPASSFILE``, else ``~/.pgpass`` (``$HOME``'s)."""
+    given = os.environ.get(PASSFILE_ENV)
+    return Path(given) if given else Path(os.path.expanduser("~")) / ".pgpass"
+
+
+def _connect_remedy(url: sa.engine.URL, error: str) -> str:
+    """What to do about a store that cannot be opened: for a PostgreSQL server that asked for a
+    password, where libpq looks for one (the URL, PGPASSWORD, the password file) and what it
+    found; else the general checks. Never the password itself."""
+    if url.get_backend_name() != "postgresql" or not ("no password supplied" in error
+                                                      or "password authentication failed" in error):
+        return "check the URL, that the database is reachable and that you may write to it"
+    passfile = password_file()
+    shown_file = f"${PASSFILE_ENV} ({passfile})" if os.environ.get(PASSFILE_ENV) else f"~/.pgpass ({passfile})"
+    line = f"{url.host or 'localhost'}:{url.port or 5432}:{url.database or '*'}:{url.username or '*'}:PASSWORD"
+    try:
+        loose = passfile.is_file() and passfile.stat().st_mode & 0o077
+    except OSError:
+        loose = False
+    if "no password supplied" in error:
+        found = (f"; {shown_file} is ignored: it has group or world access (chmod 600 it)" if loose else
+                 f"; {shown_file} has no line for it" if passfile.is_file() else "")
+        return (f"the server asks for a password and none was given: set {PASSWORD_ENV}, or add the line {line} to "
+                f"{shown_file}, mode 0600 (either keeps the password off the command line){found}")
+    given = ("the URL" if url.password is not None else PASSWORD_ENV if os.environ.get(PASSWORD_ENV) else shown_file)
+    return (f"the server refused the password in {given} for user {url.username or '(default)'}: correct it (a URL "
+            f"without a password takes it from {PASSWORD_ENV}, else from {shown_file})")
 
 
 def default_url(parent: Path = DEFAULT_PARENT) -> str:
@@ -455,8 +494,9 @@ class Store:
                     self.version = version
         except SQLAlchemyError as e:
             self.engine.dispose()
-            raise StoreError(f"store {shown} cannot be opened: {_first_line(e)}; check the URL, that the database "
-                             f"is reachable and that you may write to it") from None
+            said = _first_line(e)
+            raise StoreError(f"store {shown} cannot be opened: {said}; {_connect_remedy(self.engine.url, said)}") \
+                from None
         except BaseException:
             self.engine.dispose()
             raise
