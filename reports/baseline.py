@@ -42,15 +42,23 @@ class StoredBaseline:
     gaps: Mapping[Key, str] = field(default_factory=dict)
     #: ``last``: how many older complete runs of the same series were searched as well
     searched_older: int = 0
+    #: The series (model/series.py) of the run that compares with it ("": not known)
+    own_series: str = ""
 
     @property
     def source(self) -> str:
-        return _named(self.run)
+        return self._named(self.run)
 
     def source_for(self, rule: str, config: str) -> str:
         """The run this rule and configuration are compared with: ``run``, or for ``last`` the
         newest older run with a verdict for them."""
-        return _named(self.taken_from.get((rule, config), self.run))
+        return self._named(self.taken_from.get((rule, config), self.run))
+
+    def _named(self, run: StoredRun) -> str:
+        """``run 2 (results/...)``, and, for a run of another series than the one comparing (a run
+        id or directory given), ``, of another series (NAME)``: two series are never mixed silently."""
+        other = f", of another series ({run.series})" if self.own_series and run.series != self.own_series else ""
+        return f"run {run.id}" + (f" ({run.source})" if run.source else "") + other
 
     def for_rule(self, rule: str, config: str) -> Mapping[str, Series] | None:
         return self.series.get((rule, config))
@@ -94,13 +102,9 @@ def resolve_baseline(ref: str, store_url: str | None, series: str) -> StoredBase
         if not run.complete:
             raise StoreError(f"--baseline {ref}: run {run.id} is incomplete (interrupted): it is never used as a "
                              f"baseline; give a complete run")
-        return _baseline(store, run, older)
+        return _baseline(store, run, older, series)
     finally:
         store.close()
-
-
-def _named(run: StoredRun) -> str:
-    return f"run {run.id}" + (f" ({run.source})" if run.source else "")
 
 
 def _reached(outcome: str, message: str) -> bool:
@@ -123,7 +127,7 @@ def verdicts_reached(store: Store, run_id: int) -> set[Key]:
     return {k for k, (outcome, message) in stored_outcomes(store, run_id).items() if _reached(outcome, message)}
 
 
-def _baseline(store: Store, run: StoredRun, older: list[StoredRun]) -> StoredBaseline:
+def _baseline(store: Store, run: StoredRun, older: list[StoredRun], own_series: str) -> StoredBaseline:
     """The series of every (rule, configuration) with a verdict in ``run``; for one without, the
     newest of ``older`` (``last``'s other candidates, oldest first) with a verdict for it. Errors
     and skips are never a baseline: their numbers may be partial."""
@@ -148,4 +152,4 @@ def _baseline(store: Store, run: StoredRun, older: list[StoredRun]) -> StoredBas
             if candidate is not run:
                 taken[k] = candidate
                 gaps.pop(k, None)
-    return StoredBaseline(run, store.shown, series, taken, gaps, len(older))
+    return StoredBaseline(run, store.shown, series, taken, gaps, len(older), own_series)

@@ -81,6 +81,11 @@ def test_last_follows_the_series_across_builds_and_never_crosses_into_another(tm
     assert resolve_baseline("last", store_url, "libvirt_local_virtio_blk_virtio_scsi_inject_tcq_off_lat5ms_"
                                                "embedded").run.id == 3
     assert resolve_baseline("last", store_url, "qemu_nightly").run.id == 4
+    # a run given by id or directory may be of another series: compared, and every verdict says so
+    assert resolve_baseline("3", store_url, SERIES).source == (
+        f"run 3 ({faulty.resolve()}), of another series (libvirt_local_virtio_blk_virtio_scsi_inject_tcq_off_lat5ms_"
+        "embedded)")
+    assert resolve_baseline("2", store_url, SERIES).source == f"run 2 ({built.resolve()})"
     with pytest.raises(StoreError, match="has no complete run of series libvirt_local_virtio_blk_lat5ms_embedded"):
         resolve_baseline("last", store_url, "libvirt_local_virtio_blk_lat5ms_embedded")
 
