@@ -25,6 +25,9 @@ FINGERPRINT_KEYS = (
 )
 #: The run's own options, written as suite properties of their own (the rest are in ``options``).
 SERIES_OPTIONS = ("hypervisor", "controllers", "inject")
+#: Run options whose value is a comma-separated set: ``--controllers virtio-blk,virtio-scsi`` and
+#: ``--controllers virtio-scsi,virtio-blk`` test the same controllers (each is its own test).
+SET_OPTIONS = ("controllers",)
 #: The suite property with vioconform's own revision (``git describe``), and the one with the
 #: options that shaped the results (JSON); neither is part of the fingerprint.
 REVISION_KEY = "vioconform_revision"
@@ -40,6 +43,16 @@ def is_fingerprint_key(key: str) -> bool:
 def fingerprint(properties: Mapping[str, str]) -> dict[str, str]:
     """The fingerprint entries of a run's properties (those it has), a pool's per host."""
     return {k: v for k, v in sorted(properties.items()) if is_fingerprint_key(k)}
+
+
+def as_set(value: str | None) -> frozenset[str]:
+    """A comma-separated option value (``virtio-scsi,virtio-blk``) as the set it names."""
+    return frozenset(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+def same_option(key: str, a: str | None, b: str | None) -> bool:
+    """Whether two runs' values of an option are the same: sets (:data:`SET_OPTIONS`) in any order."""
+    return as_set(a) == as_set(b) if key in SET_OPTIONS and a is not None and b is not None else a == b
 
 
 def differences(a: Mapping[str, str], b: Mapping[str, str]) -> tuple[list[tuple[str, str, str]],

@@ -36,9 +36,10 @@ import argparse
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import sqlalchemy as sa
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from model.compare import (
@@ -59,7 +60,17 @@ from model.compare import (
 from model.fingerprint import change_line, differences
 from model.series import series_problem
 from reports.results import OutputPathError, check_outputs, not_regular, write_atomic
-from reports.store import RUN_ID_KEY, Store, StoredRun, StoreError, default_url, open_store, sqlite_file
+from reports.store import (
+    RUN_ID_KEY,
+    Store,
+    StoredRun,
+    StoreError,
+    default_url,
+    metrics,
+    open_store,
+    samples,
+    sqlite_file,
+)
 
 
 class NotAJunitFile(ValueError):
@@ -86,13 +97,16 @@ def read_run(path: Path) -> dict[str, str]:
     for case in suite.iter("testcase"):
         kind = next((k for k in ("failure", "error", "skipped") if case.find(k) is not None), "passed")
         out[f"verdict.{case.get('name', '')}"] = {"failure": "failed"}.get(kind, kind)
+        blamed = case.find("properties/property[@name='blame']")
+        if blamed is not None:  # a failure's layer at fault (model/blame.py)
+            out[f"blame.{case.get('name', '')}"] = blamed.get("value", "")
     return out
 
 
 def side_by_side(runs: Sequence[dict[str, str]], everything: bool = False) -> list[list[str]]:
     """Rows of [mark, key, value per run]: the keys of every run in a stable order (what was
     tested, then the verdicts); a key a run lacks is "-". Only rows that differ unless ``everything``."""
-    keys = sorted({k for r in runs for k in r}, key=lambda k: (k.startswith("verdict."), k))
+    keys = sorted({k for r in runs for k in r}, key=_row_order)
     rows = []
     for k in keys:
         values = [r.get(k, "-") for r in runs]
@@ -100,6 +114,12 @@ def side_by_side(runs: Sequence[dict[str, str]], everything: bool = False) -> li
         if differ or everything:
             rows.append(["*" if differ else " ", k, *values])
     return rows
+
+
+def _row_order(key: str) -> tuple[bool, str, bool]:
+    """What was tested first, then each case's verdict with its blame (a failure's layer) under it."""
+    kind, _, case = key.partition(".")
+    return (True, case, kind == "blame") if kind in ("verdict", "blame") else (False, key, False)
 
 
 def _print_table(header: list[str], rows: list[list[str]]) -> None:
@@ -138,6 +158,8 @@ class Comparison:
     tested_diff: list[tuple[str, str, str]]  # the rest of what was tested (drivers, disk names, boot settings)
     min_effect: float | None  # None: each metric's measured minimum effect (MIN_EFFECTS)
     alpha: float
+    #: B's failed verdicts' layer at fault (the ``blame`` case property, model/blame.py)
+    blame: dict[Key, str] = field(default_factory=dict)
 
     @property
     def changed(self) -> str:
@@ -175,7 +197,15 @@ def compare_runs(store: Store, a: StoredRun, b: StoredRun, flaky_window: int = F
     return Comparison(a, b, verdict_flips(store.verdicts(a.id), store.verdicts(b.id)), flaky(history), len(history),
                       moved_metrics(store.series(a.id), store.series(b.id), MIN_EFFECT if min_effect is None else min_effect,
                                     MIN_EFFECTS if min_effect is None else {}, alpha=alpha),
-                      *differences(a.fingerprint, b.fingerprint), min_effect, alpha)
+                      *differences(a.fingerprint, b.fingerprint), min_effect, alpha, blames(store, b.id))
+
+
+def blames(store: Store, run_id: int) -> dict[Key, str]:
+    """The layer at fault of each failed verdict of a run: its ``blame`` case property, as stored."""
+    q = (sa.select(metrics.c.rule, metrics.c.config, samples.c.text).join(samples, samples.c.metric_id == metrics.c.id)
+         .where(metrics.c.run_id == run_id, metrics.c.name == "blame"))
+    with store.engine.connect() as conn:
+        return {(r.rule, r.config): str(r.text) for r in conn.execute(q) if r.text}
 
 
 def _spread(s: Spread, unit: str) -> str:
@@ -220,7 +250,8 @@ def print_comparison(c: Comparison, written: str = "") -> None:
         flips = c.of_kind(kind)
         print(f"{title}: {len(flips)}")
         for f in flips:
-            print(f"  {f.rule}[{f.config}]: {f.before} -> {f.after}")
+            blamed = c.blame.get((f.rule, f.config)) if f.after == "failed" else None
+            print(f"  {f.rule}[{f.config}]: {f.before} -> {f.after}" + (f"  blame: {blamed}" if blamed else ""))
     print(f"Flaky (pass/fail flipped {FLAKY_MIN_FLIPS}+ times across the last {c.history} runs of series "
           f"{c.b.series}): {len(c.flaky)}")
     for (rule, config), n in c.flaky.items():
@@ -317,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "list shows each run's)")
     ap.add_argument("--min-effect", type=float, default=None,
                     help="smallest relative change of a metric reported, for every metric (default: each metric's "
-                         f"minimum effect measured from run-to-run noise, see the README; {MIN_EFFECT} for one not measured)")
+                         f"minimum effect measured from run-to-run noise, see docs/benchmarks.md; {MIN_EFFECT} for one not measured)")
     ap.add_argument("--alpha", type=float, default=ALPHA, help=f"rank test significance level (default {ALPHA})")
     ap.add_argument("--junit", type=Path, metavar="PATH", help="also write the comparison as JUnit XML")
     args = ap.parse_args(argv)

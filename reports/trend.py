@@ -11,7 +11,8 @@ changed between its runs. The page shows:
   run whose fingerprint differs from the run before (``run 41 -> 42: qemu.version 7.2.22 ->
   8.0.0; unchanged: ...``), and the newest run's fingerprint;
 - a verdict grid: one row per rule and configuration, one column per run, each cell coloured by
-  its outcome (passed, failed, error, skipped, not run; white where a run did not have it);
+  its outcome and the outcome written in it (passed, failed, error, skipped, not run; empty where
+  a run did not have it), and the grid in words beside it (reports/a11y.py);
 - the key metrics as time series: each run's median with its repeats' min..max, and the noise
   band: the series' median +- the metric's minimum effect (model/noise.py over the shown runs when
   there are 3 or more, else the measured table in model/compare.py). A point outside the band
@@ -36,7 +37,7 @@ from pathlib import Path
 from model.compare import MIN_EFFECT, MIN_EFFECTS, MetricKey, Series, Spread
 from model.fingerprint import SERIES_OPTIONS, change_line, fingerprint
 from model.noise import run_to_run
-from reports import charts
+from reports.a11y import grid_headline
 from reports.compare import newest_run, series_arg
 from reports.results import OutputPathError, check_outputs, write_atomic
 from reports.store import Store, StoredRun, StoreError, default_url, open_store, sqlite_file
@@ -75,7 +76,11 @@ def fingerprint_changes(runs: Sequence[StoredRun]) -> list[tuple[int, str]]:
 
 
 def trend_document(store: Store, runs: Sequence[StoredRun], all_metrics: bool = False) -> str:
-    """The page for ``runs`` (oldest first, one series)."""
+    """The page for ``runs`` (oldest first, one series). matplotlib is imported here, when a page is
+    drawn, not when the module loads: ``--help`` and a usage error answer without it (and without
+    matplotlib's font cache, which its first import builds)."""
+    from reports import charts
+
     esc = html.escape
     columns = [_label(r) for r in runs]
     changes = fingerprint_changes(runs)
@@ -84,6 +89,8 @@ def trend_document(store: Store, runs: Sequence[StoredRun], all_metrics: bool = 
     keys = sorted({k for v in verdicts for k in v})
     grid = charts.verdict_grid_svg([f"{rule} [{config}]" for rule, config in keys], columns,
                                    [[v.get(k, "absent") for v in verdicts] for k in keys], marks)
+    grid_words = grid_headline([f"{rule} [{config}]" for rule, config in keys], columns,
+                               [[v.get(k, "absent") for v in verdicts] for k in keys])
     series = [store.series(r.id) for r in runs]
     metric_keys = sorted({k for s in series for k, v in s.items()
                           if v.direction != "parameter" and (all_metrics or k[2] in KEY_METRICS)})
@@ -105,25 +112,27 @@ def trend_document(store: Store, runs: Sequence[StoredRun], all_metrics: bool = 
     note = ("" if len(runs) >= 2 else
             "<p class='note'>Only one run of this series is stored: there is no trend yet.</p>")
     band_note = ("run-to-run spread of these runs" if len(runs) >= 3
-                 else "the minimum effects measured on the reference host (README, 'Run-to-run noise')")
+                 else "the minimum effects measured on the reference host (docs/benchmarks.md, 'Run-to-run noise')")
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>vioconform trend</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>vioconform trend</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:80em}} table{{border-collapse:collapse}}
 th{{text-align:left;color:#555;font-weight:normal;padding:2px 8px;font-size:13px}} td{{padding:2px 8px;font-size:13px}}
 svg{{max-width:100%;height:auto}} .note{{background:#fff3e0;padding:6px}}
-#metrics{{display:flex;flex-wrap:wrap;gap:6px}} #metrics svg{{width:49%}}</style></head>
-<body><h1>vioconform trend: {len(runs)} run(s) of series {esc(last.series)}</h1>
+#metrics{{display:flex;flex-wrap:wrap;gap:6px}} #metrics svg{{width:49%}}
+@media (max-width:50em){{body{{margin:0.5em}} #metrics svg{{width:100%}}}}</style></head>
+<body><main><h1>vioconform trend: {len(runs)} run(s) of series {esc(last.series)}</h1>
 <h2>What changed</h2><ul id="changes">{changed}</ul>
 <p>Runs {esc(columns[0])} to {esc(columns[-1])}. A series is one job, followed across every change of its
 fingerprint (QEMU, libvirt, kernels, machine type, image, fio); a dashed line in the charts marks each run whose
 fingerprint changed.</p>
 <table id="series">{ident}</table>{note}
 <h2>Fingerprint of the newest run</h2><table id="fingerprint">{fp}</table>
-<h2>Verdicts</h2><div id="grid">{grid}</div>
+<h2>Verdicts</h2><div id="grid">{grid}</div><p id="grid-summary">{esc(grid_words)}</p>
 <h2>Key metrics</h2><p>Each run's median, its repeats' min..max, and the noise band (shaded: the series' median
 +- the metric's minimum effect, from the {band_note}). A point outside the band moved beyond the noise.</p>
 <div id="metrics">{''.join(plots) or '<p>No metric with a direction was measured.</p>'}</div>
-</body></html>
+</main></body></html>
 """
 
 

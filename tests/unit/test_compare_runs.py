@@ -118,7 +118,22 @@ def test_tested_mode_still_prints_junit_files_side_by_side(tmp_path: Path, capsy
     b = write_run(tmp_path, "b", healthy(TCQ_OFF, outcome="failed"), RunStatus())
     assert main(["--tested", str(a / "junit.xml"), str(b / "junit.xml")]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
-    assert rows == [["*", f"verdict.queue-depth[{QD}]", "passed", "failed"]]
+    assert rows == [["*", f"verdict.queue-depth[{QD}]", "passed", "failed"],
+                    ["*", f"blame.queue-depth[{QD}]", "-", "unknown"]]  # a failure's layer at fault
     assert main([str(a / "junit.xml"), str(a / "junit.xml")]) == 0  # files only: the same printer, no store
     assert "(the runs do not differ)" in capsys.readouterr().out
     assert not (tmp_path / "results").exists()  # JUnit files alone: no store opened
+
+
+def test_a_regression_names_the_layer_at_fault(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The nightly team sends the bug to whoever the failure blames: the row says it, from the stored run."""
+    a = write_run(tmp_path, "20261120-020000", healthy())
+    failed = healthy(TCQ_OFF, outcome="failed")
+    failed[0].blame, failed[0].blame_reason = "hypervisor", "the device advertises queue depth 1 where 128 was asked"
+    b = write_run(tmp_path, "20261121-020000", failed)
+    assert main(["--store", store_url, str(a), str(b)]) == 1
+    assert f"  queue-depth[{QD}]: passed -> failed  blame: hypervisor\n" in capsys.readouterr().out
+    # side by side from the JUnit files: a row per failed case
+    assert main(["--tested", str(a / "junit.xml"), str(b / "junit.xml")]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if f"blame.queue-depth[{QD}]" in line)
+    assert row.startswith("*") and row.split()[-1] == "hypervisor", row

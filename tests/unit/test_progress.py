@@ -1,0 +1,37 @@
+"""fixtures.progress: the ETA from an earlier run's phases, the elapsed-time clock."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fixtures.progress import Estimate, clock, durations_of
+
+
+def test_clock() -> None:
+    assert [clock(s) for s in (0, 4.4, 59.6, 65.2, 3600)] == ["0s", "4s", "1m00s", "1m05s", "60m00s"]
+
+
+def test_durations_come_from_every_phases_file_of_a_results_directory(tmp_path: Path) -> None:
+    (tmp_path / "phases.gw0.json").write_text(json.dumps({"a": {"total": 10.0, "window": 2.0}, "(session)": {}}))
+    (tmp_path / "phases.gw1.json").write_text(json.dumps({"b": {"total": 4.5}}))
+    (tmp_path / "phases.json").write_text("{not json")
+    assert durations_of(tmp_path) == {"a": 10.0, "b": 4.5}
+
+
+def test_eta_from_an_earlier_run_counts_an_unknown_test_as_its_mean() -> None:
+    est = Estimate(["a", "b", "c"], {"a": 10.0, "b": 20.0})
+    assert est.remaining_s() == 10.0 + 20.0 + 15.0
+    est.finished("a", 12.0)
+    assert est.remaining_s() == 35.0
+    assert est.line("a", "PASSED", 12.0) == "1/3 rule tests done, 12s elapsed, ETA 35s: PASSED a"
+    est.finished("b", 1.0)
+    est.finished("c", 1.0)
+    assert est.line("c", "FAILED", 14.0).startswith("3/3 rule tests done, 14s elapsed, done")
+
+
+def test_a_first_run_has_no_eta_until_its_own_tests_give_a_mean() -> None:
+    est = Estimate(["a", "b"], {})
+    assert est.remaining_s() is None and "ETA unknown" in est.line("x", "", 0.0)
+    est.finished("a", 8.0)
+    assert est.remaining_s() == 8.0
