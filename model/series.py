@@ -35,6 +35,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+#: The default name's parts, as the docs and ``--help`` show them.
+SERIES_FORMAT = "<hypervisor>_<hosts>_<controllers>[_inject_<faults>]_<disk>_<image name>"
 #: The suite property (JUnit) that holds a run's series.
 SERIES_KEY = "series"
 #: The longest name. A file name holds 255 bytes (ext4, XFS); 120 leaves room for what a tool adds
