@@ -1,0 +1,117 @@
+"""What a second hostile pass over the suite's and the report commands' inputs found: a store named
+by a SQLite URI filename, a comparison's JUnit file inside a compared run, run ids past the store's
+integer, URIs whose host no parser reads, option values out of the range a run can use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixtures.hosts import InventoryError, hosts_from_uris, load_inventory
+from reports import compare, trend
+from reports.baseline import resolve_baseline
+from reports.store import Store, StoreError, in_memory, sqlite_file
+from tests.unit.suite_options import errors, run_suite_options
+from tests.unit.test_store import healthy, write_run
+
+pytest_plugins = ["pytester"]
+
+
+def test_a_sqlite_uri_filename_names_its_file() -> None:
+    assert sqlite_file("sqlite:///file:x.db?uri=true") == Path("x.db")
+    assert sqlite_file("sqlite:///file:/abs/x%20y.db?uri=true&mode=ro") == Path("/abs/x y.db")
+    assert sqlite_file("sqlite:///file:///abs/x.db?uri=1") == Path("/abs/x.db")
+    assert sqlite_file("sqlite:///file://localhost/abs/x.db?uri=true") == Path("/abs/x.db")
+    assert sqlite_file("sqlite:///file:x.db") == Path("file:x.db")  # without uri=true SQLite opens that name
+    assert sqlite_file("sqlite:///file::memory:?uri=true") is None
+    assert in_memory("sqlite:///file:x.db?vfs=memdb&uri=true") and sqlite_file("sqlite:///file:x.db?vfs=memdb&uri=true") is None
+
+
+def test_junit_xml_on_a_store_named_by_a_sqlite_uri_is_refused(pytester: pytest.Pytester) -> None:
+    """``--store 'sqlite:///file:runs.db?uri=true' --junit-xml runs.db`` wrote the JUnit file over the store."""
+    db = pytester.path / "runs.db"
+    Store(f"sqlite:///{db}").close()
+    kept = db.read_bytes()
+    result = run_suite_options(pytester, "--store", "sqlite:///file:runs.db?uri=true", "--junit-xml", "runs.db")
+    assert result.ret == 4, errors(result)
+    result.stderr.fnmatch_lines(["*--junit-xml *runs.db is also --store*"])
+    assert db.read_bytes() == kept
+
+
+def test_trend_refuses_its_page_on_a_store_named_by_a_sqlite_uri(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "runs.db"
+    Store(f"sqlite:///{db}").close()
+    kept = db.read_bytes()
+    with pytest.raises(SystemExit) as e:
+        trend.main(["--store", f"sqlite:///file:{db}?uri=true", "-o", str(db)])
+    assert e.value.code == 2 and "is also --store" in capsys.readouterr().err
+    assert db.read_bytes() == kept
+
+
+def test_compare_never_writes_its_junit_into_a_compared_run(tmp_path: Path, store_url: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``reports.compare A B --junit A/junit.xml`` replaced run A's own JUnit file with the comparison."""
+    a = write_run(tmp_path, "20261120-020000", healthy())
+    b = write_run(tmp_path, "20261121-020000", healthy())
+    kept = (a / "junit.xml").read_bytes()
+    for runs, junit in (([str(a), str(b)], a / "junit.xml"), (["1", "2"], b / "report.html"),
+                        (["--last", "2"], a / "junit.xml")):
+        assert compare.main(["--store", store_url, *runs, "--junit", str(junit)]) == 2, runs
+        err = capsys.readouterr().err
+        assert "is inside the results directory of run" in err and "--junit a path outside" in err, err
+    assert (a / "junit.xml").read_bytes() == kept and not (b / "report.html").exists()
+    assert compare.main(["--store", store_url, "1", "2", "--junit", str(tmp_path / "cmp.xml")]) == 0
+
+
+def test_a_run_id_past_the_stores_integer_is_no_run(tmp_path: Path, store_url: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A run id of 23 digits was an OverflowError traceback (exit 1, compare's regression code;
+    INTERNALERROR, exit 3, from the suite's --baseline)."""
+    huge = "9" * 23
+    with pytest.raises(StoreError, match=f"has no run {huge}"):
+        Store(store_url).run(int(huge))
+    assert compare.main(["--store", store_url, huge, huge]) == 2
+    assert f"has no run {huge}" in capsys.readouterr().err
+    assert trend.main(["--store", store_url, "--run", huge, "-o", str(tmp_path / "t.html")]) == 2
+    assert f"has no run {huge}" in capsys.readouterr().err
+    with pytest.raises(StoreError, match=f"has no run {huge}"):  # the suite's --baseline, in its preflight
+        resolve_baseline(huge, store_url, "libvirt", ("virtio-blk",))
+
+
+@pytest.mark.parametrize("uri", [
+    "qemu+ssh://root:s3cret@[::1/system",
+    "qemu+ssh://root:s3cret@::1]/system",
+    "qemu+ssh://r\uff0fot:s3cret@kvm7/system",  # urllib quotes the whole netloc in its ValueError
+    "qemu+ssh://root:s3cret@[kvm7]/system",
+])
+def test_a_uri_whose_host_cannot_be_read_is_a_usage_error(uri: str, tmp_path: Path) -> None:
+    """Was ``INTERNALERROR> ValueError: Invalid IPv6 URL`` (exit 3)."""
+    with pytest.raises(InventoryError) as e:
+        hosts_from_uris([uri])
+    said = str(e.value)
+    assert said.startswith("--libvirt-uri: ") and "is not a URI with a host" in said and "s3cret" not in said
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(f'[[host]]\nuri = "{uri}"\n')
+    with pytest.raises(InventoryError) as e:
+        load_inventory(inventory)
+    assert "is not a URI with a host" in str(e.value) and "s3cret" not in str(e.value)
+
+
+def test_latencies_and_windows_a_run_cannot_use_are_usage_errors(pytester: pytest.Pytester) -> None:
+    """--disk-latency-ms 1e308 ended each rule in ``OverflowError: cannot convert float infinity to
+    integer``; 1e-300 ran a disk without latency (0 ns) recorded as latency1e-300ms; --window-s 0.5
+    booted a guest and ended in a ParseError of the host counters."""
+    for args, said in [
+        (("--disk-latency-ms", "1e308"), "'1e308' ms is outside 1e-06 to 30000"),
+        (("--disk-latency-ms", "1e-300"), "'1e-300' ms is outside 1e-06 to 30000"),
+        (("--disk-latency-ms", "30001"), "'30001' ms is outside"),
+        (("--window-s", "0.5"), "'0.5' is under 1 s"),
+        (("--window-s", "1e-9"), "'1e-9' is under 1 s"),
+    ]:
+        result = run_suite_options(pytester, *args)
+        assert result.ret == 4, (args, errors(result))
+        assert said in errors(result) and "INTERNALERROR" not in errors(result), (args, errors(result))
+    result = run_suite_options(pytester, "--disk-latency-ms", "0.001", "--window-s", "1")
+    assert result.ret == 0, errors(result)
