@@ -4,11 +4,14 @@ integer, URIs whose host no parser reads, option values out of the range a run c
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
 
 from fixtures.hosts import InventoryError, hosts_from_uris, load_inventory
+from hypervisors.cli import emit
 from model.rules.baseline import against_baseline, series_of
 from model.rules.verdict import RuleVerdict
 from reports import compare, trend
@@ -132,3 +135,65 @@ def test_one_request_less_at_the_top_of_depth_32_is_not_a_regression() -> None:
     lost = {"qd32_host_depth_max": 24.0, "qd32_host_exact_depth_p90": 24.0, "qd32_host_depth": 21.0}
     v = against_baseline(passed, lost, baseline, "run 1")
     assert v.properties["baseline_worse"] == "qd32_host_depth_max,qd32_host_exact_depth_p90", v.problems
+
+
+def _special_outputs(tmp_path: Path) -> list[Path]:
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "dir").mkdir()
+    made = [tmp_path / "fifo", tmp_path / "dir"]
+    if os.geteuid() == 0:
+        os.mknod(tmp_path / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
+        made.append(tmp_path / "null")
+    return made
+
+
+def test_the_record_commands_refuse_a_device_a_fifo_or_a_directory_as_out_before_recording(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m hypervisors.libvirt.record ... --out N`` recorded, then wrote the CSV into a
+    device (N a copy of /dev/null: 'record: wrote N'), waited for ever on a FIFO, or ended in an
+    IsADirectoryError traceback."""
+    from hypervisors.libvirt import record as libvirt_record
+    from hypervisors.vsphere import record as vsphere_record
+
+    for special in _special_outputs(tmp_path):
+        kind = os.stat(special).st_mode
+        for main, args in ((libvirt_record.main, ["--domain", "d", "--disk", "vda"]),
+                           (vsphere_record.main, ["--target", "vsphere://u@vc/t", "--vm", "v", "--seconds", "1"])):
+            with pytest.raises(SystemExit) as e:
+                main([*args, "--out", str(special)])
+            assert e.value.code == 2 and "not a regular file" in capsys.readouterr().err
+        assert os.stat(special).st_mode == kind
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-5", "0", "ten"])
+def test_the_record_commands_refuse_times_they_cannot_sleep(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--seconds nan`` (inf, -5) was a ValueError or OverflowError traceback from time.sleep, after
+    the trace events had been switched on in the user's domain."""
+    from hypervisors.libvirt import record as libvirt_record
+    from hypervisors.vsphere import record as vsphere_record
+
+    for main, args in ((libvirt_record.main, ["--domain", "d", "--disk", "vda"]),
+                       (vsphere_record.main, ["--target", "vsphere://u@vc/t", "--vm", "v"])):
+        with pytest.raises(SystemExit) as e:
+            main([*args, f"--seconds={value}"])
+        assert e.value.code == 2 and "argument --seconds" in capsys.readouterr().err
+
+
+def test_record_refuses_a_uri_whose_host_cannot_be_read(capsys: pytest.CaptureFixture[str]) -> None:
+    from hypervisors.libvirt import record as libvirt_record
+
+    with pytest.raises(SystemExit) as e:
+        libvirt_record.main(["--domain", "d", "--disk", "vda", "--uri", "qemu+ssh://root:s3cret@[::1/system"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "is not a URI whose host and port" in err and "s3cret" not in err
+
+
+def test_emit_replaces_a_regular_file_and_leaves_what_became_a_fifo(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "h.csv"
+    out.write_text("old")
+    assert emit("new\n", out, "record") == 0 and out.read_text() == "new\n"
+    out.unlink()
+    os.mkfifo(out)  # made after the option was checked
+    assert emit("new\n", out, "record") == 2 and stat.S_ISFIFO(os.stat(out).st_mode)
+    assert "not replaced" in capsys.readouterr().err and [p.name for p in tmp_path.iterdir()] == ["h.csv"]
