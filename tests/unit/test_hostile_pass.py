@@ -197,3 +197,43 @@ def test_emit_replaces_a_regular_file_and_leaves_what_became_a_fifo(tmp_path: Pa
     os.mkfifo(out)  # made after the option was checked
     assert emit("new\n", out, "record") == 2 and stat.S_ISFIFO(os.stat(out).st_mode)
     assert "not replaced" in capsys.readouterr().err and [p.name for p in tmp_path.iterdir()] == ["h.csv"]
+
+
+def test_bench_noise_from_a_missing_store_creates_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m bench.noise --from-store sqlite:///missing.db`` made an empty missing.db (a command
+    that only reads never creates a store)."""
+    from bench import noise
+
+    missing = tmp_path / "missing.db"
+    assert noise.main(["--from-store", f"sqlite:///{missing}"]) == 2
+    assert "does not exist" in capsys.readouterr().err and not missing.exists()
+
+
+def test_bench_tools_say_one_line_for_bad_values_and_images(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """bench.matrix booted a guest for 50 s before ``--window-s nan`` or ``--depths 0`` failed in fio,
+    with a traceback; bench.image_boot's refusal of a FIFO image was a traceback."""
+    from bench import image_boot, matrix
+
+    for args in (["--window-s", "nan"], ["--depths", "0"]):
+        monkeypatch.setattr("sys.argv", ["matrix", *args])
+        with pytest.raises(SystemExit) as e:
+            matrix.main()
+        assert e.value.code == 2 and f"argument {args[0]}" in capsys.readouterr().err
+    os.mkfifo(tmp_path / "fifo")
+    monkeypatch.setattr("sys.argv", ["image_boot", str(tmp_path / "fifo")])
+    assert image_boot.main() == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench.image_boot: error: --image") and "Traceback" not in err
+
+
+def test_an_unknown_controller_is_named_once() -> None:
+    """'unknown controller(s) bogus, bogus': the disk under test and the scratch disk share one."""
+    from types import SimpleNamespace
+
+    from hypervisors.base import HypervisorBackend
+    from model.errors import HypervisorError
+
+    backend = SimpleNamespace(controllers={"virtio-blk": "virtio"}, name="libvirt")
+    with pytest.raises(HypervisorError, match=r"unknown controller\(s\) bogus for the libvirt backend"):
+        HypervisorBackend.check_controllers(backend, ["bogus", "bogus"])  # type: ignore[arg-type]
