@@ -237,3 +237,24 @@ def test_an_unknown_controller_is_named_once() -> None:
     backend = SimpleNamespace(controllers={"virtio-blk": "virtio"}, name="libvirt")
     with pytest.raises(HypervisorError, match=r"unknown controller\(s\) bogus for the libvirt backend"):
         HypervisorBackend.check_controllers(backend, ["bogus", "bogus"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("option", "where", "said"), [
+    ("--junit-xml", "phases.json", "the results directory's phases.json, which the run writes itself"),
+    ("--junit-xml", "phases.gw1.json", "the results directory's phases.gw1.json"),
+    ("--junit-xml", ".vioconform-owner", "the results directory's .vioconform-owner"),
+    ("--save-baseline", "raw/b.json", "in the results directory's raw/"),
+    ("--store", "logs/x.db", "in the results directory's logs/"),
+])
+def test_no_output_goes_onto_a_file_the_run_writes_in_its_results_directory(
+        pytester: pytest.Pytester, option: str, where: str, said: str) -> None:
+    """``--junit-xml R/phases.json`` (with ``--results-dir R``) was accepted: the JUnit file replaced
+    the run's phases.json."""
+    results = pytester.path / "r"
+    value = f"sqlite:///{results / where}" if option == "--store" else str(results / where)
+    result = run_suite_options(pytester, "--results-dir", str(results), option, value)
+    assert result.ret == 4 and said in errors(result), errors(result)
+    assert not results.exists()
+    result = run_suite_options(pytester, "--results-dir", str(results), "--junit-xml", str(results / "ci.xml"),
+                               "--store", "none")
+    assert result.ret == 0, errors(result)
