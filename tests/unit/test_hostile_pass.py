@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from fixtures.hosts import InventoryError, hosts_from_uris, load_inventory
+from fixtures.progress import durations_of
 from hypervisors.cli import emit
 from model.rules.baseline import against_baseline, series_of
 from model.rules.verdict import RuleVerdict
 from reports import compare, trend
 from reports.baseline import resolve_baseline
 from reports.store import Store, StoreError, in_memory, sqlite_file
+from tests.unit.fifo_watch import fifo_readers
 from tests.unit.suite_options import errors, run_suite_options
 from tests.unit.test_store import healthy, write_run
 
@@ -258,3 +260,13 @@ def test_no_output_goes_onto_a_file_the_run_writes_in_its_results_directory(
     result = run_suite_options(pytester, "--results-dir", str(results), "--junit-xml", str(results / "ci.xml"),
                                "--store", "none")
     assert result.ret == 0, errors(result)
+
+
+def test_the_eta_never_waits_on_a_fifo_in_an_earlier_runs_directory(tmp_path: Path) -> None:
+    """A run hung at its start, before any output, when the newest stored run of its controllers had
+    a FIFO for its phases.json: the ETA's reader opened it and waited for a writer for ever."""
+    (tmp_path / "phases.gw0.json").write_text('{"a": {"total": 4.5}}')
+    os.mkfifo(tmp_path / "phases.json")
+    with fifo_readers([tmp_path / "phases.json"], grace_s=5.0) as opened:  # releases a read that waits
+        assert durations_of(tmp_path) == {"a": 4.5}
+    assert opened == []
