@@ -22,7 +22,8 @@ def _kind(mode: int) -> str | None:
     return "not a regular file"
 
 
-def _not_regular(path: Path) -> str | None:
+def not_regular(path: Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (stat only, never an open); else None."""
     try:
         return _kind(path.stat().st_mode)  # a symbolic link is followed: what it points at is written
     except OSError:
@@ -34,7 +35,7 @@ def output_file(text: str) -> Path:
     device is never written (as root, ``--out /dev/sda`` would write the CSV over a disk), a FIFO
     never opened (the write waits for a reader for ever), a directory never replaced."""
     path = Path(text).expanduser()
-    kind = _not_regular(path)
+    kind = not_regular(path)
     if kind is not None:
         raise argparse.ArgumentTypeError(f"{text} is {kind}, not a regular file; give the path of a new file (or "
                                          "of a regular file to replace), or leave --out out for standard output")
@@ -62,7 +63,7 @@ def emit(text: str, out: Path | None, prog: str) -> int:
     temp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         temp.write_text(text)
-        kind = _not_regular(out)
+        kind = not_regular(out)
         if kind is not None:
             print(f"error: --out {out} is now {kind}, not a regular file: not replaced; the CSV was not written",
                   file=sys.stderr)

@@ -24,12 +24,12 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path, PurePath, PurePosixPath
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlparse
 
 import libvirt
 
 from hypervisors.cleanup import CleanupStack
-from hypervisors.cli import emit, output_file, seconds_to_record
+from hypervisors.cli import emit, not_regular, output_file, seconds_to_record
 from hypervisors.libvirt import trace
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR, RemoteFiles
 from hypervisors.libvirt.hostlink import HostAddress, HostLink
@@ -151,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         _ = urlparse(args.uri).port
+        for name, value in parse_qsl(urlparse(args.uri).query):
+            if name in ("known_hosts", "keyfile") and (what := not_regular(Path(value).expanduser())):
+                ap.error(f"--uri: {name}={value} is {what}, not a regular file (a FIFO would be read for ever)")
     except ValueError:  # its words may quote the userinfo
         ap.error(f"--uri {redact_url(args.uri)} is not a URI whose host and port this command can read (an IPv6 "
                  "address needs both brackets, [::1]; a port is 1 to 65535); give one such as "

@@ -270,3 +270,27 @@ def test_the_eta_never_waits_on_a_fifo_in_an_earlier_runs_directory(tmp_path: Pa
     with fifo_readers([tmp_path / "phases.json"], grace_s=5.0) as opened:  # releases a read that waits
         assert durations_of(tmp_path) == {"a": 4.5}
     assert opened == []
+
+
+@pytest.mark.parametrize("name", ["known_hosts", "keyfile"])
+def test_a_fifo_named_in_a_libvirt_uri_is_refused_without_being_read(name: str, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """``--libvirt-uri 'qemu+ssh://root@HOST/system?known_hosts=FIFO'`` hung the run in its preflight
+    for ever (the host link read the FIFO); the record command likewise."""
+    from hypervisors.libvirt import record as libvirt_record
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    uri = f"qemu+ssh://root:s3cret@kvm7/system?{name}={fifo}"
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(f'[[host]]\nuri = "{uri}"\n')
+    with fifo_readers([fifo], grace_s=5.0) as opened:
+        for check in (lambda: hosts_from_uris([uri]), lambda: load_inventory(inventory)):
+            with pytest.raises(InventoryError) as e:
+                check()
+            assert f"{name}={fifo} is a FIFO (named pipe), not a regular file" in str(e.value)
+            assert "s3cret" not in str(e.value)
+        with pytest.raises(SystemExit) as exit_:
+            libvirt_record.main(["--domain", "d", "--disk", "vda", "--uri", uri])
+        assert exit_.value.code == 2 and "is a FIFO" in capsys.readouterr().err
+    assert opened == []
