@@ -333,6 +333,16 @@ def series_arg(text: str) -> str:
     return text
 
 
+def _not_inside_a_run(junit: Path, runs: Sequence[StoredRun]) -> None:
+    """StoreError if ``junit`` lies in the results directory of a compared run: it would replace
+    that run's own junit.xml or report (its record) with the comparison."""
+    for run in runs:
+        if run.source and junit.resolve().is_relative_to(Path(run.source).resolve()):
+            raise StoreError(f"--junit {junit} is inside the results directory of run {run.id} ({run.source}), "
+                             "which this comparison reads: writing it there would replace that run's files; give "
+                             "--junit a path outside the compared runs' directories")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m reports.compare", description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*", help="two runs (ids or results directories), or junit.xml files for --tested")
@@ -383,6 +393,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             a, b = _resolve(store, args.runs[0]), _resolve(store, args.runs[1])
             window = FLAKY_WINDOW
+        if args.junit is not None:
+            _not_inside_a_run(args.junit, (a, b))
         c = compare_runs(store, a, b, window, args.min_effect, args.alpha)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -53,6 +53,7 @@ import os
 import select
 import sys
 import time
+import urllib.parse
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -163,7 +164,8 @@ def in_memory(url: str) -> bool:
     if u.get_backend_name() != "sqlite":
         return False
     db = u.database or ""
-    return db in ("", ":memory:") or ":memory:" in db or u.query.get("mode") == "memory" or "mode=memory" in db
+    return (db in ("", ":memory:") or ":memory:" in db or u.query.get("mode") == "memory" or "mode=memory" in db
+            or u.query.get("vfs") == "memdb")
 
 
 def shown_url(url: str) -> str:
@@ -187,15 +189,28 @@ def checked_url(url: str) -> str:
 STORE_FILE_MODE = 0o600
 
 
+#: The largest run id a store can hold: ``runs.id`` is an SQL INTEGER, 32 bits in PostgreSQL (64 in
+#: SQLite), numbered from 1.
+MAX_RUN_ID = 2**31 - 1
+#: How SQLAlchemy's SQLite driver reads ``?uri=true`` (sqlalchemy.util.asbool's true words).
+SQLITE_TRUE = ("true", "yes", "on", "y", "t", "1")
+
+
 def sqlite_file(url: str) -> Path | None:
     """The database file of a SQLite store URL (``sqlite:///results/vioconform.db`` ->
-    ``results/vioconform.db``); None for another database or an in-memory one."""
+    ``results/vioconform.db``; ``sqlite:///file:x.db?uri=true`` -> ``x.db``); None for another
+    database or an in-memory one."""
     try:
         u = sa.engine.make_url(url)
     except (SQLAlchemyError, ValueError, TypeError):
         return None
-    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:" or u.database.startswith("file:"):
+    if u.get_backend_name() != "sqlite" or not u.database or in_memory(url):
         return None
+    if u.database.startswith("file:") and str(u.query.get("uri", "")).lower() in SQLITE_TRUE:
+        # a SQLite URI filename (file:x.db, file:///abs/x.db, %-escapes): the file it opens
+        parts = urllib.parse.urlsplit(u.database)
+        path = urllib.parse.unquote(parts.path)
+        return Path(path) if path and parts.netloc in ("", "localhost") else None
     return Path(u.database)
 
 
@@ -461,7 +476,7 @@ class Store:
             raise StoreError(f"store {shown}: {e.__class__.__name__}: {_first_line(e)}; give a SQLAlchemy URL such as "
                              f"sqlite:///results/vioconform.db (and install the database's driver)") from None
         if self.engine.dialect.name == "sqlite":
-            path = Path(self.engine.url.database or "")
+            path = sqlite_file(url) or Path(self.engine.url.database or "")
             if not create and not path.is_file():
                 self.engine.dispose()
                 raise StoreError(f"store {shown}: {path} does not exist ({'is a directory' if path.is_dir() else 'no such file'}); "
@@ -613,8 +628,10 @@ class Store:
         return [c for c in runs.columns if RUN_COLUMNS_SINCE.get(c.name, 1) <= self.version]
 
     def run(self, run_id: int) -> StoredRun:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(*self._runs_columns()).where(runs.c.id == run_id)).first()
+        row = None
+        if abs(run_id) <= MAX_RUN_ID:  # a larger number names no run, and the driver would raise
+            with self.engine.connect() as conn:
+                row = conn.execute(sa.select(*self._runs_columns()).where(runs.c.id == run_id)).first()
         if row is None:
             raise StoreError(f"store {self.shown} has no run {run_id}; list its runs with "
                              f"python -m reports.store --store {self.shown} list")
