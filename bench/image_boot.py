@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
-from guest.image.user import inspect_image
+from fixtures.options import _positive_float, _positive_int
+from guest.image.user import UserImageError, inspect_image
 from hypervisors.base import GuestRequest, ImageRequest
 from hypervisors.cleanup import CleanupStack, make_run_dir
 from hypervisors.libvirt.backend import LibvirtBackend
+from model.errors import HypervisorError
 from model.types import DiskSpec
 from transport.ssh import SshTransport, generate_run_key
 
@@ -32,10 +35,18 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("image", type=Path)
     ap.add_argument("--firmware", default="bios,uefi")
-    ap.add_argument("--memory", type=int, default=1024)
-    ap.add_argument("--vcpus", type=int, default=2)
-    ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--memory", type=_positive_int, default=1024)  # the suite's checks of these values
+    ap.add_argument("--vcpus", type=_positive_int, default=2)
+    ap.add_argument("--timeout", type=_positive_float, default=600.0)
     args = ap.parse_args()
+    try:
+        return _boot(args)
+    except (UserImageError, HypervisorError) as e:
+        print(f"bench.image_boot: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _boot(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     info = inspect_image(args.image)
     print(f"image {info.path} ({info.format}, {info.virtual_size_bytes / 1024**3:.1f} GiB virtual), "

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
+from fixtures.options import _depths, _window_s
 from guest.image.build import ensure_image
+from guest.image.errors import ImageBuildError
 from guest.tools.fio import FioJob
 from hypervisors.libvirt.controllers import CONTROLLERS
 from measure.standalone import standalone_guest
 from measure.window import depth_point, guest_path, measure
 from model.disks import suite_disks
+from model.errors import FioError, HypervisorError
 from model.rules.queue_depth import judge_queue_depth
 
 GOAL_S = 300.0
@@ -30,11 +34,19 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--controllers", default=",".join(CONTROLLERS))
     ap.add_argument("--uri", default="qemu:///system")
-    ap.add_argument("--window-s", type=float, default=3.0)
-    ap.add_argument("--depths", default="1,32")
+    ap.add_argument("--window-s", type=_window_s, default=3.0)  # the suite's checks of these values
+    ap.add_argument("--depths", type=_depths, default=(1, 32))
     args = ap.parse_args()
+    try:
+        return _matrix(args)
+    except (HypervisorError, FioError, ImageBuildError) as e:
+        print(f"bench.matrix: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _matrix(args: argparse.Namespace) -> int:
     names = [c for c in args.controllers.split(",") if c]
-    depths = sorted(int(d) for d in args.depths.split(","))
+    depths = args.depths
     t0 = time.monotonic()
     ensure_image(print)
     rows = []

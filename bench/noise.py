@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="vioconform-bench-noise-"))
     url = args.from_store or args.store or f"sqlite:///{work / 'noise.db'}"
     try:
-        store = Store(url)
+        store = Store(url, create=not args.from_store)  # --from-store only reads: never creates one
     except StoreError as e:
         print(f"bench.noise: {e}", file=sys.stderr)
         return 2

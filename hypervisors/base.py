@@ -202,7 +202,7 @@ class HypervisorBackend(ABC):
         (``python -m hypervisors.libvirt.record``) destroys nothing. Default: nothing to sweep."""
 
     def check_controllers(self, names: Sequence[str]) -> None:
-        unknown = [n for n in names if n not in self.controllers]
+        unknown = list(dict.fromkeys(n for n in names if n not in self.controllers))  # each once (a disk pair shares one)
         if unknown:
             raise HypervisorError(
                 f"unknown controller(s) {', '.join(unknown)} for the {self.name} backend; "

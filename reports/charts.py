@@ -11,7 +11,9 @@ backend: no display needed.
 - :func:`histogram_svg`: one window as vscsiStats shows it, the host's histograms of outstanding
   I/Os, request length and latency beside the guest's own view (fio's submitted depth and its
   completion latency percentiles).
-- :func:`verdict_grid_svg` and :func:`series_svg`: the trend page (reports/trend.py).
+- :func:`verdict_grid_svg` and :func:`series_svg`: the trend page (reports/trend.py), each run whose
+  fingerprint changed marked by a dashed line before its column (:data:`CHANGE_LABEL` in the
+  legend, and said in the chart's description).
 
 Every chart is an ``<svg role="img">`` with a ``<title>`` and a ``<desc>``: what it is and what it
 shows, in words (reports/a11y.py, which also holds the colours). The verdict grid writes each
@@ -30,6 +32,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from model.rules.figures import Buckets, DepthFigure, HistogramFigure, PairFigure
@@ -57,6 +60,9 @@ matplotlib.rcParams.update({"svg.hashsalt": "vioconform", "svg.fonttype": "none"
 OUTCOME_COLORS = {**OUTCOME_FILLS, ABSENT: BACKGROUND}
 #: The outcomes written in bold in the verdict grid: the ones a reader looks for.
 BOLD_OUTCOMES = ("failed", "error")
+#: The trend charts' mark of a run whose fingerprint changed: a dashed line in the text colour
+#: before its column, and its legend text.
+CHANGE_LABEL = "fingerprint changed"
 
 
 def to_svg(fig: MplFigure, title: str, desc: str) -> str:
@@ -145,9 +151,23 @@ def histogram_svg(figure: HistogramFigure) -> str:
     return to_svg(fig, chart_title(figure), chart_summary(figure))
 
 
-def verdict_grid_svg(rows: Sequence[str], columns: Sequence[str], outcomes: Sequence[Sequence[str]]) -> str:
+def _mark_changes(ax: Axes, marks: Sequence[int], offset: float) -> list[Line2D]:
+    """A dashed line before each column of ``marks`` (at ``column + offset``); the legend's handle."""
+    for k, x in enumerate(marks):
+        ax.axvline(x + offset, color=TEXT, ls="--", lw=1, label=CHANGE_LABEL if k == 0 else None)
+    return [Line2D([], [], color=TEXT, ls="--", lw=1, label=CHANGE_LABEL)] if marks else []
+
+
+def _changes_said(columns: Sequence[str], marks: Sequence[int]) -> str:
+    """The marks in words, for the chart's description: " The fingerprint changed before run A, run B." """
+    return f" The fingerprint changed before {', '.join(columns[i] for i in marks)}." if marks else ""
+
+
+def verdict_grid_svg(rows: Sequence[str], columns: Sequence[str], outcomes: Sequence[Sequence[str]],
+                     marks: Sequence[int] = ()) -> str:
     """Rule x configuration rows, one column per run, each cell coloured by its outcome and the
-    outcome written in it (failed and error in bold); an empty cell where a run did not have it."""
+    outcome written in it (failed and error in bold); an empty cell where a run did not have it.
+    ``marks``: the columns whose run's fingerprint changed."""
     if not rows or not columns:
         return ""
     fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 0.3 * len(rows) + 1.2))
@@ -166,16 +186,19 @@ def verdict_grid_svg(rows: Sequence[str], columns: Sequence[str], outcomes: Sequ
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
     used = sorted({o for row in outcomes for o in row} - {ABSENT})
-    ax.legend(handles=[Patch(color=OUTCOME_COLORS.get(o, BACKGROUND), label=o) for o in used], loc="upper left",
-              bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    changed = _mark_changes(ax, marks, -0.04)
+    ax.legend(handles=[*(Patch(color=OUTCOME_COLORS.get(o, BACKGROUND), label=o) for o in used), *changed],
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     return to_svg(fig, f"Verdicts of {len(rows)} rule and configuration row(s) over {len(columns)} run(s)",
-                  grid_summary(rows, columns, outcomes))
+                  grid_summary(rows, columns, outcomes) + _changes_said(columns, marks))
 
 
 def series_svg(title: str, unit: str, columns: Sequence[str], medians: Sequence[float | None],
-               lows: Sequence[float | None], highs: Sequence[float | None], band: tuple[float, float] | None) -> str:
+               lows: Sequence[float | None], highs: Sequence[float | None], band: tuple[float, float] | None,
+               marks: Sequence[int] = ()) -> str:
     """One metric over runs: each run's median (dots and line) with its repeats' min..max (error
-    bars), and the noise band (shaded) around the series' median."""
+    bars), the noise band (shaded) around the series' median, and a dashed line before each
+    column of ``marks`` (a run whose fingerprint changed)."""
     fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 2.0))
     xs = [i for i, m in enumerate(medians) if m is not None]
     ys = [float(m) for m in medians if m is not None]
@@ -194,5 +217,6 @@ def series_svg(title: str, unit: str, columns: Sequence[str], medians: Sequence[
         hi = max([*ys, *(band or ())])
         pad = (hi - lo) * 0.15 or abs(hi) * 0.1 or 1.0
         ax.set_ylim(lo - pad, hi + pad)
+    _mark_changes(ax, marks, -0.5)
     ax.legend(fontsize=7, frameon=False, loc="best")
-    return to_svg(fig, title, series_summary(title, unit, columns, medians, band))
+    return to_svg(fig, title, series_summary(title, unit, columns, medians, band) + _changes_said(columns, marks))

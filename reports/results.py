@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fnmatch
 import os
 import stat
 import tempfile
@@ -124,6 +125,24 @@ def check_outputs(outputs: Sequence[tuple[str, Path | None]],
             if _same(path, other_path):
                 raise OutputPathError(f"{what} {path} is also {other}: one would overwrite the other; give "
                                       f"{what} a file of its own")
+
+
+def check_not_in_run_files(outputs: Sequence[tuple[str, Path | None]], results_dir: Path,
+                           run_files: Sequence[str]) -> None:
+    """OutputPathError for an output that is, or lies in, one of the entries the run itself makes in
+    ``results_dir`` (``run_files``: names or fnmatch patterns, such as ``phases.json`` or ``raw``):
+    ``--junit-xml R/phases.json`` replaced the run's phases file with the JUnit file."""
+    for what, path in outputs:
+        if path is None:
+            continue
+        try:
+            parts = path.resolve().relative_to(results_dir.resolve()).parts
+        except ValueError:
+            continue  # outside the results directory
+        if parts and any(fnmatch.fnmatchcase(parts[0], f) for f in run_files):
+            own = f"in the results directory's {parts[0]}/" if len(parts) > 1 else f"the results directory's {parts[0]}"
+            raise OutputPathError(f"{what} {path} is {own}, which the run writes itself: one would overwrite the "
+                                  f"other; give {what} a file of its own")
 
 
 def _mkdirs(path: Path, mode: int) -> list[Path]:

@@ -24,11 +24,12 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path, PurePath, PurePosixPath
+from urllib.parse import parse_qsl, urlparse
 
 import libvirt
 
 from hypervisors.cleanup import CleanupStack
-from hypervisors.cli import emit
+from hypervisors.cli import emit, not_regular, output_file, seconds_to_record
 from hypervisors.libvirt import default_uri, trace
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR, RemoteFiles
 from hypervisors.libvirt.hostlink import HostAddress, HostLink
@@ -139,16 +140,25 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--domain", required=True, help="name of a running libvirt domain")
     ap.add_argument("--disk", required=True, help="target dev (vda, sdb), alias or serial of the disk")
-    ap.add_argument("--seconds", type=float, default=10.0, help="how long to record (default 10)")
+    ap.add_argument("--seconds", type=seconds_to_record, default=10.0, help="how long to record (default 10)")
     ap.add_argument("--uri", default=default_uri(),
                     help="libvirt URI (default $LIBVIRT_DEFAULT_URI, else qemu:///system); a remote host: "
                          "qemu+ssh://user@host/system")
     ap.add_argument("--host-dir", default=str(DEFAULT_HOST_DIR),
                     help=f"on a remote host, where the trace file is made (default {DEFAULT_HOST_DIR})")
-    ap.add_argument("--out", type=Path, help="write the CSV here instead of standard output")
+    ap.add_argument("--out", type=output_file, help="write the CSV here instead of standard output")
     ap.add_argument("--histogram", choices=[k.name.lower() for k in HistogramKind],
                     help="print only this histogram kind")
     args = ap.parse_args(argv)
+    try:
+        _ = urlparse(args.uri).port
+        for name, value in parse_qsl(urlparse(args.uri).query):
+            if name in ("known_hosts", "keyfile") and (what := not_regular(Path(value).expanduser())):
+                ap.error(f"--uri: {name}={value} is {what}, not a regular file (a FIFO would be read for ever)")
+    except ValueError:  # its words may quote the userinfo
+        ap.error(f"--uri {redact_url(args.uri)} is not a URI whose host and port this command can read (an IPv6 "
+                 "address needs both brackets, [::1]; a port is 1 to 65535); give one such as "
+                 "qemu+ssh://root@HOST/system")
     kind = HistogramKind[args.histogram.upper()] if args.histogram else None
     try:
         csv = record(args.uri, args.domain, args.disk, args.seconds, kind, PurePosixPath(args.host_dir))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pyVmomi import vim
 
-from hypervisors.cli import emit
+from hypervisors.cli import emit, output_file, seconds_to_record
 from hypervisors.vsphere.config import TARGET_ENV, TARGET_EXAMPLE, parse_target
 from hypervisors.vsphere.controllers import disk_instances
 from hypervisors.vsphere.perf import REALTIME_INTERVAL_ID, DiskPerf
@@ -86,12 +86,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--target", default=os.environ.get(TARGET_ENV),
                    help=f"{TARGET_EXAMPLE} or a TOML config file (default: ${TARGET_ENV})")
     p.add_argument("--vm", required=True, help="name of the VM to record")
-    p.add_argument("--seconds", type=float, required=True, help="how long to record")
+    p.add_argument("--seconds", type=seconds_to_record, required=True, help="how long to record")
     p.add_argument("--disk", action="append", help="disk instance, e.g. scsi0:1 (repeatable; default: every disk)")
     p.add_argument("--source", choices=("ssh", "service"), default="ssh",
                    help="vscsiStats over SSH to the ESXi host, or the ServiceManager's VscsiStats service")
     p.add_argument("--esxi-key", type=Path, help="private key for root on the ESXi host (default: esxi_key_path)")
-    p.add_argument("--out", type=Path, help="write here instead of stdout")
+    p.add_argument("--out", type=output_file, help="write here instead of stdout")
     args = p.parse_args(argv)
     if not args.target:
         p.error(f"give --target or set {TARGET_ENV}")

@@ -12,7 +12,7 @@ import pytest
 from reports.compare import main
 from reports.records import Record, RunStatus, settle
 from reports.store import Store
-from tests.unit.test_store import BLK, QD, SUITE, healthy, write_run
+from tests.unit.test_store import BLK, QD, SERIES, SUITE, healthy, write_run
 
 TCQ_OFF = (1.0, 1.0, 1.1, 1.0)  # a tcq-off run: the host sees one request at a time whatever the guest offers
 
@@ -76,14 +76,22 @@ def test_last_n_nights_flaky_and_fingerprints(tmp_path: Path, store_url: str, ca
     store.import_dir(write_run(tmp_path, "20261125-020000", records, status))
     assert main(["--store", url, "--last", "4", "4"]) == 1  # night 23 against 22, flakiness over 20..23
     out = capsys.readouterr().out
+    assert out.startswith("run 3 -> 4: fingerprint unchanged (guest.kernel, fio_version)\n")
     assert "A (baseline): run 3," in out and "B: run 4," in out
-    assert f"across the last 4 runs of B's fingerprint): 1\n  queue-depth[{QD}]: 3 flips" in out
-    assert main(["--store", url, "--last", "3"]) == 2  # newest complete run: 5, alone with its fingerprint
-    assert "no earlier complete run with the same fingerprint" in capsys.readouterr().err
-    assert main(["--store", url, "4", "5"]) == 0
+    assert f"across the last 4 runs of series {SERIES}): 1\n  queue-depth[{QD}]: 3 flips" in out
+    # the newest complete run, 5, on another kernel: the series follows it, the change named first
+    assert main(["--store", url, "--last", "3"]) == 0
     out = capsys.readouterr().out
-    assert out.index("NOTE: the runs have different fingerprints (1 entries differ)") < out.index("Regressions")
-    assert "guest.kernel  6.1.0-28-cloud-amd64  6.12.0" in out
+    assert out.startswith("run 4 -> 5: guest.kernel 6.1.0-28-cloud-amd64 -> 6.12.0; unchanged: fio_version\n"), out
+    assert "Fingerprint changes (1 entries):" in out and "guest.kernel  6.1.0-28-cloud-amd64  6.12.0" in out
+    # a run alone in its series (another fault) has no earlier run to compare with
+    store.import_dir(write_run(tmp_path, "20261126-020000", healthy(), suite={**SUITE, "inject": "tcq-off"}))
+    store.close()
+    assert main(["--store", url, "--last", "3"]) == 2
+    assert ("run 7 has no earlier complete run of its series (libvirt_local_virtio_blk_virtio_scsi_inject_tcq_off_"
+            "lat5ms_embedded)") in capsys.readouterr().err
+    assert main(["--store", url, "--last", "3", "--series", SERIES]) == 0  # the newest of that series: 5
+    assert capsys.readouterr().out.startswith("run 4 -> 5: ")
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,6 +34,7 @@ from fixtures.options import (
     SuiteOptions,
 )
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR
+from model.series import SERIES_FORMAT
 from reports.results import DEFAULT_DIR_MODE, DEFAULT_PARENT
 from reports.store import default_url
 
@@ -89,6 +90,7 @@ EXPECTED: dict[str, str] = {
     "--results-dir": f"a new {DEFAULT_PARENT}/<date-time>",
     "--store": default_url(),
     "--results-mode": f"{DEFAULT_DIR_MODE:04o}, files {DEFAULT_DIR_MODE & 0o666:04o}",
+    "--series": f"derived from what the job asks for, {SERIES_FORMAT};",
 }
 
 
