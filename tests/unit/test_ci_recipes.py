@@ -262,6 +262,8 @@ def test_each_build_writes_a_new_results_directory_into_postgresql_without_a_pas
     for p in published:
         path = p.replace("${env.BUILD_NUMBER}", "41")
         assert fnmatch.fnmatch(f"{dirs[0]}/{p.rsplit('/', 1)[1]}", path), (p, dirs[0])
+    # the job names its series, so that --last 2 finds the job's previous run whatever the image's file name
+    assert option(first.calls[0], "--series") == option(second.calls[0], "--series")
     if recipe.kind == "gate":
         assert option(first.calls[0], "--image")
 
