@@ -4,6 +4,7 @@ integer, URIs whose host no parser reads, option values out of the range a run c
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from pathlib import Path
@@ -285,7 +286,7 @@ def test_a_fifo_named_in_a_libvirt_uri_is_refused_without_being_read(name: str, 
     inventory = tmp_path / "hosts.toml"
     inventory.write_text(f'[[host]]\nuri = "{uri}"\n')
     with fifo_readers([fifo], grace_s=5.0) as opened:
-        for check in (lambda: hosts_from_uris([uri]), lambda: load_inventory(inventory)):
+        for check in (functools.partial(hosts_from_uris, [uri]), functools.partial(load_inventory, inventory)):
             with pytest.raises(InventoryError) as e:
                 check()
             assert f"{name}={fifo} is a FIFO (named pipe), not a regular file" in str(e.value)
@@ -293,4 +294,17 @@ def test_a_fifo_named_in_a_libvirt_uri_is_refused_without_being_read(name: str, 
         with pytest.raises(SystemExit) as exit_:
             libvirt_record.main(["--domain", "d", "--disk", "vda", "--uri", uri])
         assert exit_.value.code == 2 and "is a FIFO" in capsys.readouterr().err
+    assert opened == []
+
+
+def test_a_vcenter_password_file_that_is_a_fifo_is_refused_without_being_read(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--vcenter 'vsphere://u@vc/t?datastore=ds&password_file=FIFO'`` hung the run for ever."""
+    from hypervisors.vsphere.config import PASSWORD_ENV, ConfigError, parse_target
+
+    monkeypatch.delenv(PASSWORD_ENV, raising=False)
+    fifo = tmp_path / "pw"
+    os.mkfifo(fifo)
+    with fifo_readers([fifo], grace_s=5.0) as opened, pytest.raises(ConfigError, match=r"password_file .* is not a"):
+        parse_target(f"vsphere://u@vc/t?datastore=ds&password_file={fifo}")
     assert opened == []
