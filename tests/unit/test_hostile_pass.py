@@ -300,7 +300,8 @@ def test_a_fifo_named_in_a_libvirt_uri_is_refused_without_being_read(name: str, 
 def test_a_vcenter_password_file_that_is_a_fifo_is_refused_without_being_read(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """``--vcenter 'vsphere://u@vc/t?datastore=ds&password_file=FIFO'`` hung the run for ever."""
-    from hypervisors.vsphere.config import PASSWORD_ENV, ConfigError, parse_target
+    from hypervisors.vsphere.config import ConfigError, parse_target
+    from model.secret import PASSWORD_ENV
 
     monkeypatch.delenv(PASSWORD_ENV, raising=False)
     fifo = tmp_path / "pw"
