@@ -309,3 +309,11 @@ def test_a_vcenter_password_file_that_is_a_fifo_is_refused_without_being_read(tm
     with fifo_readers([fifo], grace_s=5.0) as opened, pytest.raises(ConfigError, match=r"password_file .* is not a"):
         parse_target(f"vsphere://u@vc/t?datastore=ds&password_file={fifo}")
     assert opened == []
+
+
+def test_compare_tested_refuses_a_junit_it_would_not_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``reports.compare --tested A.xml B.xml --junit C.xml`` printed the table, exit 0, and wrote no C.xml."""
+    a = write_run(tmp_path, "20261120-020000", healthy()) / "junit.xml"
+    with pytest.raises(SystemExit) as e:
+        compare.main(["--tested", str(a), str(a), "--junit", str(tmp_path / "c.xml")])
+    assert e.value.code == 2 and "--tested only prints" in capsys.readouterr().err
