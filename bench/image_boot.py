@@ -31,7 +31,8 @@ REPORT = ("systemd-analyze 2>/dev/null | head -1; cloud-init status --long 2>/de
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m bench.image_boot", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("image", type=Path)
     ap.add_argument("--firmware", default="bios,uefi")
     ap.add_argument("--memory", type=_positive_int, default=1024)  # the suite's checks of these values

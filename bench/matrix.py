@@ -30,7 +30,8 @@ GOAL_S = 300.0
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m bench.matrix", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--controllers", default=",".join(CONTROLLERS))
     ap.add_argument("--uri", default="qemu:///system")
     ap.add_argument("--window-s", type=_window_s, default=3.0)  # the suite's checks of these values

@@ -28,11 +28,12 @@ CONTROLLERS = "virtio-scsi,virtio-blk"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m bench.noise", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=10, help="whole suite runs (default 10)")
     ap.add_argument("--store", default=None, metavar="URL", help="store to write the runs to (default: a new temporary SQLite file)")
     ap.add_argument("--from-store", default=None, metavar="URL", help="measure nothing: use every complete run in this store")
-    ap.add_argument("--markdown", action="store_true", help="also print the per-name table as Markdown (for the README)")
+    ap.add_argument("--markdown", action="store_true", help="also print the per-name table as Markdown (for docs/benchmarks.md)")
     ap.add_argument("--all", action="store_true", help="also list parameters (settings and counts), not only "
                                                         "metrics with a direction")
     ap.add_argument("suite_args", nargs="*", help="extra arguments for the suite (after --)")

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--controllers", default="virtio-scsi,virtio-blk")
     ap.add_argument("-k", dest="select", default=None)
-    ap.add_argument("--markdown", action="store_true", help="print a Markdown table (for the README)")
+    ap.add_argument("--markdown", action="store_true", help="print a Markdown table (for docs/benchmarks.md)")
     args, extra = ap.parse_known_args(argv)
     with tempfile.TemporaryDirectory(prefix="vioconform-bench-phases-") as tmp:
         results = Path(tmp) / "results"

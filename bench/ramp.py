@@ -46,7 +46,8 @@ def ratios(results: list[Path]) -> dict[str, list[float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m bench.ramp", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="*", type=Path, help="results directories of earlier runs")
     ap.add_argument("--runs", type=int, default=0, help="run queue-depth and io-size this many times first")
     args = ap.parse_args(argv)

@@ -38,7 +38,8 @@ def run_suite(results: Path, *args: str) -> tuple[float, dict[str, str]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m bench.rules", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=1, help="healthy runs of the default suite (default 1)")
     ap.add_argument("--faults", action="store_true", help="then run every fault with every rule")
     args = ap.parse_args()

@@ -47,7 +47,8 @@ def boot_timeline(console: str) -> list[tuple[float, str]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m bench.time_to_verdict", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--controller", default="virtio-scsi")
     ap.add_argument("--uri", default="qemu:///system")
     ap.add_argument("--window-s", type=float, default=DEFAULT_WINDOW_S["libvirt"], help="the measured window (the suite's default)")

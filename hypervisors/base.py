@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol, Self
 
 from hypervisors.cleanup import CleanupStack
+from model.advertised import Advertised
 from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
@@ -233,6 +234,12 @@ class HypervisorBackend(ABC):
         """Why the guest's VM no longer runs (shut off, crashed, paused on an error, gone), or None
         while it runs or the backend cannot tell. Asked every few seconds while a command runs."""
         return None
+
+    def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
+        """What the disk's device really advertises, as the running hypervisor answers (QEMU: QMP
+        ``qom-get`` on the device; vSphere: the VM's device config), asked before the rules run; a
+        limit it does not say is None. HypervisorError where it cannot be asked. Default: nothing said."""
+        return Advertised(unavailable=f"the {self.name} backend cannot say what a device advertises")
 
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> RequestTracer | None:
         """An exact per-request source for this disk, or None where the backend has none."""

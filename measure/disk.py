@@ -15,6 +15,8 @@ from guest.tools.fio import Fio
 from guest.tools.sysfs import Sysfs
 from hypervisors import guest_driver
 from hypervisors.base import Guest, HypervisorBackend
+from model.advertised import Advertised
+from model.blame import Trail, disk_trails
 from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError, ParseError
 from model.faults import Fault, SysfsSetting
@@ -79,6 +81,8 @@ class GuestDisk:
     #: the disk's drivers, their versions and the block-layer settings the image chose at boot,
     #: read when the disk was found (before faults and --guest-setup); None if the guest could not say
     boot_facts: DiskFacts | None = None
+    #: what the hypervisor says the disk's device advertises, asked when the disk was found; None: not asked
+    advertised: Advertised | None = None
 
     @property
     def device_path(self) -> str:
@@ -88,6 +92,16 @@ class GuestDisk:
     def advertised_limits(self) -> GuestLimits:
         """The as-probed limits, or the current ones where none were kept."""
         return self.probed_limits or self.limits
+
+    @property
+    def label(self) -> str:
+        """The disk in messages: "dut disk sdb"."""
+        return f"{self.attached.spec.role} disk {self.kernel_name}"
+
+    def trails(self) -> list[Trail]:
+        """Each setting of this disk as asked, advertised, probed and now (model.blame.Trail): what
+        a failing verdict's blame is decided from."""
+        return disk_trails(self.label, self.attached.configured, self.advertised, self.advertised_limits, self.limits)
 
     def tool(self, tool: type[T]) -> T:
         """The guest's ``tool`` (``disk.tool(Fio)``); ToolMissing if the guest lacks its programs."""
@@ -159,6 +173,17 @@ def missing_driver(found: DriverPresence, controller: str) -> str | None:
             "for one, lacks mptsas) or leave this controller out of --controllers")
 
 
+def ask_advertised(backend: HypervisorBackend, guest: Guest, attached: AttachedDisk) -> Advertised:
+    """What the hypervisor says the disk's device advertises; where it cannot be asked, an answer
+    that says why (logged): a record for the blame, never a reason to stop the run."""
+    try:
+        return backend.advertised(guest, attached)
+    except Exception as e:  # noqa: BLE001 - libvirt and pyVmomi raise their own errors; none may stop the run
+        said = str(e).splitlines()[0] if str(e) else type(e).__name__
+        log.warning("cannot ask the hypervisor what %s advertises: %s", attached.spec.label, said)
+        return Advertised(unavailable=said)
+
+
 def render(command: str, disk: str) -> str:
     """A ``--guest-setup`` command with ``{disk}`` replaced by the kernel name of the disk under test."""
     return command.replace("{disk}", disk)
@@ -166,11 +191,13 @@ def render(command: str, disk: str) -> str:
 
 def prepare_disk(guest: Guest, backend: HypervisorBackend, tools: GuestTools, attached: AttachedDisk,
                  config_id: str, faults: Sequence[Fault] = (), guest_setup: Sequence[str] = (),
-                 on_found: Callable[[DiskFacts], None] | None = None) -> GuestDisk:
+                 on_found: Callable[[DiskFacts], None] | None = None,
+                 on_advertised: Callable[[Advertised], None] | None = None) -> GuestDisk:
     """Find the disk in the guest by its ``guest_id`` (serial or WWN), keep the limits its driver
-    set, apply ``faults`` and then the ``guest_setup`` commands, and check that the guest has fio.
-    ``on_found`` is given the disk's facts (drivers, boot settings) as soon as they are read,
-    before anything that may skip the disk.
+    set, ask the hypervisor what the disk's device advertises, apply ``faults`` and then the
+    ``guest_setup`` commands, and check that the guest has fio. ``on_found`` is given the disk's
+    facts (drivers, boot settings) and ``on_advertised`` the hypervisor's answer as soon as they
+    are read, before anything that may skip the disk.
 
     HypervisorError if the guest does not show the disk or a --guest-setup command fails,
     DriverMissing if it does not show it because its kernel has no driver for the controller,
@@ -197,8 +224,11 @@ def prepare_disk(guest: Guest, backend: HypervisorBackend, tools: GuestTools, at
     facts = read_facts(tools, name)
     if facts is not None and on_found is not None:
         on_found(facts)
+    advertised = ask_advertised(backend, guest, attached)
+    if on_advertised is not None:
+        on_advertised(advertised)
     disk = GuestDisk(guest, backend, tools, attached, name, limits, config_id, probed_limits=limits,
-                     boot_facts=facts)
+                     boot_facts=facts, advertised=advertised)
     for fault in faults:
         if fault.setting is None:  # the rule prepares the disk with the fault itself
             continue

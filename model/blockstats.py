@@ -1,6 +1,6 @@
 """Host-side block counters of one virtual disk, from QMP or libvirt, and what they say over an interval.
 
-This is the *average* host-observed depth source (the README's queue-depth section): by Little's law, the total
+This is the *average* host-observed depth source (docs/rules/queue-depth.md): by Little's law, the total
 time requests spent in the device divided by the wall time is the mean number in flight.
 Both sources count requests as the virtual device submitted them to the block layer,
 after any splitting or merging by the guest.

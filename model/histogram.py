@@ -1,6 +1,6 @@
 """vscsiStats-style histograms: one model for the QEMU tracer and for ESXi's vscsiStats.
 
-The *exact* host-observed depth (the README's queue-depth section) is a histogram of how many I/Os were
+The *exact* host-observed depth (docs/rules/queue-depth.md) is a histogram of how many I/Os were
 outstanding when each new one arrived. vscsiStats measures it on ESXi; on QEMU the same
 histograms are computed from trace events (model.qemutrace). Both land here, so a rule
 compares guest and host the same way on either hypervisor.

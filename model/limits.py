@@ -1,4 +1,4 @@
-"""Device limits: what the hypervisor configured, and what the guest sees.
+"""Device limits: what the suite asks the hypervisor for, and what the guest sees.
 
 Pure data (no hypervisor or SSH import): the limits-advertisement rule compares the two,
 and the queue-depth rule takes its expected depth from the configured side.
@@ -13,7 +13,8 @@ from model.errors import ParseError
 
 @dataclass(frozen=True)
 class ConfiguredLimits:
-    """What the virtual device offers, as the hypervisor configured it.
+    """What the virtual device should offer, as the suite asks the hypervisor for it (what the
+    device really advertises is the hypervisor's own answer: ``model.advertised.Advertised``).
 
     ``queue_depth`` is how many commands the device accepts at once for this disk
     (1 = no command queuing, e.g. IDE). ``None`` means unknown.

@@ -80,7 +80,8 @@ METRICS: tuple[tuple[str, MetricSpec], ...] = (
     (_QD + r"guest_(aqu_sz|inflight_mean)", MetricSpec("requests", HIGHER)),
     (_QD + r"fio_depth_mode", MetricSpec("requests", PARAM)),
     (r"iops_scaling", MetricSpec("x", HIGHER)),
-    (r"device_queue_depth|guest_queue_depth|guest_nr_requests", MetricSpec("requests", PARAM)),
+    (r"device_queue_depth|device_queue_depth_advertised|guest_queue_depth|guest_nr_requests",
+     MetricSpec("requests", PARAM)),
     # queue-depth's evidence for a guest that held less than offered: its CPU and its own limits
     (_QD + r"(guest_cpu_(busy|all)|fio_cpu)_pct|guest_cpu_busy_min_pct", MetricSpec("%", PARAM)),
     (r"guest_limit_[a-z_]+|guest_async_depth", MetricSpec("requests", PARAM)),
@@ -116,8 +117,10 @@ METRICS: tuple[tuple[str, MetricSpec], ...] = (
     (r"baseline_metrics_(compared|worse)", MetricSpec("metrics", PARAM)),
     # Text the rules record beside the numbers: what the numbers came from.
     (r".*_source|evidence|notes|baseline|baseline_saved_to|guest_driver|[a-z]+_disk", MetricSpec("", PARAM)),
-    # limits: the guest's view and the configured value of each limit, as text.
-    (r"[a-z]+_[a-z0-9_]+_(guest|configured)", MetricSpec("", PARAM)),
+    # a failed verdict's layer at fault and why (model/blame.py)
+    (r"blame|blame_reason", MetricSpec("", PARAM)),
+    # limits: the guest's view, the asked ("configured") value and the hypervisor's answer of each limit, as text.
+    (r"[a-z]+_[a-z0-9_]+_(guest|configured|advertised)", MetricSpec("", PARAM)),
 )
 
 _COMPILED = tuple((re.compile(f"(?:{p})"), spec) for p, spec in METRICS)

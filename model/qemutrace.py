@@ -1,6 +1,6 @@
 """QEMU ``log`` trace backend output: per-request start/end events, paired into requests.
 
-This is the *exact* host-observed depth source (the README's queue-depth section) on KVM/QEMU: with
+This is the *exact* host-observed depth source (docs/rules/queue-depth.md) on KVM/QEMU: with
 ``-msg timestamp=on -D FILE -trace enable=EVENT`` each line reads
 ``PID@SEC.USEC:event args`` and the paired start/end events of one request give its
 latency, and the number of requests in flight when each new one arrived.

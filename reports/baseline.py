@@ -1,8 +1,10 @@
 """``--baseline REF``: a stored run every rule compares its numbers with (model/rules/baseline.py).
 
 REF is a run id in the results store, a results directory (imported into the store on the way,
-once), or ``last``: the newest complete stored run of the same hypervisor and controllers (a set:
-``virtio-blk,virtio-scsi`` finds a run of ``virtio-scsi,virtio-blk``) that reached a verdict, and for each rule and configuration the newest such run with a verdict for it.
+once), or ``last``: the newest complete stored run of the run's series (model/series.py: ``--series``
+or the default derived from the job; whatever QEMU, libvirt, kernel, machine type, image or fio it
+ran on) that reached a verdict, and for each rule and configuration the newest such run with a
+verdict for it.
 A baseline JSON file made by ``--save-baseline`` is the buffered-direct rule's own older form and is
 not handled here. Resolved once, before any guest starts; an incomplete run (interrupted), one in
 which no rule reached a verdict (every rule an error or a skip: ``--machine none``) or a missing
@@ -23,7 +25,6 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from model.compare import Key, Series
-from model.fingerprint import same_option
 from model.rules.baseline import BaselineMissing
 from reports.store import Store, StoredRun, StoreError, verdicts
 
@@ -41,15 +42,23 @@ class StoredBaseline:
     gaps: Mapping[Key, str] = field(default_factory=dict)
     #: ``last``: how many older complete runs of the same series were searched as well
     searched_older: int = 0
+    #: The series (model/series.py) of the run that compares with it ("": not known)
+    own_series: str = ""
 
     @property
     def source(self) -> str:
-        return _named(self.run)
+        return self._named(self.run)
 
     def source_for(self, rule: str, config: str) -> str:
         """The run this rule and configuration are compared with: ``run``, or for ``last`` the
         newest older run with a verdict for them."""
-        return _named(self.taken_from.get((rule, config), self.run))
+        return self._named(self.taken_from.get((rule, config), self.run))
+
+    def _named(self, run: StoredRun) -> str:
+        """``run 2 (results/...)``, and, for a run of another series than the one comparing (a run
+        id or directory given), ``, of another series (NAME)``: two series are never mixed silently."""
+        other = f", of another series ({run.series})" if self.own_series and run.series != self.own_series else ""
+        return f"run {run.id}" + (f" ({run.source})" if run.source else "") + other
 
     def for_rule(self, rule: str, config: str) -> Mapping[str, Series] | None:
         return self.series.get((rule, config))
@@ -59,25 +68,25 @@ class StoredBaseline:
         if not why:
             why = self.gaps.get((rule, config)) or f"it did not run {rule} on {config}"
             if self.searched_older:
-                why += f", and none of the {self.searched_older} older complete runs of the same hypervisor and " \
-                       "controllers has a verdict for it"
+                why += f", and none of the {self.searched_older} older complete runs of series {self.run.series} " \
+                       "has a verdict for it"
         return f"no baseline for {rule} on {config} in {self.source_for(rule, config)}: {why}"
 
 
-def resolve_baseline(ref: str, store_url: str | None, hypervisor: str, controllers: tuple[str, ...]) -> StoredBaseline:
-    """The baseline run ``ref`` names, with its series; StoreError with the reason and the remedy."""
+def resolve_baseline(ref: str, store_url: str | None, series: str) -> StoredBaseline:
+    """The baseline run ``ref`` names (``last``: of ``series``), with its metric series; StoreError
+    with the reason and the remedy."""
     if store_url is None:
         raise StoreError(f"--baseline {ref} names a stored run, and --store none gives no store to find it in")
     store = Store(store_url)
     older: list[StoredRun] = []
     try:
         if ref == "last":
-            runs = [r for r in store.runs() if r.complete and r.options.get("hypervisor") == hypervisor
-                    and same_option("controllers", r.options.get("controllers"), ",".join(controllers))]
-            runs = [r for r in runs if verdicts_reached(store, r.id)]  # a run of errors is no baseline
+            runs = [r for r in store.series_runs(series) if verdicts_reached(store, r.id)]  # errors: no baseline
             if not runs:
-                raise StoreError(f"--baseline last: {store.shown} has no complete run of --hypervisor {hypervisor} "
-                                 f"--controllers {','.join(controllers)}; run the suite once without --baseline first")
+                raise StoreError(f"--baseline last: {store.shown} has no complete run of series {series} with a "
+                                 f"verdict; run the suite once without --baseline first (or give --series the name "
+                                 f"of an earlier run's series: python -m reports.store list shows them)")
             run = runs[-1]
             older = runs[:-1]
         elif ref.isdigit():
@@ -93,13 +102,9 @@ def resolve_baseline(ref: str, store_url: str | None, hypervisor: str, controlle
         if not run.complete:
             raise StoreError(f"--baseline {ref}: run {run.id} is incomplete (interrupted): it is never used as a "
                              f"baseline; give a complete run")
-        return _baseline(store, run, older)
+        return _baseline(store, run, older, series)
     finally:
         store.close()
-
-
-def _named(run: StoredRun) -> str:
-    return f"run {run.id}" + (f" ({run.source})" if run.source else "")
 
 
 def _reached(outcome: str, message: str) -> bool:
@@ -122,7 +127,7 @@ def verdicts_reached(store: Store, run_id: int) -> set[Key]:
     return {k for k, (outcome, message) in stored_outcomes(store, run_id).items() if _reached(outcome, message)}
 
 
-def _baseline(store: Store, run: StoredRun, older: list[StoredRun]) -> StoredBaseline:
+def _baseline(store: Store, run: StoredRun, older: list[StoredRun], own_series: str) -> StoredBaseline:
     """The series of every (rule, configuration) with a verdict in ``run``; for one without, the
     newest of ``older`` (``last``'s other candidates, oldest first) with a verdict for it. Errors
     and skips are never a baseline: their numbers may be partial."""
@@ -147,4 +152,4 @@ def _baseline(store: Store, run: StoredRun, older: list[StoredRun]) -> StoredBas
             if candidate is not run:
                 taken[k] = candidate
                 gaps.pop(k, None)
-    return StoredBaseline(run, store.shown, series, taken, gaps, len(older))
+    return StoredBaseline(run, store.shown, series, taken, gaps, len(older), own_series)

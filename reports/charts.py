@@ -11,11 +11,18 @@ backend: no display needed.
 - :func:`histogram_svg`: one window as vscsiStats shows it, the host's histograms of outstanding
   I/Os, request length and latency beside the guest's own view (fio's submitted depth and its
   completion latency percentiles).
-- :func:`verdict_grid_svg` and :func:`series_svg`: the trend page (reports/trend.py).
+- :func:`verdict_grid_svg` and :func:`series_svg`: the trend page (reports/trend.py), each run whose
+  fingerprint changed marked by a dashed line before its column (:data:`CHANGE_LABEL` in the
+  legend, and said in the chart's description).
+
+Every chart is an ``<svg role="img">`` with a ``<title>`` and a ``<desc>``: what it is and what it
+shows, in words (reports/a11y.py, which also holds the colours). The verdict grid writes each
+cell's outcome in it, so no cell is told by its colour alone.
 """
 
 from __future__ import annotations
 
+import html
 import io
 import logging
 import math
@@ -25,9 +32,23 @@ import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from model.rules.figures import Buckets, DepthFigure, HistogramFigure, PairFigure
+from reports.a11y import (
+    ABSENT,
+    BACKGROUND,
+    GUEST,
+    HOST,
+    OFFERED,
+    OUTCOME_FILLS,
+    TEXT,
+    chart_summary,
+    chart_title,
+    grid_summary,
+    series_summary,
+)
 
 matplotlib.use("Agg")
 # matplotlib's font search logs a line per installed font at DEBUG: with the suite's live log at
@@ -36,18 +57,26 @@ logging.getLogger("matplotlib").setLevel(logging.INFO)
 matplotlib.rcParams.update({"svg.hashsalt": "vioconform", "svg.fonttype": "none", "font.size": 9,
                             "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False})
 
-OFFERED, GUEST, HOST = "#9e9e9e", "#1565c0", "#ef6c00"
-OUTCOME_COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#6a1b9a", "skipped": "#9e9e9e",
-                  "not run": "#e65100", "absent": "#ffffff"}
+OUTCOME_COLORS = {**OUTCOME_FILLS, ABSENT: BACKGROUND}
+#: The outcomes written in bold in the verdict grid: the ones a reader looks for.
+BOLD_OUTCOMES = ("failed", "error")
+#: The trend charts' mark of a run whose fingerprint changed: a dashed line in the text colour
+#: before its column, and its legend text.
+CHANGE_LABEL = "fingerprint changed"
 
 
-def to_svg(fig: MplFigure) -> str:
-    """The figure as an inline ``<svg>`` element (no XML prolog), then closed."""
+def to_svg(fig: MplFigure, title: str, desc: str) -> str:
+    """The figure as an inline ``<svg role="img">`` element (no XML prolog) whose first children
+    are ``title`` (its accessible name) and ``desc`` (its description: what it shows, in words);
+    then the figure is closed."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": "vioconform"}, bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    text = text[text.index("<svg"):]
+    head = text.index(">") + 1
+    return (text[:4] + ' role="img"' + text[4:head] + f"\n <title>{html.escape(title)}</title>"
+            f"\n <desc>{html.escape(desc)}</desc>" + text[head:])
 
 
 def depth_axis_top(figure: DepthFigure) -> float:
@@ -71,7 +100,7 @@ def depth_svg(figure: DepthFigure) -> str:
     ax.set_ylim(0, depth_axis_top(figure))
     ax.set_ylabel("I/Os in flight")
     ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False, ncols=3)
-    return to_svg(fig)
+    return to_svg(fig, chart_title(figure), chart_summary(figure))
 
 
 def pair_svg(figure: PairFigure) -> str:
@@ -86,7 +115,7 @@ def pair_svg(figure: PairFigure) -> str:
         ax.set_title(p.label, fontsize=8, loc="left")
         ax.tick_params(axis="x", labelsize=7)
     fig.tight_layout()
-    return to_svg(fig)
+    return to_svg(fig, chart_title(figure), chart_summary(figure))
 
 
 def _bars(ax: Axes, data: Buckets, color: str, title: str, ylabel: str) -> None:
@@ -119,35 +148,57 @@ def histogram_svg(figure: HistogramFigure) -> str:
     fig.suptitle(f"{figure.label}" + (f" (host: {figure.source})" if figure.source else
                                        f" (host: {figure.host_missing})"), fontsize=8, x=0.01, ha="left")
     fig.tight_layout()
-    return to_svg(fig)
+    return to_svg(fig, chart_title(figure), chart_summary(figure))
 
 
-def verdict_grid_svg(rows: Sequence[str], columns: Sequence[str], outcomes: Sequence[Sequence[str]]) -> str:
-    """Rule x configuration rows, one column per run, each cell coloured by its outcome."""
+def _mark_changes(ax: Axes, marks: Sequence[int], offset: float) -> list[Line2D]:
+    """A dashed line before each column of ``marks`` (at ``column + offset``); the legend's handle."""
+    for k, x in enumerate(marks):
+        ax.axvline(x + offset, color=TEXT, ls="--", lw=1, label=CHANGE_LABEL if k == 0 else None)
+    return [Line2D([], [], color=TEXT, ls="--", lw=1, label=CHANGE_LABEL)] if marks else []
+
+
+def _changes_said(columns: Sequence[str], marks: Sequence[int]) -> str:
+    """The marks in words, for the chart's description: " The fingerprint changed before run A, run B." """
+    return f" The fingerprint changed before {', '.join(columns[i] for i in marks)}." if marks else ""
+
+
+def verdict_grid_svg(rows: Sequence[str], columns: Sequence[str], outcomes: Sequence[Sequence[str]],
+                     marks: Sequence[int] = ()) -> str:
+    """Rule x configuration rows, one column per run, each cell coloured by its outcome and the
+    outcome written in it (failed and error in bold); an empty cell where a run did not have it.
+    ``marks``: the columns whose run's fingerprint changed."""
     if not rows or not columns:
         return ""
     fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 0.3 * len(rows) + 1.2))
     for y, row in enumerate(outcomes):
         for x, outcome in enumerate(row):
-            ax.add_patch(Rectangle((x, len(rows) - 1 - y), 0.92, 0.88, color=OUTCOME_COLORS.get(outcome, "#000"),
-                                       ec="#bbb", lw=0.5))
+            ax.add_patch(Rectangle((x, len(rows) - 1 - y), 0.92, 0.88, fc=OUTCOME_COLORS.get(outcome, BACKGROUND),
+                                   ec="#bbb", lw=0.5))
+            if outcome != ABSENT:
+                ax.text(x + 0.46, len(rows) - 1 - y + 0.44, outcome, ha="center", va="center", fontsize=8,
+                        color=TEXT, fontweight="bold" if outcome in BOLD_OUTCOMES else "normal")
     ax.set_xlim(0, len(columns))
     ax.set_ylim(0, len(rows))
-    ax.set_xticks([x + 0.46 for x in range(len(columns))], columns, rotation=45, ha="right", fontsize=7)
-    ax.set_yticks([len(rows) - 1 - y + 0.44 for y in range(len(rows))], rows, fontsize=7)
+    ax.set_xticks([x + 0.46 for x in range(len(columns))], columns, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks([len(rows) - 1 - y + 0.44 for y in range(len(rows))], rows, fontsize=8)
     ax.tick_params(length=0)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
-    used = sorted({o for row in outcomes for o in row} - {"absent"})
-    ax.legend(handles=[Patch(color=OUTCOME_COLORS[o], label=o) for o in used], loc="upper left",
-              bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
-    return to_svg(fig)
+    used = sorted({o for row in outcomes for o in row} - {ABSENT})
+    changed = _mark_changes(ax, marks, -0.04)
+    ax.legend(handles=[*(Patch(color=OUTCOME_COLORS.get(o, BACKGROUND), label=o) for o in used), *changed],
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    return to_svg(fig, f"Verdicts of {len(rows)} rule and configuration row(s) over {len(columns)} run(s)",
+                  grid_summary(rows, columns, outcomes) + _changes_said(columns, marks))
 
 
 def series_svg(title: str, unit: str, columns: Sequence[str], medians: Sequence[float | None],
-               lows: Sequence[float | None], highs: Sequence[float | None], band: tuple[float, float] | None) -> str:
+               lows: Sequence[float | None], highs: Sequence[float | None], band: tuple[float, float] | None,
+               marks: Sequence[int] = ()) -> str:
     """One metric over runs: each run's median (dots and line) with its repeats' min..max (error
-    bars), and the noise band (shaded) around the series' median."""
+    bars), the noise band (shaded) around the series' median, and a dashed line before each
+    column of ``marks`` (a run whose fingerprint changed)."""
     fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 2.0))
     xs = [i for i, m in enumerate(medians) if m is not None]
     ys = [float(m) for m in medians if m is not None]
@@ -166,5 +217,6 @@ def series_svg(title: str, unit: str, columns: Sequence[str], medians: Sequence[
         hi = max([*ys, *(band or ())])
         pad = (hi - lo) * 0.15 or abs(hi) * 0.1 or 1.0
         ax.set_ylim(lo - pad, hi + pad)
+    _mark_changes(ax, marks, -0.5)
     ax.legend(fontsize=7, frameon=False, loc="best")
-    return to_svg(fig)
+    return to_svg(fig, title, series_summary(title, unit, columns, medians, band) + _changes_said(columns, marks))

@@ -1,16 +1,19 @@
 """Compare runs: regressions, fixes, flaky configurations and metrics that moved beyond the noise.
 
     python -m reports.compare A B [--store URL] [--junit PATH]
-    python -m reports.compare --last N [RUN] [--store URL]
+    python -m reports.compare --last N [RUN | --series NAME] [--store URL]
     python -m reports.compare --tested results/A/junit.xml results/B/junit.xml [--all]
 
 A and B are run ids in the results store (reports/store.py) or results directories (imported
-into the store on the fly, once). ``--last N`` compares a run (default: the newest complete one)
-with the previous complete run of the same fingerprint, and judges flakiness over the last N.
+into the store on the fly, once). ``--last N`` compares a run (default: the newest complete run,
+of ``--series NAME`` if given) with the previous complete run of its series (model/series.py:
+the job, whatever QEMU, libvirt, kernel, machine type, image or fio it ran on), and judges
+flakiness over the series' last N runs. Every comparison begins with what changed between the
+two runs (``run 41 -> 42: qemu.version 7.2.22 -> 8.0.0; unchanged: ...``, model.fingerprint
+change_line); two runs of different series are compared only after a first line that says so.
 The arithmetic is model/compare.py: verdict flips are exact; a metric moved only when both
 run's median lies outside the other's spread, the change is at least ``--min-effect`` and a rank test over the
-repeats says so. Runs with different fingerprints are compared, after a note listing the
-differences. An interrupted run is never a baseline (A).
+repeats says so. An interrupted run is never a baseline (A).
 
 Exit code: 1 when B has a regression (passed -> failed), 0 otherwise, 2 on bad input (a store
 that cannot be opened, a run id that does not exist, an incomplete baseline) and on a usage error
@@ -33,9 +36,10 @@ import argparse
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import sqlalchemy as sa
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from model.compare import (
@@ -53,9 +57,20 @@ from model.compare import (
     repeats_needed,
     verdict_flips,
 )
-from model.fingerprint import differences
+from model.fingerprint import change_line, differences
+from model.series import series_problem
 from reports.results import OutputPathError, check_outputs, not_regular, write_atomic
-from reports.store import RUN_ID_KEY, Store, StoredRun, StoreError, default_url, open_store, sqlite_file
+from reports.store import (
+    RUN_ID_KEY,
+    Store,
+    StoredRun,
+    StoreError,
+    default_url,
+    metrics,
+    open_store,
+    samples,
+    sqlite_file,
+)
 
 
 class NotAJunitFile(ValueError):
@@ -82,13 +97,16 @@ def read_run(path: Path) -> dict[str, str]:
     for case in suite.iter("testcase"):
         kind = next((k for k in ("failure", "error", "skipped") if case.find(k) is not None), "passed")
         out[f"verdict.{case.get('name', '')}"] = {"failure": "failed"}.get(kind, kind)
+        blamed = case.find("properties/property[@name='blame']")
+        if blamed is not None:  # a failure's layer at fault (model/blame.py)
+            out[f"blame.{case.get('name', '')}"] = blamed.get("value", "")
     return out
 
 
 def side_by_side(runs: Sequence[dict[str, str]], everything: bool = False) -> list[list[str]]:
     """Rows of [mark, key, value per run]: the keys of every run in a stable order (what was
     tested, then the verdicts); a key a run lacks is "-". Only rows that differ unless ``everything``."""
-    keys = sorted({k for r in runs for k in r}, key=lambda k: (k.startswith("verdict."), k))
+    keys = sorted({k for r in runs for k in r}, key=_row_order)
     rows = []
     for k in keys:
         values = [r.get(k, "-") for r in runs]
@@ -96,6 +114,12 @@ def side_by_side(runs: Sequence[dict[str, str]], everything: bool = False) -> li
         if differ or everything:
             rows.append(["*" if differ else " ", k, *values])
     return rows
+
+
+def _row_order(key: str) -> tuple[bool, str, bool]:
+    """What was tested first, then each case's verdict with its blame (a failure's layer) under it."""
+    kind, _, case = key.partition(".")
+    return (True, case, kind == "blame") if kind in ("verdict", "blame") else (False, key, False)
 
 
 def _print_table(header: list[str], rows: list[list[str]]) -> None:
@@ -134,6 +158,22 @@ class Comparison:
     tested_diff: list[tuple[str, str, str]]  # the rest of what was tested (drivers, disk names, boot settings)
     min_effect: float | None  # None: each metric's measured minimum effect (MIN_EFFECTS)
     alpha: float
+    #: B's failed verdicts' layer at fault (the ``blame`` case property, model/blame.py)
+    blame: dict[Key, str] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> str:
+        """What changed between the runs, one line (model.fingerprint.change_line)."""
+        return change_line(self.a.id, self.b.id, self.a.fingerprint, self.b.fingerprint, self.a.revision,
+                           self.b.revision)
+
+    @property
+    def mixed(self) -> str:
+        """The line that says the runs are of two series ("" when they are of one)."""
+        if self.a.series == self.b.series:
+            return ""
+        return (f"DIFFERENT SERIES: run {self.a.id} is of series {self.a.series}, run {self.b.id} of series "
+                f"{self.b.series}; compared as asked, but they are two jobs, not one job on two builds")
 
     def of_kind(self, kind: str) -> list[Flip]:
         return [f for f in self.flips if f.kind == kind]
@@ -157,7 +197,15 @@ def compare_runs(store: Store, a: StoredRun, b: StoredRun, flaky_window: int = F
     return Comparison(a, b, verdict_flips(store.verdicts(a.id), store.verdicts(b.id)), flaky(history), len(history),
                       moved_metrics(store.series(a.id), store.series(b.id), MIN_EFFECT if min_effect is None else min_effect,
                                     MIN_EFFECTS if min_effect is None else {}, alpha=alpha),
-                      *differences(a.fingerprint, b.fingerprint), min_effect, alpha)
+                      *differences(a.fingerprint, b.fingerprint), min_effect, alpha, blames(store, b.id))
+
+
+def blames(store: Store, run_id: int) -> dict[Key, str]:
+    """The layer at fault of each failed verdict of a run: its ``blame`` case property, as stored."""
+    q = (sa.select(metrics.c.rule, metrics.c.config, samples.c.text).join(samples, samples.c.metric_id == metrics.c.id)
+         .where(metrics.c.run_id == run_id, metrics.c.name == "blame"))
+    with store.engine.connect() as conn:
+        return {(r.rule, r.config): str(r.text) for r in conn.execute(q) if r.text}
 
 
 def _spread(s: Spread, unit: str) -> str:
@@ -179,12 +227,19 @@ def _run_line(tag: str, r: StoredRun) -> str:
     return f"{tag}: run {r.id}, started {r.started or '?'}, {state}, {r.source or 'no directory'}"
 
 
-def print_comparison(c: Comparison) -> None:
+def print_comparison(c: Comparison, written: str = "") -> None:
+    """The comparison as text: what changed between the runs first (after a line saying they are of
+    two series, if they are), ``written`` (where the JUnit file went) after the runs' own lines, and
+    the count of regressions last."""
+    if c.mixed:
+        print(c.mixed)
+    print(c.changed)
     print(_run_line("A (baseline)", c.a))
     print(_run_line("B", c.b))
+    if written:
+        print(written)
     if c.fingerprint_diff:
-        print(f"NOTE: the runs have different fingerprints ({len(c.fingerprint_diff)} entries differ); "
-              "compared anyway:")
+        print(f"Fingerprint changes ({len(c.fingerprint_diff)} entries):")
         _print_table(["  key", "A", "B"], [[f"  {k}", va, vb] for k, va, vb in c.fingerprint_diff])
     if c.tested_diff:
         print(f"Also different in what was tested (not part of the fingerprint; --tested shows all): "
@@ -195,9 +250,10 @@ def print_comparison(c: Comparison) -> None:
         flips = c.of_kind(kind)
         print(f"{title}: {len(flips)}")
         for f in flips:
-            print(f"  {f.rule}[{f.config}]: {f.before} -> {f.after}")
-    print(f"Flaky (pass/fail flipped {FLAKY_MIN_FLIPS}+ times across the last {c.history} runs of B's "
-          f"fingerprint): {len(c.flaky)}")
+            blamed = c.blame.get((f.rule, f.config)) if f.after == "failed" else None
+            print(f"  {f.rule}[{f.config}]: {f.before} -> {f.after}" + (f"  blame: {blamed}" if blamed else ""))
+    print(f"Flaky (pass/fail flipped {FLAKY_MIN_FLIPS}+ times across the last {c.history} runs of series "
+          f"{c.b.series}): {len(c.flaky)}")
     for (rule, config), n in c.flaky.items():
         print(f"  {rule}[{config}]: {n} flips")
     effect = (f"{c.min_effect:.0%}" if c.min_effect is not None
@@ -229,7 +285,9 @@ def comparison_junit(c: Comparison) -> str:
                 case.add_error_info(message=f"harness error in run {c.b.id} (was {f.before} in run {c.a.id})")
         case.stdout = "\n".join(out)
         cases.append(case)
-    text: str = to_xml_report_string([TestSuite(f"vioconform.compare.{c.a.id}-{c.b.id}", cases)], encoding="utf-8")
+    properties = {"series": c.b.series, "changed": c.changed, **({"mixed_series": c.mixed} if c.mixed else {})}
+    text: str = to_xml_report_string([TestSuite(f"vioconform.compare.{c.a.id}-{c.b.id}", cases,
+                                                properties=properties)], encoding="utf-8")
     return text
 
 
@@ -245,15 +303,34 @@ def _resolve(store: Store, ref: str) -> StoredRun:
                      f"python -m reports.store list, or a directory such as results/20261123-020000")
 
 
-def _last(store: Store, n: int, ref: str | None) -> tuple[StoredRun, StoredRun]:
-    b = _resolve(store, ref) if ref else next((r for r in reversed(store.runs()) if r.complete), None)
-    if b is None:
-        raise StoreError(f"store {store.shown} has no complete run; import one with python -m reports.store import DIR")
+def newest_run(store: Store, series: str | None) -> StoredRun:
+    """The newest complete run (of ``series``, if given); StoreError naming what the store lacks."""
+    complete = store.series_runs(series) if series is not None else [r for r in store.runs() if r.complete]
+    if complete:
+        return complete[-1]
+    if series is None:
+        raise StoreError(f"store {store.shown} has no complete run; run the suite, or import results with "
+                         f"python -m reports.store import DIR")
+    known = sorted({r.series for r in store.runs()})
+    raise StoreError(f"store {store.shown} has no complete run of series {series}; its series: "
+                     f"{', '.join(known) or 'none'} (python -m reports.store --store {store.shown} list shows each run's)")
+
+
+def _last(store: Store, n: int, ref: str | None, series: str | None = None) -> tuple[StoredRun, StoredRun]:
+    b = _resolve(store, ref) if ref else newest_run(store, series)
     previous = [r for r in store.last_runs(b, max(n, 2), b) if r.id != b.id]
     if not previous:
-        raise StoreError(f"run {b.id} has no earlier complete run with the same fingerprint in {store.shown}; "
+        raise StoreError(f"run {b.id} has no earlier complete run of its series ({b.series}) in {store.shown}; "
                          f"compare two runs by id or directory instead")
     return previous[-1], b
+
+
+def series_arg(text: str) -> str:
+    """``--series``: a name a series can have (model.series), else argparse's usage error."""
+    problem = series_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text!r}: {problem}")
+    return text
 
 
 def _not_inside_a_run(junit: Path, runs: Sequence[StoredRun]) -> None:
@@ -274,11 +351,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--all", action="store_true", help="with --tested: print the rows that are equal too")
     ap.add_argument("--store", help=f"SQLAlchemy URL of the results store (default {default_url()})")
     ap.add_argument("--last", type=int, metavar="N",
-                    help="compare a run (default: the newest complete one) with the previous run of its "
-                         "fingerprint; flakiness over the last N runs")
+                    help="compare a run (default: the newest complete one) with the previous complete run of its "
+                         "series, whatever changed in between; flakiness over the series' last N runs")
+    ap.add_argument("--series", type=series_arg, metavar="NAME",
+                    help="with --last and no RUN: the newest complete run of this series (python -m reports.store "
+                         "list shows each run's)")
     ap.add_argument("--min-effect", type=float, default=None,
                     help="smallest relative change of a metric reported, for every metric (default: each metric's "
-                         f"minimum effect measured from run-to-run noise, see the README; {MIN_EFFECT} for one not measured)")
+                         f"minimum effect measured from run-to-run noise, see docs/benchmarks.md; {MIN_EFFECT} for one not measured)")
     ap.add_argument("--alpha", type=float, default=ALPHA, help=f"rank test significance level (default {ALPHA})")
     ap.add_argument("--junit", type=Path, metavar="PATH", help="also write the comparison as JUnit XML")
     args = ap.parse_args(argv)
@@ -292,6 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("give two runs (ids or results directories), or --last N [RUN]")
     if args.last is not None and (len(args.runs) > 1 or args.last < 2):
         ap.error("--last N takes N >= 2 and at most one run")
+    if args.series is not None and (args.last is None or args.runs):
+        ap.error("--series picks the newest run of a series for --last N; give it with --last and no RUN")
     if not 0 < args.alpha < 1:  # also refuses nan
         ap.error(f"--alpha {args.alpha:g} is not a significance level; give one between 0 and 1, e.g. {ALPHA}")
     if args.min_effect is not None and not 0 <= args.min_effect < float("inf"):
@@ -308,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if args.last is not None:
-            a, b = _last(store, args.last, args.runs[0] if args.runs else None)
+            a, b = _last(store, args.last, args.runs[0] if args.runs else None, args.series)
             window = args.last
         else:
             a, b = _resolve(store, args.runs[0]), _resolve(store, args.runs[1])
@@ -321,14 +403,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     finally:
         store.close()
-    not_written = ""
+    not_written = written = ""
     if args.junit is not None:
         try:
             write_atomic(args.junit, comparison_junit(c) + "\n")
-            print(f"JUnit: {args.junit}")
+            written = f"JUnit: {args.junit}"
         except OSError as e:
             not_written = f"error: --junit {args.junit} not written: {e.strerror or e}"
-    print_comparison(c)
+    print_comparison(c, written)
     if not_written:  # exit 2, never 1: that code says "regression"
         print(not_written, file=sys.stderr)
         return 2

@@ -7,9 +7,15 @@ layer held (aqu-sz) and what the host saw. A healthy guest has three similar bar
 TCQ signature is a tall guest bar over a host bar of about 1. Beside it, each measured window as
 vscsiStats shows it: the host's histograms (outstanding I/Os at issue, I/O length, latency) next
 to the guest's own view. The other rules draw labelled pairs, the expected or guest side against
-the host side. matplotlib draws them (reports/charts.py) as inline SVG: no JavaScript, no external
+the host side. A failed verdict names the layer at fault (its ``blame`` column and the line over
+its section: model/blame.py). matplotlib draws them (reports/charts.py) as inline SVG: no JavaScript, no external
 files. The header names what was measured: QEMU, machine, accelerator, libvirt, host kernel (or
 vCenter and ESXi), image and guest kernel.
+
+At the top, a rule x configuration grid of the verdicts, each cell linking to its section. The page
+reads without colour and without sight (reports/a11y.py): every outcome is a word on its
+colour-blind-safe colour, every chart has a title, a description and a visible caption in words,
+and the page has a language and a viewport for phones and zoom.
 """
 
 from __future__ import annotations
@@ -20,10 +26,9 @@ from pathlib import Path
 from typing import assert_never
 
 from model.rules.figures import DepthFigure, Figure, HistogramFigure, PairFigure
-from reports.records import Record, RunStatus
+from reports.a11y import OUTCOME_FILLS, TEXT, badge, badge_css, chart_summary, counts_text
+from reports.records import Record, RunStatus, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
-
-COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#6a1b9a", "skipped": "#757575", "not run": "#e65100"}
 
 
 def chart(figure: Figure) -> str:
@@ -43,12 +48,43 @@ def chart(figure: Figure) -> str:
             assert_never(figure)
 
 
+def figure_html(figure: Figure) -> str:
+    """A chart with its summary in words as a visible caption (empty when it has nothing to draw)."""
+    svg = chart(figure)
+    return f"<figure>{svg}<figcaption>{html.escape(chart_summary(figure))}</figcaption></figure>" if svg else ""
+
+
 def incomplete_banner(status: RunStatus | None) -> str:
-    """A red banner over the verdicts of a run that did not reach every verdict."""
+    """A banner, in the failed colour, over the verdicts of a run that did not reach every verdict."""
     if status is None or status.complete:
         return ""
-    return (f'<p id="incomplete" style="background:#c62828;color:#fff;padding:8px;font-weight:bold">'
-            f"{html.escape(status.banner())}</p>")
+    return (f'<p id="incomplete" role="alert" style="background:{OUTCOME_FILLS["failed"]};color:{TEXT};padding:8px;'
+            f'font-weight:bold">{html.escape(status.banner())}</p>')
+
+
+def verdict_grid(recs: list[Record]) -> str:
+    """The verdicts at a glance: one row per rule, one column per configuration, each cell the
+    outcome's badge linking to its section (``#<rule>--<configuration>``, reports.records.section_id), a dash where the rule did not run on
+    that configuration; a sentence with the counts above it."""
+    if not recs:
+        return ""
+    esc = html.escape
+    rules = list(dict.fromkeys(r.rule for r in recs))
+    configs = list(dict.fromkeys(r.config for r in recs))
+    cells: dict[tuple[str, str], list[str]] = {}
+    for r in recs:
+        cells.setdefault((r.rule, r.config), []).append(
+            badge(r.outcome or "error", "a", f' href="#{section_id(r.rule, r.config)}"'))
+    # a configuration's name may break after each colon: many columns fit a phone's width
+    head = "".join(f'<th scope="col">{esc(c).replace(":", ":<wbr>")}</th>' for c in configs)
+    body = "".join(f'<tr><th scope="row">{esc(rule)}</th>'
+                   + "".join(f"<td>{' '.join(cells[(rule, c)])}</td>" if (rule, c) in cells else
+                             '<td class="none">&ndash;<span class="vh"> not run on this configuration</span></td>'
+                             for c in configs) + "</tr>" for rule in rules)
+    return (f'<h2 id="grid-title">Verdicts by rule and configuration</h2>'
+            f'<p id="counts">{len(recs)} verdict(s): {counts_text([r.outcome or "error" for r in recs])}.</p>'
+            f'<table id="verdict-grid" aria-labelledby="grid-title"><thead><tr><th scope="col">rule</th>{head}'
+            f"</tr></thead><tbody>{body}</tbody></table>")
 
 
 #: The header's "measured on" line: the run's fingerprint entries a reader asks for first.
@@ -72,7 +108,7 @@ def what_was_tested(properties: Mapping[str, str]) -> str:
     """"What was tested": the run's suite properties as two tables. The run's own (image, guest OS,
     kernel, options) as name and value; each controller's (``disk.<controller>.<what>``: its driver,
     the driver's version, the boot settings) with one column per controller, so two controllers,
-    or two reports side by side, compare row by row. Plain data: the keys are the README's."""
+    or two reports side by side, compare row by row. Plain data: the keys are docs/reference.md's."""
     general = [(k, v) for k, v in properties.items() if not k.startswith("disk.")]
     per: dict[str, dict[str, str]] = {}
     for k, v in properties.items():
@@ -91,9 +127,10 @@ def what_was_tested(properties: Mapping[str, str]) -> str:
         out.append("<table><tr><th></th>" + "".join(f"<th>{esc(c)}</th>" for c in controllers) + "</tr>")
         for w in rows:
             values = [per[c].get(w, "") for c in controllers]
-            mark = ' style="background:#fff3e0"' if len(set(values)) > 1 else ""  # controllers differ here
+            differ = len(set(values)) > 1  # controllers differ here: said in words, and tinted
+            mark = ' style="background:#fff3e0"' if differ else ""
             cells = "".join(f"<td{mark}>{esc(v)}</td>" for v in values)
-            out.append(f"<tr><td>{esc(w)}</td>{cells}</tr>")
+            out.append(f"<tr><td>{esc(w)}{' <em>(differs)</em>' if differ else ''}</td>{cells}</tr>")
         out.append("</table>")
     out.append("</section>")
     return "".join(out)
@@ -110,29 +147,41 @@ def report_document(records: Iterable[Record], title: str = "vioconform report",
     rows, sections = [], []
     for r in recs:
         outcome = r.outcome or "error"  # an undecided record is never a pass
-        color = COLORS.get(outcome, "#000")
-        first = html.escape(r.message.splitlines()[0]) if r.message else ""
-        rows.append(f'<tr><td style="color:{color};font-weight:bold">{outcome.upper()}</td>'
-                    f"<td>{html.escape(r.rule)}</td><td>{html.escape(r.config)}</td><td>{first}</td></tr>")
-        charts = "".join(chart(f) for f in r.verdict.figures) if r.verdict else ""
+        first = html.escape(r.headline)
+        anchor = section_id(r.rule, r.config)
+        blamed = (f'<td class="blame" title="{html.escape(r.blame_reason)}">{html.escape(r.blame or "unknown")}</td>'
+                  if outcome == "failed" else "<td></td>")
+        rows.append(f"<tr><td>{badge(outcome)}</td><td>{html.escape(r.rule)}</td><td>{html.escape(r.config)}</td>"
+                    f"{blamed}<td>{first}</td></tr>")
+        charts = "".join(figure_html(f) for f in r.verdict.figures) if r.verdict else ""
         props = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
                         for k, v in sorted(r.measured().items()))
+        blame = (f'<p class="blame"><strong>blame: {html.escape(r.blame or "unknown")}</strong>: '
+                 f"{html.escape(r.blame_reason)}</p>" if outcome == "failed" else "")
         details = f"<pre>{html.escape(r.message)}</pre>" if outcome in ("failed", "error") else ""
-        sections.append(f'<section><h2 style="color:{color}">{html.escape(r.rule)} — {html.escape(r.config)}</h2>'
+        sections.append(f'<section id="{anchor}"><h2>{badge(outcome)} {html.escape(r.rule)} — '
+                        f"{html.escape(r.config)}</h2>{blame}"
                         f"{charts}{details}<details><summary>measured numbers</summary>"
                         f"<table>{props}</table></details></section>")
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:72em}} table{{border-collapse:collapse}}
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:72em;color:{TEXT}}} table{{border-collapse:collapse}}
 td{{border-bottom:1px solid #ddd;padding:2px 8px;font-size:13px}} pre{{background:#f6f6f6;padding:8px;white-space:pre-wrap}}
 section{{margin-top:2em}} table.env th{{text-align:left;font-size:13px;padding:2px 8px;color:#555}}
-svg{{max-width:100%;height:auto}}</style></head>
-<body><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>
+#verdict-grid th,#verdict-grid td{{border:1px solid #ddd;padding:4px 8px;font-size:13px;text-align:left}}
+figure{{margin:1em 0}} figcaption{{font-size:13px;color:#333;max-width:60em}}
+.vh{{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}}
+svg{{max-width:100%;height:auto}} @media (max-width:40em){{body{{margin:0.5em}}}}
+{badge_css()}</style></head>
+<body><main><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>
+{verdict_grid(recs)}
 {measured_on(properties or {})}
-<h2>Verdicts</h2><table><tr><th>verdict</th><th>rule</th><th>configuration</th><th>message</th></tr>{''.join(rows)}</table>
+<h2>Verdicts</h2><table><tr><th scope="col">verdict</th><th scope="col">rule</th><th scope="col">configuration</th>
+<th scope="col">blame</th><th scope="col">message</th></tr>{''.join(rows)}</table>
 {what_was_tested(properties or {})}
 {''.join(sections)}
-</body></html>
+</main></body></html>
 """
 
 

@@ -8,7 +8,11 @@ The outputs never claim more than happened:
 - a rule test whose call phase never reported (Ctrl-C, SIGTERM) is an ERROR, one never
   started is NOT RUN, and the run is marked incomplete everywhere, with a non-zero exit code;
 - an output that cannot be written (disk full) is named with the reason, and the exit code
-  is non-zero.
+  is non-zero;
+- the exit code is reports/exitcodes.py's table: 1 only for a rule that FAILED, 10 for harness
+  errors where none failed, 11 for results not written or not stored;
+- the results directory always holds its own ``junit.xml``, also when ``--junit-xml`` writes
+  one elsewhere, so ``python -m reports.compare DIR DIR`` works on any run directory.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ import pytest
 
 from fixtures.session import OPTIONS_KEY
 from measure import phases
+from reports.exitcodes import MEANING, Exit, run_exit_code
 from reports.html import write_html
-from reports.junit import write_junit
+from reports.junit import REPORT_NAME, write_junit
 from reports.records import Record, RunStatus, record_from_nodeid, settle
 from reports.results import INTERRUPT_KEY, RESULTS_KEY
 from reports.run_properties import RUN_PROPERTIES_KEY
@@ -43,6 +48,8 @@ from suites.assertions import RuleFailure
 RECORDS_KEY = pytest.StashKey[dict[str, Record]]()
 ITEM_RECORD_KEY = pytest.StashKey[Record]()
 FINAL_KEY = pytest.StashKey["FinalReport"]()
+#: The exit code the session ends with (reports/exitcodes.py), for the summary's last line.
+EXIT_KEY = pytest.StashKey[int]()
 
 #: Frames of pytest and pluggy themselves: pytest.fail raises inside them, not in the caller.
 _FRAMEWORK_DIRS = tuple(str(Path(m.__file__).parent) for m in (_pytest, pluggy) if m.__file__)
@@ -275,12 +282,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     # What was tested (image, guest OS and kernel, drivers, boot settings, fio), as the fixtures
     # learnt it; never replacing the run's own properties.
     props.update({k: v for k, v in sorted(config.stash.get(RUN_PROPERTIES_KEY, {}).items()) if k not in props})
-    html_path = results.path / "report.html"
+    html_path = results.path / REPORT_NAME
+    junit = partial(write_junit, records, suite_properties=props, status=status, mode=results.file_mode,
+                    results_dir=results.path)
     outputs: list[tuple[str, Path, Callable[[], Path]]] = [
-        ("JUnit XML", results.junit_path, partial(write_junit, records, results.junit_path, suite_properties=props,
-                                                  status=status, mode=results.file_mode)),
+        ("JUnit XML", results.junit_path, partial(junit, results.junit_path)),
         ("report", html_path, partial(write_html, records, html_path, status=status, mode=results.file_mode,
                                       subtitle=subtitle, properties=props))]
+    own = results.path / "junit.xml"
+    if own.resolve() != results.junit_path.resolve():  # --junit-xml elsewhere: the directory keeps its own too
+        outputs.insert(1, ("JUnit XML", own, partial(junit, own)))
     for what, path, write in outputs:
         try:  # each output on its own: a full disk must not lose the other
             write()
@@ -288,19 +299,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         except OSError as e:
             final.not_written.append((what, path, e.strerror or str(e)))
     if opts.store_url is not None:
-        _store(final, opts.store_url, results.path, results.junit_path, results.file_mode)
+        _store(final, opts.store_url, results.path, results.file_mode)
     results.make_private()
-    if session.exitstatus == pytest.ExitCode.OK:
-        if final.not_written or final.not_stored:
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-        elif not status.complete:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    session.exitstatus = run_exit_code(session.exitstatus, (r.outcome or "error" for r in records), status.complete,
+                                       bool(final.not_written or final.not_stored))
+    config.stash[EXIT_KEY] = int(session.exitstatus)
 
 
-def _store(final: FinalReport, url: str, directory: Path, junit: Path, mode: int) -> None:
-    """Write the run into the results store (an interrupted one as incomplete), from the JUnit
+def _store(final: FinalReport, url: str, directory: Path, mode: int) -> None:
+    """Write the run into the results store (an interrupted one as incomplete), from a JUnit
     file just written; the reason in ``final.not_stored`` when it cannot be."""
-    if not any(what == "JUnit XML" for what, _ in final.written):
+    junit = next((path for what, path in final.written if what == "JUnit XML"), None)
+    if junit is None:
         final.not_stored = "the JUnit file was not written, and the store is filled from it"
         return
     try:
@@ -335,7 +345,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         tr.write_line(banner, red=True, bold=True)
     for r in final.records:
         assert r.outcome is not None  # settled
-        tr.write_line(f"{r.outcome.upper():8} {r.rule:22} {r.config}  {_first_line(r.message)}")
+        blamed = f"[blame: {r.blame or 'unknown'}] " if r.outcome == "failed" else ""
+        tr.write_line(f"{r.outcome.upper():8} {r.rule:22} {r.config}  {blamed}{r.headline}")
     for what, path in final.written:
         tr.write_line(f"{what + ':':10} {path}")
     for what, path, why in final.not_written:
@@ -347,3 +358,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         tr.write_line(f"NOT STORED: {final.not_stored}; the JUnit file and the report are the record of this run",
                       red=True, bold=True)
     tr.write_line(f"raw data:  {results.path}")
+    code = config.stash.get(EXIT_KEY, None)
+    if code is not None:
+        known = code in {e.value for e in Exit}
+        tr.write_line(f"exit code: {code} ({MEANING[Exit(code)]})" if known else f"exit code: {code}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from model.rules.verdict import Number, RuleVerdict, spread
@@ -50,6 +51,10 @@ class Record:
     #: While a rule's repeat K of several runs (suites.assertions.judge_repeated): what the test
     #: adds goes in as ``NAME.rK``; 0 when not repeating.
     repeat: int = 0
+    #: A failed verdict's layer at fault (model.blame: "hypervisor", "guest driver", "guest
+    #: configuration", "unknown") and why; "" for any other outcome
+    blame: str = ""
+    blame_reason: str = ""
 
     def add(self, **values: Number) -> None:
         if self.repeat:
@@ -67,6 +72,17 @@ class Record:
         for name, values in by_name.items():
             numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
             self.properties[name] = round(spread(numbers)[0], 6) if len(numbers) == len(values) else values[0]
+
+    @property
+    def headline(self) -> str:
+        """The outcome in one line: a failure's first ``FAIL:`` line (what failed, not the rule's
+        name), else the message's first line."""
+        lines = [line.strip() for line in self.message.splitlines() if line.strip()]
+        if self.outcome == "failed":
+            fail = next((line for line in lines if line.startswith("FAIL:")), None)
+            if fail is not None:
+                return fail
+        return lines[0] if lines else ""
 
     def measured(self) -> dict[str, Number]:
         """Every measured number by name: the test's own, then the verdict's (JUnit's properties)."""
@@ -150,3 +166,14 @@ def settle(records: Iterable[Record], interrupted_by: str = "") -> tuple[list[Re
     stopped = interrupted_by or unfinished or not_run
     errors_only = errors if errors and not stopped and not any(reached_verdict(r) for r in settled) else 0
     return settled, RunStatus(interrupted_by, unfinished, not_run, errors_only)
+
+
+def section_id(rule: str, config: str) -> str:
+    """The id of a rule's section in report.html (``queue-depth--libvirt-virtio-scsi-latency5ms``),
+    which the JUnit case's output names."""
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in f"{rule}--{config}")
+
+
+def raw_dir(results_dir: Path, config: str) -> Path:
+    """Where a configuration's raw measurements go: ``results/raw/libvirt_virtio-scsi_latency5ms``."""
+    return results_dir / "raw" / config.replace(":", "_")

@@ -5,7 +5,11 @@
 
 The default store is ``sqlite:///results/vioconform.db`` (beside the runs' directories); any
 SQLAlchemy URL is accepted (``postgresql://user@host/vioconform`` to share one across hosts,
-with the driver installed), except an in-memory SQLite store, which would keep nothing. A run
+with the driver installed), except an in-memory SQLite store, which would keep nothing. A
+PostgreSQL password is best left out of the URL: libpq (psycopg2) then takes it from
+``PGPASSWORD`` or from the password file (``~/.pgpass``, mode 0600, lines
+``host:port:database:user:password``; ``PGPASSFILE`` names another), so no password is typed on
+a command line; a server that asks for one none of them gives is an error naming both. A run
 and ``import`` create the store on first use (safe when several start at once); the commands
 that only read (``list``, reports.trend, reports.compare) never create one.
 
@@ -15,13 +19,17 @@ Every connection is bounded: :data:`STORE_CONNECT_TIMEOUT_S` to connect,
 ends at once on Ctrl-C or SIGTERM. Tables:
 
 - ``meta``: ``schema_version`` (a store written by a newer vioconform is refused, never altered;
-  an older one is brought up to date by the first command that writes, and read as it is);
+  an older one is brought up to date by the first command that writes, and read as it is: its
+  runs' series are then derived as the upgrade would store them);
 - ``runs``: id, run_uid (the run's own identity, the ``vioconform_run_id`` JUnit property a run
   writes; unique: a copy of its results directory imported again is the same run), source (the
   results directory, unique: importing it again returns the same run; the identity of runs
-  written before run ids), started, finished, fingerprint (JSON: what was tested, the JUnit suite properties),
-  options (JSON: hypervisor, controllers, inject), revision (vioconform's, when recorded),
-  complete (an interrupted run is stored but never used as a baseline);
+  written before run ids), series (the job the run belongs to, model/series.py: its ``series``
+  suite property; a run written before series were recorded, and every run of a store upgraded
+  from schema 2, gets the default series derived from its options and fingerprint), started,
+  finished, fingerprint (JSON: what was tested, the JUnit suite properties), options (JSON:
+  hypervisor, controllers, inject and the ``options`` property's), revision (vioconform's, when
+  recorded), complete (an interrupted run is stored but never used as a baseline);
 - ``verdicts``: run, rule, config, outcome (passed / failed / error / skipped / not run: a
   conformance failure, a harness error and a skip are different words), message;
 - ``metrics``: run, rule, config, name, unit, direction (higher-better / lower-better /
@@ -56,12 +64,13 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from model.compare import Key, MetricKey, Series
-from model.fingerprint import OPTIONS_KEY, REVISION_KEY, SERIES_OPTIONS, same_series
+from model.fingerprint import OPTIONS_KEY, REVISION_KEY, SERIES_OPTIONS
 from model.metrics import as_number, describe
 from model.secret import password_holds_at, redact_url, register_url, scrub
+from model.series import MAX_SERIES_CHARS, SERIES_KEY, series_problem, stored_series
 
-#: 2 added ``runs.run_uid``.
-SCHEMA_VERSION = 2
+#: 2 added ``runs.run_uid``; 3 added ``runs.series``.
+SCHEMA_VERSION = 3
 DEFAULT_PARENT = Path("results")  # as reports.results.DEFAULT_PARENT (not imported: no pytest here)
 #: Suite properties that are the run's options rather than what it measured against (the
 #: ``options`` property, JSON, adds the rest of them).
@@ -104,6 +113,41 @@ SCHEMA_LOCK_KEY = 0x76696F63
 
 class StoreError(Exception):
     """A store or a run that cannot be used; the message names the cause and the remedy."""
+
+
+#: The environment variables libpq takes the password and the password file from.
+PASSWORD_ENV = "PGPASSWORD"
+PASSFILE_ENV = "PGPASSFILE"
+
+
+def password_file() -> Path:
+    """The password file libpq reads: ``$PGPASSFILE``, else ``~/.pgpass`` (``$HOME``'s)."""
+    given = os.environ.get(PASSFILE_ENV)
+    return Path(given) if given else Path(os.path.expanduser("~")) / ".pgpass"
+
+
+def _connect_remedy(url: sa.engine.URL, error: str) -> str:
+    """What to do about a store that cannot be opened: for a PostgreSQL server that asked for a
+    password, where libpq looks for one (the URL, PGPASSWORD, the password file) and what it
+    found; else the general checks. Never the password itself."""
+    if url.get_backend_name() != "postgresql" or not ("no password supplied" in error
+                                                      or "password authentication failed" in error):
+        return "check the URL, that the database is reachable and that you may write to it"
+    passfile = password_file()
+    shown_file = f"${PASSFILE_ENV} ({passfile})" if os.environ.get(PASSFILE_ENV) else f"~/.pgpass ({passfile})"
+    line = f"{url.host or 'localhost'}:{url.port or 5432}:{url.database or '*'}:{url.username or '*'}:PASSWORD"
+    try:
+        loose = passfile.is_file() and passfile.stat().st_mode & 0o077
+    except OSError:
+        loose = False
+    if "no password supplied" in error:
+        found = (f"; {shown_file} is ignored: it has group or world access (chmod 600 it)" if loose else
+                 f"; {shown_file} has no line for it" if passfile.is_file() else "")
+        return (f"the server asks for a password and none was given: set {PASSWORD_ENV}, or add the line {line} to "
+                f"{shown_file}, mode 0600 (either keeps the password off the command line){found}")
+    given = ("the URL" if url.password is not None else PASSWORD_ENV if os.environ.get(PASSWORD_ENV) else shown_file)
+    return (f"the server refused the password in {given} for user {url.username or '(default)'}: correct it (a URL "
+            f"without a password takes it from {PASSWORD_ENV}, else from {shown_file})")
 
 
 def default_url(parent: Path = DEFAULT_PARENT) -> str:
@@ -191,6 +235,7 @@ runs = sa.Table(
     "runs", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("run_uid", sa.String(64), nullable=True),
+    sa.Column("series", sa.String(MAX_SERIES_CHARS), nullable=True),
     sa.Column("source", sa.String(1024), unique=True, nullable=True),
     sa.Column("started", sa.DateTime, nullable=True),
     sa.Column("finished", sa.DateTime, nullable=True),
@@ -198,9 +243,10 @@ runs = sa.Table(
     sa.Column("options", sa.Text, nullable=False),
     sa.Column("revision", sa.String(128), nullable=False),
     sa.Column("complete", sa.Boolean, nullable=False),
-    sa.Index("ix_runs_run_uid", "run_uid", unique=True))
-#: Schema version 1 had every column of ``runs`` but these.
-V2_RUN_COLUMNS = ("run_uid",)
+    sa.Index("ix_runs_run_uid", "run_uid", unique=True),
+    sa.Index("ix_runs_series", "series"))
+#: The columns of ``runs`` added after schema version 1, and the version that added each.
+RUN_COLUMNS_SINCE = {"run_uid": 2, "series": 3}
 verdicts = sa.Table(
     "verdicts", metadata,
     sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), primary_key=True),
@@ -240,6 +286,8 @@ class RunData:
     source: str | None = None
     #: The run's own identity (its ``vioconform_run_id``); None for runs written before run ids
     run_uid: str | None = None
+    #: The run's series (model/series.py); "": derived from ``options`` and ``fingerprint`` when stored
+    series: str = ""
     verdicts: dict[Key, tuple[str, str]] = field(default_factory=dict)  # (outcome, message)
     #: (rule, config, property name as written, e.g. "qd1_iops.r2") -> value as written
     properties: dict[tuple[str, str, str], str] = field(default_factory=dict)
@@ -290,6 +338,11 @@ def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
     if foreign:
         raise StoreError(f"{junit}: not a vioconform run ({foreign}); only results directories a vioconform run "
                          f"wrote are stored (give one such as results/20261123-020000)")
+    given_series = props.get(SERIES_KEY) or None
+    problem = series_problem(given_series) if given_series is not None else None
+    if problem is not None:
+        raise StoreError(f"{junit}: its series {given_series!r} cannot name a series ({problem}); nothing was "
+                         f"stored: correct the series property, or remove it to store the run in its default series")
     complete = props.get("complete", "true") == "true"
     started = _started(directory, suite, junit)
     try:
@@ -303,11 +356,12 @@ def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
         more = {"unreadable": props[OPTIONS_KEY]}
     if isinstance(more, dict):
         options.update({str(k): v if isinstance(v, str) else json.dumps(v) for k, v in more.items() if k not in options})
-    run = RunData(fingerprint={k: v for k, v in props.items()
-                               if k not in (*OPTION_KEYS, *STATUS_KEYS, REVISION_KEY, OPTIONS_KEY, RUN_ID_KEY)},
-                  options=options, revision=props.get(REVISION_KEY, ""),
+    fingerprint = {k: v for k, v in props.items()
+                   if k not in (*OPTION_KEYS, *STATUS_KEYS, REVISION_KEY, OPTIONS_KEY, RUN_ID_KEY, SERIES_KEY)}
+    run = RunData(fingerprint=fingerprint, options=options, revision=props.get(REVISION_KEY, ""),
                   complete=complete, started=started, finished=finished, source=str(directory.resolve()),
-                  run_uid=props.get(RUN_ID_KEY) or None)
+                  run_uid=props.get(RUN_ID_KEY) or None,
+                  series=stored_series(options, fingerprint, given_series))
     for case in suite.iter("testcase"):
         name = case.get("name") or ""
         if case.get("classname") == "vioconform.run":  # run[incomplete]: the complete flag says it
@@ -351,6 +405,8 @@ class StoredRun:
     revision: str
     complete: bool
     run_uid: str | None = None
+    #: The job the run belongs to (model/series.py)
+    series: str = ""
 
 
 def _pg_wait(conn: Any) -> None:
@@ -432,8 +488,9 @@ class Store:
                                  f"another --store")
         if create:
             _create_sqlite_file(url, mode)
-        #: Whether ``runs`` has this version's columns (False: a version 1 store, read as it is)
-        self.current = True
+        #: The schema version of the store's tables (older than :data:`SCHEMA_VERSION`: a store
+        #: opened to read, read as it is)
+        self.version = SCHEMA_VERSION
         try:
             with self.engine.connect() as conn:
                 version = _schema_version(conn)
@@ -448,12 +505,13 @@ class Store:
             if version != SCHEMA_VERSION:
                 if create:
                     self._create_or_upgrade()
-                else:
-                    self.current = False
+                elif version is not None:
+                    self.version = version
         except SQLAlchemyError as e:
             self.engine.dispose()
-            raise StoreError(f"store {shown} cannot be opened: {_first_line(e)}; check the URL, that the database "
-                             f"is reachable and that you may write to it") from None
+            said = _first_line(e)
+            raise StoreError(f"store {shown} cannot be opened: {said}; {_connect_remedy(self.engine.url, said)}") \
+                from None
         except BaseException:
             self.engine.dispose()
             raise
@@ -481,7 +539,7 @@ class Store:
                         raise StoreError(f"store {self.shown} has schema version {version}, written by a newer "
                                          f"vioconform (this one reads version {SCHEMA_VERSION}); update vioconform "
                                          f"to use it. Nothing in it was changed.")
-                self.current = True
+                self.version = SCHEMA_VERSION
                 return
             except (sa.exc.OperationalError, sa.exc.IntegrityError, sa.exc.ProgrammingError):
                 if attempt == SCHEMA_CREATE_ATTEMPTS:
@@ -494,7 +552,7 @@ class Store:
         """Store ``run`` in one transaction; (its id, True) — or (the id stored before, False)
         when the same run was stored already (nothing is rewritten): the same run id (a copy of
         its results directory too), or, for a run without one, the same source directory."""
-        if not self.current:  # a version 1 store opened to read, now written to
+        if self.version != SCHEMA_VERSION:  # an older store opened to read, now written to
             self._create_or_upgrade()
         existing = self._same_run(run)
         if existing is not None:
@@ -502,7 +560,8 @@ class Store:
         try:
             with self.engine.begin() as conn:
                 run_id = _insert(conn, runs.insert().values(
-                    run_uid=run.run_uid, source=run.source, started=run.started, finished=run.finished,
+                    run_uid=run.run_uid, series=run.series or stored_series(run.options, run.fingerprint),
+                    source=run.source, started=run.started, finished=run.finished,
                     fingerprint=json.dumps(run.fingerprint, sort_keys=True),
                     options=json.dumps(run.options, sort_keys=True), revision=run.revision,
                     complete=run.complete))
@@ -550,7 +609,7 @@ class Store:
         return self.run_by_source(run.source) if run.source is not None else None
 
     def run_by_uid(self, run_uid: str) -> int | None:
-        if not self.current:
+        if self.version < RUN_COLUMNS_SINCE["run_uid"]:
             return None
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(runs.c.id).where(runs.c.run_uid == run_uid)).first()
@@ -565,8 +624,8 @@ class Store:
         return None if row is None else int(row[0])
 
     def _runs_columns(self) -> list[sa.Column[Any]]:
-        """The columns of ``runs`` this store has (a version 1 store read as it is lacks run_uid)."""
-        return [c for c in runs.columns if self.current or c.name not in V2_RUN_COLUMNS]
+        """The columns of ``runs`` this store has (an older store read as it is lacks the newer ones)."""
+        return [c for c in runs.columns if RUN_COLUMNS_SINCE.get(c.name, 1) <= self.version]
 
     def run(self, run_id: int) -> StoredRun:
         row = None
@@ -583,11 +642,14 @@ class Store:
             return [_stored(r) for r in conn.execute(sa.select(*self._runs_columns())
                                                      .order_by(runs.c.started, runs.c.id))]
 
+    def series_runs(self, series: str) -> list[StoredRun]:
+        """The complete runs of ``series``, oldest first (by start)."""
+        return [r for r in self.runs() if r.complete and r.series == series]
+
     def last_runs(self, like: StoredRun, n: int, before: StoredRun | None = None) -> list[StoredRun]:
-        """The last ``n`` complete runs of ``like``'s series (the same fingerprint and configuration,
-        model.fingerprint), oldest first, up to and including ``before``."""
-        same = [r for r in self.runs()
-                if r.complete and same_series(r.fingerprint, r.options, like.fingerprint, like.options)]
+        """The last ``n`` complete runs of ``like``'s series (model/series.py: whatever their
+        fingerprints), oldest first, up to and including ``before``."""
+        same = self.series_runs(like.series)
         if before is not None:
             same = same[:next((i + 1 for i, r in enumerate(same) if r.id == before.id), len(same))]
         return same[-n:] if n > 0 else []
@@ -648,9 +710,11 @@ def _first_line(e: BaseException) -> str:
 
 
 def _stored(row: sa.Row[tuple[object, ...]]) -> StoredRun:
+    """A row of ``runs``; its series derived as the upgrade stores it where the store has none yet."""
     m = row._mapping
-    return StoredRun(int(m["id"]), m["source"], m["started"], m["finished"], json.loads(m["fingerprint"]),
-                     json.loads(m["options"]), m["revision"], bool(m["complete"]), m.get("run_uid"))
+    fingerprint, options = json.loads(m["fingerprint"]), json.loads(m["options"])
+    return StoredRun(int(m["id"]), m["source"], m["started"], m["finished"], fingerprint, options, m["revision"],
+                     bool(m["complete"]), m.get("run_uid"), m.get("series") or stored_series(options, fingerprint))
 
 
 def _schema_version(conn: sa.Connection) -> int | None:
@@ -664,11 +728,21 @@ def _schema_version(conn: sa.Connection) -> int | None:
 
 
 def _upgrade(conn: sa.Connection) -> None:
-    """Version 1 -> 2: ``runs.run_uid`` and its unique index (each step skipped where done)."""
+    """An older store brought up to :data:`SCHEMA_VERSION` in the caller's transaction, each step
+    skipped where done. Version 1 -> 2: ``runs.run_uid`` and its unique index. 2 -> 3:
+    ``runs.series``, each stored run's the default derived from its stored options and fingerprint
+    (model.series.stored_series, as a results directory without a series is stored), and its index."""
     have = {c["name"] for c in sa.inspect(conn).get_columns("runs")}
     if "run_uid" not in have:
         conn.execute(sa.text("ALTER TABLE runs ADD COLUMN run_uid VARCHAR(64)"))
     conn.execute(sa.text("CREATE UNIQUE INDEX IF NOT EXISTS ix_runs_run_uid ON runs (run_uid)"))
+    if "series" not in have:
+        conn.execute(sa.text(f"ALTER TABLE runs ADD COLUMN series VARCHAR({MAX_SERIES_CHARS})"))
+    unnamed = conn.execute(sa.select(runs.c.id, runs.c.options, runs.c.fingerprint).where(runs.c.series.is_(None)))
+    named = [{"run": r.id, "name": stored_series(json.loads(r.options), json.loads(r.fingerprint))} for r in unnamed]
+    if named:
+        conn.execute(runs.update().where(runs.c.id == sa.bindparam("run")).values(series=sa.bindparam("name")), named)
+    conn.execute(sa.text("CREATE INDEX IF NOT EXISTS ix_runs_series ON runs (series)"))
     conn.execute(meta_table.update().where(meta_table.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
 
 
@@ -735,7 +809,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"(no runs stored in {store.shown}; add some with python -m reports.store import DIR)")
             for r in store.runs():
                 print(f"{r.id}\t{r.started or '-'}\t{'complete' if r.complete else 'INCOMPLETE'}\t"
-                      f"{r.options.get('hypervisor', '-')}\t{r.source or '-'}")
+                      f"{r.options.get('hypervisor', '-')}\t{r.source or '-'}\t{r.series}")
     finally:
         store.close()
     return status

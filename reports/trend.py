@@ -1,19 +1,24 @@
 """The trend page: the last N runs of one nightly series, from the results store.
 
-    python -m reports.trend [--store URL] [--last N] [--run ID] [-o trend.html] [--all-metrics]
+    python -m reports.trend [--store URL] [--last N] [--run ID | --series NAME] [-o trend.html] [--all-metrics]
 
-A series is one fingerprint and configuration (model/fingerprint.py: the same QEMU, libvirt,
-host kernel, image and guest; the same hypervisor, controllers and faults). The page shows:
+A series is one nightly job (model/series.py: ``--series NAME``, or derived from the hypervisor,
+hosts, controllers, faults, disk and image name), followed across every change of QEMU, libvirt,
+kernel, machine type, image or fio: those are its fingerprint (model/fingerprint.py), what
+changed between its runs. The page shows:
 
-- which series it is (the fingerprint's entries and the options);
+- which series it is (its name and options), then what changed between its runs: one line per
+  run whose fingerprint differs from the run before (``run 41 -> 42: qemu.version 7.2.22 ->
+  8.0.0; unchanged: ...``), and the newest run's fingerprint;
 - a verdict grid: one row per rule and configuration, one column per run, each cell coloured by
-  its outcome (passed, failed, error, skipped, not run; white where a run did not have it);
+  its outcome and the outcome written in it (passed, failed, error, skipped, not run; empty where
+  a run did not have it), and the grid in words beside it (reports/a11y.py);
 - the key metrics as time series: each run's median with its repeats' min..max, and the noise
   band: the series' median +- the metric's minimum effect (model/noise.py over the shown runs when
   there are 3 or more, else the measured table in model/compare.py). A point outside the band
-  moved beyond the noise.
+  moved beyond the noise. Both mark each run whose fingerprint changed (a dashed line before it).
 
-Without ``--run`` the series is the newest complete run's. Exit code 2 on bad input (a store that
+Without ``--run`` or ``--series`` the series is the newest complete run's. Exit code 2 on bad input (a store that
 cannot be opened, a run id that does not exist, an empty store) and on a usage error (an ``-o``
 path that is a directory, a device or the store's own file: refused before the store is opened),
 with the reason.
@@ -23,15 +28,17 @@ from __future__ import annotations
 
 import argparse
 import html
+import itertools
 import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from model.compare import MIN_EFFECT, MIN_EFFECTS, MetricKey, Series, Spread
-from model.fingerprint import SERIES_OPTIONS, fingerprint
+from model.fingerprint import SERIES_OPTIONS, change_line, fingerprint
 from model.noise import run_to_run
-from reports import charts
+from reports.a11y import grid_headline
+from reports.compare import newest_run, series_arg
 from reports.results import OutputPathError, check_outputs, write_atomic
 from reports.store import Store, StoredRun, StoreError, default_url, open_store, sqlite_file
 
@@ -60,14 +67,30 @@ def noise_bands(series: Sequence[dict[MetricKey, Series]], keys: Sequence[Metric
     return bands
 
 
+def fingerprint_changes(runs: Sequence[StoredRun]) -> list[tuple[int, str]]:
+    """Each run (its index in ``runs``) whose fingerprint differs from the run before it, with the
+    line that says what changed."""
+    return [(i, change_line(a.id, b.id, a.fingerprint, b.fingerprint, a.revision, b.revision))
+            for i, (a, b) in enumerate(itertools.pairwise(runs), 1)
+            if fingerprint(a.fingerprint) != fingerprint(b.fingerprint)]
+
+
 def trend_document(store: Store, runs: Sequence[StoredRun], all_metrics: bool = False) -> str:
-    """The page for ``runs`` (oldest first, one series)."""
+    """The page for ``runs`` (oldest first, one series). matplotlib is imported here, when a page is
+    drawn, not when the module loads: ``--help`` and a usage error answer without it (and without
+    matplotlib's font cache, which its first import builds)."""
+    from reports import charts
+
     esc = html.escape
     columns = [_label(r) for r in runs]
+    changes = fingerprint_changes(runs)
+    marks = [i for i, _ in changes]
     verdicts = [store.verdicts(r.id) for r in runs]
     keys = sorted({k for v in verdicts for k in v})
     grid = charts.verdict_grid_svg([f"{rule} [{config}]" for rule, config in keys], columns,
-                                   [[v.get(k, "absent") for v in verdicts] for k in keys])
+                                   [[v.get(k, "absent") for v in verdicts] for k in keys], marks)
+    grid_words = grid_headline([f"{rule} [{config}]" for rule, config in keys], columns,
+                               [[v.get(k, "absent") for v in verdicts] for k in keys])
     series = [store.series(r.id) for r in runs]
     metric_keys = sorted({k for s in series for k, v in s.items()
                           if v.direction != "parameter" and (all_metrics or k[2] in KEY_METRICS)})
@@ -79,42 +102,44 @@ def trend_document(store: Store, runs: Sequence[StoredRun], all_metrics: bool = 
         plots.append(charts.series_svg(f"{key[0]} [{key[1]}]: {key[2]}", unit, columns,
                                        [sp.median if sp else None for sp in spreads],
                                        [sp.lo if sp else None for sp in spreads],
-                                       [sp.hi if sp else None for sp in spreads], bands.get(key)))
+                                       [sp.hi if sp else None for sp in spreads], bands.get(key), marks))
     last = runs[-1]
-    fp = fingerprint(last.fingerprint)
-    ident = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fp.items())
+    ident = f"<tr><th>series</th><td>{esc(last.series)}</td></tr>"
     ident += "".join(f"<tr><th>{esc(k)}</th><td>{esc(last.options.get(k, '-'))}</td></tr>" for k in SERIES_OPTIONS)
+    fp = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fingerprint(last.fingerprint).items())
+    changed = ("".join(f"<li>{esc(line)}</li>" for _, line in changes) if changes else
+               f"<li>nothing: the {len(runs)} run(s) share one fingerprint</li>")
     note = ("" if len(runs) >= 2 else
             "<p class='note'>Only one run of this series is stored: there is no trend yet.</p>")
     band_note = ("run-to-run spread of these runs" if len(runs) >= 3
-                 else "the minimum effects measured on the reference host (README, 'Run-to-run noise')")
+                 else "the minimum effects measured on the reference host (docs/benchmarks.md, 'Run-to-run noise')")
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>vioconform trend</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>vioconform trend</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:80em}} table{{border-collapse:collapse}}
 th{{text-align:left;color:#555;font-weight:normal;padding:2px 8px;font-size:13px}} td{{padding:2px 8px;font-size:13px}}
 svg{{max-width:100%;height:auto}} .note{{background:#fff3e0;padding:6px}}
-#metrics{{display:flex;flex-wrap:wrap;gap:6px}} #metrics svg{{width:49%}}</style></head>
-<body><h1>vioconform trend: {len(runs)} run(s) of one series</h1>
-<p>Runs {esc(columns[0])} to {esc(columns[-1])}. A series is one fingerprint and configuration:</p>
+#metrics{{display:flex;flex-wrap:wrap;gap:6px}} #metrics svg{{width:49%}}
+@media (max-width:50em){{body{{margin:0.5em}} #metrics svg{{width:100%}}}}</style></head>
+<body><main><h1>vioconform trend: {len(runs)} run(s) of series {esc(last.series)}</h1>
+<h2>What changed</h2><ul id="changes">{changed}</ul>
+<p>Runs {esc(columns[0])} to {esc(columns[-1])}. A series is one job, followed across every change of its
+fingerprint (QEMU, libvirt, kernels, machine type, image, fio); a dashed line in the charts marks each run whose
+fingerprint changed.</p>
 <table id="series">{ident}</table>{note}
-<h2>Verdicts</h2><div id="grid">{grid}</div>
+<h2>Fingerprint of the newest run</h2><table id="fingerprint">{fp}</table>
+<h2>Verdicts</h2><div id="grid">{grid}</div><p id="grid-summary">{esc(grid_words)}</p>
 <h2>Key metrics</h2><p>Each run's median, its repeats' min..max, and the noise band (shaded: the series' median
 +- the metric's minimum effect, from the {band_note}). A point outside the band moved beyond the noise.</p>
 <div id="metrics">{''.join(plots) or '<p>No metric with a direction was measured.</p>'}</div>
-</body></html>
+</main></body></html>
 """
 
 
-def series_runs(store: Store, ref: int | None, n: int) -> list[StoredRun]:
-    """The last ``n`` complete runs of the series of run ``ref`` (default: the newest complete run)."""
-    if ref is not None:
-        run = store.run(ref)
-    else:
-        complete = [r for r in store.runs() if r.complete]
-        if not complete:
-            raise StoreError(f"store {store.shown} has no complete run; run the suite, or import results with "
-                             f"python -m reports.store import DIR")
-        run = complete[-1]
+def series_runs(store: Store, ref: int | None, n: int, series: str | None = None) -> list[StoredRun]:
+    """The last ``n`` complete runs of the series of run ``ref`` (default: the newest complete run,
+    of ``series`` if given)."""
+    run = store.run(ref) if ref is not None else newest_run(store, series)
     runs = store.last_runs(run, n, run)
     return runs or [run]
 
@@ -123,7 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m reports.trend", description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", help=f"SQLAlchemy URL of the results store (default {default_url()})")
     ap.add_argument("--last", type=int, default=14, metavar="N", help="runs shown (default 14)")
-    ap.add_argument("--run", type=int, metavar="ID", help="a run of the series to show (default: the newest complete run)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--run", type=int, metavar="ID", help="a run of the series to show (default: the newest "
+                       "complete run)")
+    which.add_argument("--series", type=series_arg, metavar="NAME",
+                       help="the series to show, by name (python -m reports.store list shows each run's)")
     ap.add_argument("-o", "--output", type=Path, default=Path("trend.html"), help="the page (default trend.html)")
     ap.add_argument("--all-metrics", action="store_true", help="every metric with a direction, not only the key ones")
     args = ap.parse_args(argv)
@@ -139,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        runs = series_runs(store, args.run, args.last)
+        runs = series_runs(store, args.run, args.last, args.series)
         page = trend_document(store, runs, args.all_metrics)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -151,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:
         print(f"error: -o {args.output} not written: {e.strerror or e}", file=sys.stderr)
         return 2
-    print(f"trend page: {args.output} ({len(runs)} run(s) of the series of run {runs[-1].id})")
+    print(f"trend page: {args.output} ({len(runs)} run(s) of series {runs[-1].series}, up to run {runs[-1].id})")
     return 0
 
 

@@ -7,16 +7,20 @@ hypervisor) is an ERROR: no verdict was reached (see reports/plugin.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from _pytest.outcomes import Failed  # pytest.fail.Exception, importable as a base class for typing
 
+from model.blame import blame
 from model.rules.baseline import BaselineMissing, against_baseline
 from model.rules.verdict import combine_repeats
+from reports.records import raw_dir
 
 if TYPE_CHECKING:
+    from measure.disk import GuestDisk
+    from model.blame import Trail
     from model.rules.verdict import RuleVerdict
     from reports.baseline import StoredBaseline
     from reports.records import Record
@@ -34,25 +38,39 @@ def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir:
 
 
 def raw_dir_for(results_dir: Path, config_id: str) -> Path:
-    """Where a configuration's raw measurements go: ``results/raw/libvirt_virtio-scsi_latency5ms``."""
-    return results_dir / "raw" / config_id.replace(":", "_")
+    """Where a configuration's raw measurements go: ``results/raw/libvirt_virtio-scsi_latency5ms``
+    (reports.records.raw_dir, which the JUnit file names too)."""
+    return raw_dir(results_dir, config_id)
 
 
-def conclude(verdict: RuleVerdict, record: Record, config: str, raw_dir: Path) -> None:
+def conclude(verdict: RuleVerdict, record: Record, config: str, raw_dir: Path,
+             trails: Sequence[Trail] = ()) -> None:
     """Keep the verdict in the record (its numbers for JUnit, its figures for the report), then
-    fail with its explanation, every number in it, unless it passed."""
+    fail with its explanation, every number in it, unless it passed. A failure names the layer
+    at fault (model.blame, from ``trails``: the rule's disks' settings at each layer) in its last
+    line and in the record."""
     __tracebackhide__ = True
     record.verdict = verdict
-    fail_unless(verdict.passed, verdict.rule, config, verdict.explain(), raw_dir)
+    explanation = verdict.explain()
+    if not verdict.passed:
+        b = blame(verdict.rule, trails, verdict.hint)
+        record.blame, record.blame_reason = b.layer, b.reason
+        explanation += f"\nblame: {b.layer}: {b.reason}"
+    fail_unless(verdict.passed, verdict.rule, config, explanation, raw_dir)
+
+
+def trails_of(disks: Sequence[GuestDisk]) -> list[Trail]:
+    """The settings of the rule's disks at each layer, for the blame of a failure."""
+    return [t for d in disks for t in d.trails()]
 
 
 def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, once: Callable[[Path], RuleVerdict],
-                   exact: bool, baseline: StoredBaseline | None = None) -> None:
+                   exact: bool, baseline: StoredBaseline | None = None, disks: Sequence[GuestDisk] = ()) -> None:
     """Measure and judge a rule ``repeats`` times (``once(raw_dir)`` is one measurement and its
     verdict; with several repeats each gets ``raw_dir/rK`` and what it adds to the record is
     ``NAME.rK``), combine the verdicts (model.rules.verdict.combine_repeats: ``exact`` checks fail
     on any failing repeat, measured ones by the majority), compare with the stored ``baseline``
-    when one is given, and conclude."""
+    when one is given, and conclude; a failure is blamed on a layer from ``disks``' settings."""
     __tracebackhide__ = True
     verdicts = []
     for k in range(1, repeats + 1):
@@ -62,18 +80,18 @@ def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, onc
         finally:
             record.repeat = 0
     record.fold_repeats()
-    conclude_against(combine_repeats(verdicts, exact), record, config, raw_dir, baseline)
+    conclude_against(combine_repeats(verdicts, exact), record, config, raw_dir, baseline, trails_of(disks))
 
 
 def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir: Path,
-                     baseline: StoredBaseline | None) -> None:
+                     baseline: StoredBaseline | None, trails: Sequence[Trail] = ()) -> None:
     """Compare ``verdict`` with the stored ``baseline`` (``--baseline``; None: no comparison asked
     for) and conclude. A baseline with nothing to compare for this rule and configuration is never
     a plain pass: a failing verdict fails with the reason in a note, a passing one is an ERROR
     (BaselineMissing), its verdict and numbers kept in the record."""
     __tracebackhide__ = True
     if baseline is None:
-        conclude(verdict, record, config, raw_dir)
+        conclude(verdict, record, config, raw_dir, trails)
         return
     series = baseline.for_rule(verdict.rule, config)
     source = baseline.source_for(verdict.rule, config)
@@ -81,7 +99,7 @@ def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir:
     verdict = against_baseline(verdict, {**record.properties, **verdict.properties}, series, source, missing)
     if not missing and verdict.properties.get("baseline_metrics_compared") == 0:
         missing = baseline.missing(verdict.rule, config, "it holds none of the metrics this run measured")
-    conclude(verdict, record, config, raw_dir)
+    conclude(verdict, record, config, raw_dir, trails)
     if missing:
         raise BaselineMissing(f"{missing}. The rule itself passed; the comparison --baseline asked for was not "
                               "made: give --baseline a run that has this configuration's verdict, or leave "

@@ -85,7 +85,7 @@ def test_alignment(scratch_disk: GuestDisk, suite_options: SuiteOptions, record:
         if run.host_trace is None:
             pytest.skip(f"alignment needs each request's offset, and the host trace is incomplete: {run.host_trace_gap}")
         requests = [(r.offset_lbn * 512, r.length_bytes) for r in run.host_trace.requests if not r.is_flush]
-        # The grid is the device's own (as the hypervisor configured it), whatever the guest was told.
+        # The grid is the device's own (as the suite asked for it), whatever the guest was told.
         cfg, lim = disk.attached.configured, disk.advertised_limits
         counts = count_boundary_crossings(requests, max(cfg.physical_block_bytes, lim.physical_block_size),
                                           cfg.optimal_io_bytes or lim.optimal_io_size)
@@ -94,4 +94,4 @@ def test_alignment(scratch_disk: GuestDisk, suite_options: SuiteOptions, record:
 
     # A misaligned request is an exact finding: every repeat must pass.
     judge_repeated(record, disk.config_id, raw, suite_options.repeats_for("alignment"), once, exact=True,
-                   baseline=stored_baseline)
+                   baseline=stored_baseline, disks=(disk,))

@@ -25,7 +25,7 @@ from model.rules.buffered_direct import RegimeSample, RegimeSeries, judge_regime
 from reports.baseline import StoredBaseline
 from reports.records import Record
 from reports.results import file_mode, write_atomic
-from suites.assertions import conclude_against, raw_dir_for
+from suites.assertions import conclude_against, raw_dir_for, trails_of
 from suites.needs import needed
 
 #: The copy's read requests: 1 MiB, a typical cp/dd buffer; the page cache turns them into
@@ -85,4 +85,4 @@ def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, re
         pytest.skip("buffered-direct measured only: no --baseline to compare with (make one with --save-baseline "
                     "PATH on the previous image or hypervisor version). " + " | ".join(verdict.lines))
     # --baseline RUN: the stored run's metrics, as every rule compares them
-    conclude_against(verdict, record, disk.config_id, raw, stored_baseline)
+    conclude_against(verdict, record, disk.config_id, raw, stored_baseline, trails_of((disk,)))

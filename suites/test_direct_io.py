@@ -71,9 +71,18 @@ def test_direct_io_fidelity_and_durability(scratch_disk: GuestDisk, suite_option
                 latency = _latency_floor(run)
         probed = disk.advertised_limits.write_cache
         configured = disk.attached.configured.write_cache
-        volatile = bool(configured) if configured is not None else probed == "write back"
-        cache_source = (f"hypervisor configured {'write back' if configured else 'write through'}"
-                        if configured is not None else "unknown to the hypervisor") + f"; guest probed {probed!r}"
+        said = disk.advertised.write_cache if disk.advertised is not None else None
+        # The device's cache as the hypervisor says it advertises it, else as asked, else as the guest probed it.
+        volatile = said if said is not None else bool(configured) if configured is not None else probed == "write back"
+        if said is not None and disk.advertised is not None:
+            cache_source = (f"the device advertises {'write back' if said else 'write through'} "
+                            f"({disk.advertised.said_by.get('write_cache', '')})")
+        elif configured is not None:
+            cache_source = (f"the suite asked for {'write back' if configured else 'write through'} (the hypervisor did "
+                            "not say what the device advertises)")
+        else:
+            cache_source = "unknown to the hypervisor"
+        cache_source += f"; guest probed {probed!r}"
         if disk.limits.write_cache != probed:
             cache_source += f", now {disk.limits.write_cache!r}"
         if disk.limits.fua is not None:
@@ -93,4 +102,5 @@ def test_direct_io_fidelity_and_durability(scratch_disk: GuestDisk, suite_option
 
     # One for one writes and flushes are exact conformance checks: every repeat must pass.
     judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / "direct-io",
-                   suite_options.repeats_for("direct-io"), once, exact=True, baseline=stored_baseline)
+                   suite_options.repeats_for("direct-io"), once, exact=True, baseline=stored_baseline,
+                   disks=(disk,))

@@ -36,7 +36,8 @@ def test_io_size_fidelity(disk: GuestDisk, suite_options: SuiteOptions, record: 
 
     # Request sizes are measured: a split by scattered pages can vary; the majority decides.
     judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id),
-                   suite_options.repeats_for("io-size"), once, exact=False, baseline=stored_baseline)
+                   suite_options.repeats_for("io-size"), once, exact=False, baseline=stored_baseline,
+                   disks=(disk,))
 
 
 def _measure_and_judge(disk: GuestDisk, suite_options: SuiteOptions, record: Record, raw: Path) -> RuleVerdict:

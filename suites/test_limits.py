@@ -1,6 +1,7 @@
 """Rule 6, limits advertisement: what the guest was told about each disk of a controller,
-against what the hypervisor configured (queue depth, maximum transfer, block sizes, optimal
-I/O size, write cache, discard, queues). Read from sysfs as the driver set it at probe time."""
+against what the suite asked the hypervisor for (queue depth, maximum transfer, block sizes,
+optimal I/O size, write cache, discard, queues), beside what the hypervisor says the device
+advertises. Read from sysfs as the driver set it at probe time."""
 
 from __future__ import annotations
 
@@ -19,6 +20,6 @@ def test_limits_advertisement(disk: GuestDisk, scratch_disk: GuestDisk, suite_op
                               record: Record, stored_baseline: StoredBaseline | None) -> None:
     # Settings read once (they do not vary between repeats); exact, and compared with a baseline's.
     judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id), 1,
-                   lambda _raw: judge_limits([(d.attached.spec.role, d.attached.configured, d.advertised_limits)
-                                              for d in (disk, scratch_disk)]),
-                   exact=True, baseline=stored_baseline)
+                   lambda _raw: judge_limits([(d.attached.spec.role, d.attached.configured, d.advertised_limits,
+                                               d.advertised) for d in (disk, scratch_disk)]),
+                   exact=True, baseline=stored_baseline, disks=(disk, scratch_disk))

@@ -49,4 +49,5 @@ def test_multiqueue(disk: GuestDisk, suite_options: SuiteOptions, record: Record
 
     # How the guest spreads I/O over queues is measured (interrupt counts): the majority decides.
     judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / "multi-queue",
-                   suite_options.repeats_for("multi-queue"), once, exact=False, baseline=stored_baseline)
+                   suite_options.repeats_for("multi-queue"), once, exact=False, baseline=stored_baseline,
+                   disks=(disk,))

@@ -16,7 +16,7 @@ from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
 from measure.disk import GuestDisk
 from measure.window import depth_point, guest_path, histogram_figure, measure, save_measurement
-from model.rules.queue_depth import judge_queue_depth
+from model.rules.queue_depth import DeviceSaid, judge_queue_depth
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.records import Record
@@ -33,6 +33,10 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
         pytest.skip("queue-depth needs a latency-bound disk (--disk-backing latency): a file-backed disk "
                     "completes from the host's page cache too fast to build a queue")
 
+    said = disk.advertised.queue_depth if disk.advertised is not None else None
+    advertised = DeviceSaid(said, disk.advertised.said_by.get("queue_depth", "")) \
+        if disk.advertised is not None and said is not None else None
+
     def once(raw: Path) -> RuleVerdict:
         points, windows = [], []
         # What the guest's configuration lets be in flight on the disk's path (faults and
@@ -47,11 +51,13 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
                        **{f"qd{depth}_host_average_depth": round(m.host_depth_median, 2)})
             points.append(depth_point(m))
             windows.append(histogram_figure(m, f"queue-depth, offered depth {depth}"))
-        verdict = judge_queue_depth(points, disk.attached.configured.queue_depth, suite_options.require_queuing, path)
+        verdict = judge_queue_depth(points, disk.attached.configured.queue_depth, suite_options.require_queuing, path,
+                                    advertised)
         return dataclasses.replace(verdict, figures=(*verdict.figures, *windows))
 
     record.add(guest_queue_depth=disk.limits.scsi_queue_depth or 0, guest_nr_requests=disk.limits.nr_requests,
                guest_driver=disk.limits.driver)
     # Depths and IOPS are measured quantities: the majority of repeats decides.
     judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id),
-                   suite_options.repeats_for("queue-depth"), once, exact=False, baseline=stored_baseline)
+                   suite_options.repeats_for("queue-depth"), once, exact=False, baseline=stored_baseline,
+                   disks=(disk,))

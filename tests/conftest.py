@@ -38,6 +38,8 @@ CHEAP_MODULE_FIXTURES = {
     "tests/e2e/test_image_boot.py": "the cached test image's path (guest.cache.build_lock serialises a first build)",
     "tests/e2e/test_remote_libvirt.py": "a loopback sshd",
     "tests/e2e/test_host_pool.py": "a loopback sshd",
+    "tests/e2e/test_pages_browser.py": "axe-core's script, from npm into the cache (guest.cache.build_lock serialises a "
+                                       "first install)",
 }
 
 

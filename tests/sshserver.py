@@ -5,11 +5,14 @@ configuration are neither used nor touched.
 
 What a user's machine has for a real host, the test makes in its temporary directory:
 
-- ``known_hosts``: the server's host key, pinned; the suite's own SSH connection reads it through
-  the URI's ``known_hosts=`` parameter;
-- ``ssh``: a wrapper that runs ``ssh`` with that known_hosts file and strict checking, given to
-  libvirt with the URI's ``command=`` parameter (libvirt's ``ssh`` transport reads known_hosts
-  from the user's ``~/.ssh``, which a test must not change).
+- ``known_hosts``: the server's host key, pinned, and nowhere else (not in ``~/.ssh``). The URI
+  names it with ``known_hosts=`` and no ``command=``, as a user writes it: the suite's own SSH
+  connection reads it, and the suite gives libvirt's ``ssh`` transport (which ignores
+  ``known_hosts=``) a wrapper of its own making that checks the same file;
+- ``client``: the key root logs in with (``keyfile=``).
+
+``write_ssh_wrapper`` makes the ``command=`` program a user might write instead (``uri(wrapper=...)``),
+for the tests of a ``command=`` that checks another file.
 """
 
 from __future__ import annotations
@@ -44,15 +47,12 @@ class SshServer:
     def known_hosts(self) -> Path:
         return self.top / "known_hosts"
 
-    @property
-    def ssh_wrapper(self) -> Path:
-        return self.top / "ssh"
-
     def uri(self, known_hosts: Path | None = None, wrapper: Path | None = None) -> str:
-        """The libvirt URI of this "remote" host (qemu+ssh, root, the test's key, its known_hosts)."""
+        """The libvirt URI of this "remote" host (qemu+ssh, root, the test's key, its known_hosts; a
+        ``command=`` only if ``wrapper`` is given)."""
         kh = known_hosts or self.known_hosts
-        return (f"qemu+ssh://root@127.0.0.1:{self.port}/system?keyfile={self.client_key}"
-                f"&known_hosts={kh}&command={wrapper or self.ssh_wrapper}")
+        return (f"qemu+ssh://root@127.0.0.1:{self.port}/system?keyfile={self.client_key}&known_hosts={kh}"
+                + (f"&command={wrapper}" if wrapper else ""))
 
     def host_key_line(self) -> str:
         return " ".join((self.top / "hostkey.pub").read_text().split()[:2])
@@ -102,7 +102,6 @@ def private_sshd() -> Iterator[SshServer]:
                                 stdout=subprocess.DEVNULL, stderr=open(top / "sshd.log", "w"))  # noqa: SIM115
         server = SshServer(port, top)
         write_known_hosts(server.known_hosts, port, server.host_key_line())
-        write_ssh_wrapper(server.ssh_wrapper, server.known_hosts)
         deadline = time.monotonic() + 10
         while True:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):

@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from guest.image.errors import ImageBuildError
 HERE = Path(__file__).resolve().parent
 
 #: Drivers loaded at boot, in this order. Storage drivers for every controller
-#: QEMU emulates (the controller table in the README), and virtio_net for the SSH port forward.
+#: QEMU emulates (the controller table in docs/user-guide.md), and virtio_net for the SSH port forward.
 #: Only REQUIRED_MODULES must exist: a kernel without one of the others (a controller's driver,
 #: e.g. Debian's cloud flavour has no mptsas) gives a guest without it, in which that controller's
 #: rules skip and name the module (measure/disk.py). A module built into the kernel
@@ -49,7 +50,7 @@ BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey")
 #: fio is the suite's static build of Debian's fio source (guest/image/fio_static.py), not Debian's
 #: binary: Debian's links ceph, rdma, gnutls, ICU and more, 71 MB of libraries that made the
 #: initramfs 93 MB (33.6 MB zstd), all decompressed into guest RAM at every boot, slowly under TCG.
-#: The static fio is 2.8 MB; the initramfs shrank to about 15 MB (see the README's boot timing).
+#: The static fio is 2.8 MB; the initramfs shrank to about 15 MB (see docs/benchmarks.md).
 GUEST_FIO = "/usr/bin/fio"
 REQUIRED_MODULES = ("virtio_pci", "virtio_net")
 #: The kernel command line of every boot of the embedded guest (the host adds the run's
@@ -332,11 +333,24 @@ def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | No
     return GuestImage(dest / "vmlinuz", dest / "initrd.img", info["kernel_version"], h, took)
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv: list[str] | None = None) -> int:
+    """``python -m guest.image.build [KERNEL_DEB]``: build (or find) the cached image, print its directory."""
+    import argparse
 
+    ap = argparse.ArgumentParser(prog="python -m guest.image.build", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("kernel_deb", nargs="?", type=Path, metavar="KERNEL_DEB",
+                    help="a linux-image-*.deb to build the guest from (default: Debian's linux-image-amd64), "
+                         "as --guest-kernel-deb does")
+    args = ap.parse_args(argv)
     try:
-        img = ensure_image(print, Path(sys.argv[1]) if len(sys.argv) > 1 else None)
+        img = ensure_image(print, args.kernel_deb)
     except (ImageBuildError, CacheNotWritable) as e:
-        sys.exit(f"error: {e}")
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     print(img.directory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

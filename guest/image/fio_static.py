@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -328,14 +329,24 @@ def ensure_static_fio(log: Callable[[str], None] | None = None) -> StaticFio:
     return StaticFio(built.path, built.version, built.sha256, took)
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv: list[str] | None = None) -> int:
+    """``python -m guest.image.fio_static``: build (or find) the cached static fio, print its path and version."""
+    import argparse
 
     from guest.cache import CacheNotWritable
 
+    ap = argparse.ArgumentParser(prog="python -m guest.image.fio_static", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.parse_args(argv)
     try:
         fio = ensure_static_fio(print)
     except (ImageBuildError, CacheNotWritable) as e:
-        sys.exit(f"error: {e}")
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     print(fio.path)
     print(fio.version)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -61,6 +61,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -540,14 +541,25 @@ def ensure_test_image(log: Callable[[str], None] | None = None) -> TestImage:
     return TestImage(dest / "disk.qcow2", kver, h, took, tuple(drivers.items()))
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv: list[str] | None = None) -> int:
+    """``python -m guest.image.testimage``: build (or find) the cached test image; its path is the last line."""
+    import argparse
 
+    ap = argparse.ArgumentParser(prog="python -m guest.image.testimage", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="Progress goes to stderr; stdout's last line is the image's path.")
+    ap.parse_args(argv)
     try:
         img = ensure_test_image(lambda m: print(m, file=sys.stderr))
     except (ImageBuildError, CacheNotWritable) as e:
-        sys.exit(f"error: {e}")
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     size = img.path.stat().st_size / 1e6
     print(f"{img.path}\nkernel {img.kernel_version}, built in {img.build_seconds:.1f} s, {size:.0f} MB on disk",
           file=sys.stderr)
     print(img.path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

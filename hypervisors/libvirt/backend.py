@@ -38,6 +38,7 @@ from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBack
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
 from hypervisors.libvirt import accel, environment, imageboot, leftovers, machine, preflight, qemulog, trace
 from hypervisors.libvirt.accel import PROBE_TIMEOUT_S, ProbeResult
+from hypervisors.libvirt.advertised import read_advertised
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
     NET_PCI_SLOT,
@@ -55,6 +56,7 @@ from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.qmp import DomainQmp
+from model.advertised import Advertised
 from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError, ParseError
 from model.types import AttachedDisk, GuestDiskId, SshEndpoint
@@ -468,6 +470,10 @@ class LibvirtBackend(HypervisorBackend):
             why = _PAUSED_ON_ERROR.get(reason)
             return None if why is None else f"its domain {guest.name} is paused: {why}"
         return f"its domain {guest.name} is {_DOMAIN_STATES.get(state, f'in libvirt state {state}')}"
+
+    def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
+        """QEMU's answer: QMP ``qom-get`` on the disk's device and its HBA (hypervisors/libvirt/advertised.py)."""
+        return read_advertised(self.conn, guest.name, disk.spec)
 
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> trace.QemuTracer | None:
         family = CONTROLLERS[disk.spec.controller].trace_family

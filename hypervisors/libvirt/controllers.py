@@ -48,7 +48,7 @@ class Controller:
     ``scsi_model``: libvirt's ``<controller type='scsi' model=...>`` for SCSI HBAs libvirt can
     create, else None. ``queue_depth``: commands the device accepts per disk, and
     ``max_transfer_bytes`` the largest request it takes, as measured in the Debian 6.1 guest
-    here (the guest's ``queue_depth`` and ``max_hw_sectors_kb``; see the README's table).
+    here (the guest's ``queue_depth`` and ``max_hw_sectors_kb``; see docs/user-guide.md, "Controllers").
     """
 
     name: str
@@ -82,7 +82,7 @@ class Controller:
     def configured(self, disk: DiskSpec) -> ConfiguredLimits:
         """What this device, as the suite configures it, offers the guest (the limits rule's reference).
 
-        Measured here with a Debian 6.1 guest (README, limits rule): every one of these QEMU devices
+        Measured here with a Debian 6.1 guest (docs/rules/limits.md): every one of these QEMU devices
         advertises discard by default (scsi-hd UNMAP, virtio-blk, NVMe DSM, ATA TRIM) and a volatile
         write cache (cache=none/writeback). ATA has no field for an optimal I/O size, so ide-hd
         cannot carry one. NVMe: the guest makes one I/O queue pair per vCPU (QEMU offers 64),

@@ -8,12 +8,13 @@ turns a failure here into pytest's usage error (exit 4): no guest, no traceback.
 
 from __future__ import annotations
 
+import re
 import shlex
 import socket
 import tempfile
 import threading
 from pathlib import Path, PurePath, PurePosixPath
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse
 
 import libvirt
 
@@ -23,7 +24,7 @@ from guest.image.errors import ImageBuildError
 from guest.image.user import Reader, UserImageError, check_image, check_space
 from hypervisors.base import BackendOptions
 from hypervisors.libvirt import accel, environment, imageboot, machine
-from hypervisors.libvirt.hostlink import SSH_TRANSPORTS, HostAddress, HostLink, HostLinkError
+from hypervisors.libvirt.hostlink import SSH_TRANSPORTS, HostAddress, HostLink, HostLinkError, libvirt_uri, login_name
 from model.errors import HypervisorError
 from model.secret import redact_url, scrub
 
@@ -34,15 +35,20 @@ CONNECT_TIMEOUT_S = 10.0
 #: and sparse disk files (which take no room until written; the rules write at most a few MB).
 HOST_DIR_MIN_FREE_MIB = 200
 
+# libvirt logs its own errors to stderr by default; open_connection reports them itself.
+libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
+
 
 def open_connection(uri: str, timeout_s: float = CONNECT_TIMEOUT_S) -> libvirt.virConnect:
-    hint = ("Is libvirtd running (scripts/setup-host.sh starts it) and is the URI right "
-            "(e.g. qemu:///system)?")
+    """libvirt's connection to ``uri`` (through ``libvirt_uri``: an ``ssh`` transport URI with
+    ``known_hosts=`` gets the suite's ``command=``), within ``timeout_s``; HypervisorError naming
+    the cause and its remedy otherwise."""
+    target = libvirt_uri(uri)
     box: dict[str, object] = {}
 
     def connect() -> None:
         try:
-            box["conn"] = libvirt.open(uri)
+            box["conn"] = libvirt.open(target)
         except libvirt.libvirtError as e:
             box["error"] = e
 
@@ -52,14 +58,132 @@ def open_connection(uri: str, timeout_s: float = CONNECT_TIMEOUT_S) -> libvirt.v
     opener.join(timeout_s)
     if opener.is_alive():
         raise HypervisorError(f"cannot connect to libvirt at {redact_url(uri)!r}: no answer within {timeout_s:.0f} s. "
-                              f"{hint}")
+                              f"{_default_remedy(uri)}")
     error = box.get("error")
     if isinstance(error, libvirt.libvirtError):
-        raise HypervisorError(f"cannot connect to libvirt at {redact_url(uri)!r}: "
-                              f"{scrub(str(error.get_error_message()))}. {hint}")
+        raise HypervisorError(open_error(uri, str(error.get_error_message())))
     conn = box["conn"]
     assert isinstance(conn, libvirt.virConnect)
     return conn
+
+
+def _default_remedy(uri: str) -> str:
+    u = urlparse(uri)
+    if u.scheme.partition("+")[2] in SSH_TRANSPORTS or u.hostname:
+        return f"Is libvirt's daemon running on {u.hostname}, and is the URI right (qemu+ssh://root@HOST/system)?"
+    return "Is libvirtd running (scripts/setup-host.sh starts it) and is the URI right (e.g. qemu:///system)?"
+
+
+#: What libvirt's error says, lower-cased, for each cause (the ``ssh`` program's words, which libvirt
+#: passes on, libssh's, and the daemon's socket). Read top down: the first cause that matches is it.
+HOST_KEY_SAYS = ("host key verification failed", "remote host identification has changed", "host key")
+LOGIN_SAYS = ("permission denied (", "too many authentication failures", "no more authentication methods",
+              "authentication methods with libssh", "failed to authenticate")
+UNREACHABLE_SAYS = ("could not resolve hostname", "no route to host", "network is unreachable",
+                    "connection timed out", "kex_exchange_identification", "connection closed by")
+RIGHTS_SAYS = ("permission denied", "authentication unavailable", "access denied", "polkit",
+               "unable to get system bus connection", "not authorized")
+DAEMON_SAYS = ("failed to connect socket", "no such file or directory", "connection refused",
+               "unix connect failed")
+#: libvirt reads the first 4 bytes the host sends as the length of its first packet: text a login
+#: prints (nologin's "This account is currently not available.") reads as a length of 1.4 billion.
+PRINTED_SAYS = "bytes received from server too large"
+#: The length word that starts each packet of libvirt's protocol.
+LENGTH_BYTES = 4
+
+
+def open_error(uri: str, message: str) -> str:
+    """One line for libvirt's ``message`` when opening ``uri`` failed: its cause (the host's key,
+    the SSH login, the user's rights, the daemon, the network) and what to do about it."""
+    full = " ".join(scrub(message).split()).rstrip(".")
+    low = full.lower()
+    said = _cut(full)
+    u = urlparse(uri)
+    transport = u.scheme.partition("+")[2]
+    remote = transport in SSH_TRANSPORTS or bool(u.hostname)
+    host = u.hostname or "this machine"
+    user = _ssh_user(uri) if transport in SSH_TRANSPORTS else (u.username or login_name())
+    head = f"cannot connect to libvirt at {redact_url(uri)!r}"
+    ssh_words = "ssh: connect to host" in low
+    if transport in SSH_TRANSPORTS and any(w in low for w in HOST_KEY_SAYS):
+        return f"{head}: {_host_key_error(uri, full)}"
+    if transport in SSH_TRANSPORTS and any(w in low for w in LOGIN_SAYS):
+        return (f"{head}: {host} refused libvirt's SSH login as {user} ({said}). Give the key with ?keyfile=PATH in "
+                f"the URI (libvirt and the suite log in with it), or add its public key to {user}'s "
+                "~/.ssh/authorized_keys there")
+    if transport in SSH_TRANSPORTS and (ssh_words or any(w in low for w in UNREACHABLE_SAYS)):
+        return (f"{head}: libvirt's ssh could not reach {host} ({said}). Check the host name and port in the URI "
+                "and ~/.ssh/config, and that the host's sshd is up")
+    if PRINTED_SAYS in low:
+        return (f"{head}: the login on {host} printed text where libvirt's protocol was expected ({said}{_printed(said)})"
+                f". {user}'s login shell refuses logins (nologin) or its shell start-up prints; log in as root or as a "
+                "member of the libvirt group with a working shell")
+    if any(w in low for w in RIGHTS_SAYS):
+        who = f"{user} on {host}" if remote else "this user"
+        how = (f"Log in as root (qemu+ssh://root@{host}/system) or add {user} to the libvirt group there "
+               f"(adduser {user} libvirt)" if remote else
+               "Run as root, or add the user to the libvirt group (adduser USER libvirt, then log in again)")
+        return f"{head}: {who} may not use libvirt's daemon ({said}). {how}"
+    if any(w in low for w in DAEMON_SAYS) or "nc: not found" in low:
+        if "nc: not found" in low:
+            return (f"{head}: {host} has neither virt-ssh-helper nor nc to reach libvirt's daemon with ({said}). "
+                    "Install libvirt there (libvirt-daemon-system: its virt-ssh-helper), or check the URI's socket=")
+        how = ("Start it there (systemctl start libvirtd), or check the URI's path (/system)" if remote else
+               "Start it (scripts/setup-host.sh starts it; systemctl start libvirtd), or check the URI's socket=")
+        return f"{head}: no libvirt daemon answers on {host} ({said}). {how}"
+    return f"{head}: {said}. {_default_remedy(uri)}"
+
+
+def _host_key_error(uri: str, said: str) -> str:
+    """libvirt's SSH connection refused the host's key: which key, against which file, and the remedy.
+    ``ssh``'s own page of warnings is cut to the sentence that says what happened."""
+    u = urlparse(uri)
+    query = parse_qs(u.query)
+    host = u.hostname or ""
+    scan = f"ssh-keyscan {f'-p {u.port} ' if u.port else ''}{host}"
+    if "command" in query:
+        where = "the known_hosts that the ssh of the URI's command= reads"
+        then = ("; make that ssh check the same file as the suite's own connection (known_hosts= or "
+                "~/.ssh/known_hosts), or leave command= out: the suite then runs ssh with the URI's known_hosts=")
+    else:
+        where = f"known_hosts {query['known_hosts'][0]}" if "known_hosts" in query else "~/.ssh/known_hosts"
+        then = ""
+    changed = re.search(r"fingerprint for the (\S+) key sent by the remote host is\s+(SHA256:[A-Za-z0-9+/=]+)", said)
+    if changed or "has changed" in said.lower():
+        presented = f" (it presented {changed.group(1)} {changed.group(2)})" if changed else ""
+        return (f"libvirt's SSH connection refused {host}: it presented a host key other than the one in {where}"
+                f"{presented}. If the host was reinstalled, check its new key's fingerprint and replace the old one "
+                f"(ssh-keygen -R HOST -f FILE, then {scan} >> FILE){then}")
+    unknown = re.search(r"No \S+ host key is known for \S+", said)
+    detail = unknown.group(0) if unknown else said
+    return (f"libvirt's SSH connection did not accept {host}'s host key ({_cut(detail)}): it is not in {where}. Check "
+            f"the key's fingerprint, then add it ({scan} >> FILE){then}")
+
+
+#: The most of libvirt's own words a one-line error quotes (ssh's warnings alone run to 1000 characters).
+SAID_MAX_CHARS = 300
+
+
+def _cut(said: str) -> str:
+    return said if len(said) <= SAID_MAX_CHARS else said[:SAID_MAX_CHARS - 3] + "..."
+
+
+def _ssh_user(uri: str) -> str:
+    """The user libvirt's ssh logs in as: the URI's, ~/.ssh/config's, or the local login name."""
+    try:
+        return HostAddress.from_uri(uri).user
+    except HypervisorError:
+        return urlparse(uri).username or login_name()
+
+
+def _printed(said: str) -> str:
+    """What the host printed, from libvirt's "packet N bytes received from server too large": the 4
+    bytes libvirt read as the packet's length, which counts those 4 bytes too (N is that length less 4)."""
+    found = re.search(r"packet (\d+) bytes", said)
+    if not found or int(found.group(1)) + LENGTH_BYTES >= 2**32:
+        return ""
+    text = (int(found.group(1)) + LENGTH_BYTES).to_bytes(LENGTH_BYTES, "big").decode("ascii", errors="replace")
+    return f"; it began {text!r}" if text.isprintable() else ""
 
 
 def is_local(uri: str) -> bool:

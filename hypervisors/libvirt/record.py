@@ -30,7 +30,7 @@ import libvirt
 
 from hypervisors.cleanup import CleanupStack
 from hypervisors.cli import emit, not_regular, output_file, seconds_to_record
-from hypervisors.libvirt import trace
+from hypervisors.libvirt import default_uri, trace
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR, RemoteFiles
 from hypervisors.libvirt.hostlink import HostAddress, HostLink
 from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_connection
@@ -141,8 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--domain", required=True, help="name of a running libvirt domain")
     ap.add_argument("--disk", required=True, help="target dev (vda, sdb), alias or serial of the disk")
     ap.add_argument("--seconds", type=seconds_to_record, default=10.0, help="how long to record (default 10)")
-    ap.add_argument("--uri", default="qemu:///system",
-                    help="libvirt URI (default qemu:///system); a remote host: qemu+ssh://user@host/system")
+    ap.add_argument("--uri", default=default_uri(),
+                    help="libvirt URI (default $LIBVIRT_DEFAULT_URI, else qemu:///system); a remote host: "
+                         "qemu+ssh://user@host/system")
     ap.add_argument("--host-dir", default=str(DEFAULT_HOST_DIR),
                     help=f"on a remote host, where the trace file is made (default {DEFAULT_HOST_DIR})")
     ap.add_argument("--out", type=output_file, help="write the CSV here instead of standard output")

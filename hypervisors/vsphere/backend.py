@@ -51,11 +51,19 @@ from hypervisors.vsphere.config import (
     VSphereConfig,
     parse_target,
 )
-from hypervisors.vsphere.controllers import CONTROLLERS, PlannedDisk, configured_limits, disk_instances, plan_devices
+from hypervisors.vsphere.controllers import (
+    CONTROLLERS,
+    PlannedDisk,
+    advertised_of,
+    configured_limits,
+    disk_instances,
+    plan_devices,
+)
 from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
 from hypervisors.vsphere.tracer import VscsiStatsTracer
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsSource, open_source
+from model.advertised import Advertised
 from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
 from model.secret import PASSWORD_ENV
@@ -271,6 +279,10 @@ class VSphereBackend(HypervisorBackend):
         """Raise now, not after a long fio run, if a needed counter is not collected for a disk."""
         for disk in guest.disks:
             self.perf.check_available(self.vm_of(guest), disk.host_ref)
+
+    def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
+        """The VM's device config of the disk (hypervisors.vsphere.controllers.advertised_of)."""
+        return advertised_of(devices(self.vm_of(guest)), disk.host_ref)
 
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> VscsiStatsTracer:
         """vscsiStats for the measured window: over SSH when the config gives ESXi SSH keys, else the service."""

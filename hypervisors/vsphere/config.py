@@ -41,7 +41,7 @@ from model.secret import PASSWORD_ENV, Secret, register
 
 #: The target (URL or config file) when no --vcenter / --target is given.
 TARGET_ENV = "VIOCONFORM_VSPHERE_TARGET"
-#: The URL form as the README shows it; every error about a target quotes this one.
+#: The URL form as the README's vCenter recipe shows it; every error about a target quotes this one.
 TARGET_EXAMPLE = "vsphere://USER@VCENTER/TEMPLATE?datastore=ds1&cluster=c1"
 #: How a clone learns the run's key and which SSH host key it presents (``guest_prep``); the first is the default.
 GUEST_PREPS = ("cloud-init", "rpctool")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from pyVmomi import vim
 
+from model.advertised import LIMIT_FIELDS, Advertised, DeviceProperty
 from model.errors import HypervisorError
 from model.limits import ConfiguredLimits
 from model.types import DiskSpec
@@ -127,3 +128,32 @@ def plan_devices(existing: Sequence[vim.vm.device.VirtualDevice], disks: Sequenc
         changes.append(vim.vm.device.VirtualDeviceSpec(operation="add", fileOperation="create", device=disk))
         planned.append(PlannedDisk(spec, key, unit, f"{kind.bus_family}{bus}:{unit}"))
     return changes, planned
+
+
+#: What vSphere's device config cannot say: a VMDK's queue depth, transfer size, block sizes and
+#: cache are not part of it (the guest driver and ESXi's device queue decide them).
+VSPHERE_SILENT = ("the VM's device config states no queue depth, maximum transfer, block size or write cache of "
+                  "a disk: a limit the guest sees differently cannot be blamed on vSphere or the driver from it")
+
+
+def advertised_of(devices: Sequence[vim.vm.device.VirtualDevice], instance: str) -> Advertised:
+    """What the VM's device config says of the disk at perf instance ``instance`` ("scsi1:0"):
+    its controller's type and bus sharing, the disk's mode, write-through flag, provisioning,
+    capacity and IOPS limit, as properties; no limit it advertises is said (VSPHERE_SILENT)."""
+    disk = disk_instances(devices).get(instance)
+    if disk is None:
+        return Advertised("vSphere device config", notes=(f"the VM's device config has no disk {instance}",))
+    ctl = next((d for d in devices if d.key == disk.controllerKey), None)
+    owner = f"disk {instance}"
+    backing = disk.backing
+    alloc = disk.storageIOAllocation
+    props = [DeviceProperty(f"controller of {instance}", "type", type(ctl).__name__.rsplit(".", 1)[-1] if ctl is not None else "none"),
+             DeviceProperty(f"controller of {instance}", "sharedBus", str(getattr(ctl, "sharedBus", "") or "none")),
+             DeviceProperty(owner, "diskMode", str(getattr(backing, "diskMode", "") or "none")),
+             DeviceProperty(owner, "writeThrough", str(getattr(backing, "writeThrough", None)).lower()),
+             DeviceProperty(owner, "thinProvisioned", str(getattr(backing, "thinProvisioned", None)).lower()),
+             DeviceProperty(owner, "capacityInBytes", str(disk.capacityInBytes or disk.capacityInKB * KIB)),
+             DeviceProperty(owner, "iopsLimit", str(alloc.limit if alloc is not None and alloc.limit is not None
+                                                    else "none"))]
+    return Advertised("vSphere device config", unsaid=dict.fromkeys(LIMIT_FIELDS, VSPHERE_SILENT),
+                      properties=tuple(props), notes=(VSPHERE_SILENT,))

@@ -2,7 +2,8 @@
 
 Both sources give cumulative ``HistogramSet``s; ``VscsiStatsInterval`` takes the difference
 between a snapshot at the start and one at the end of a measured interval (the *exact*
-host-observed depth (README, "vscsiStats for KVM"): "number of outstanding IOs when a new IO is issued").
+host-observed depth (docs/user-guide.md, "Host-side histograms on your own KVM host"): "number of
+outstanding IOs when a new IO is issued").
 
 - ``EsxiSsh``: ``vscsiStats -l`` finds the VM's world group and the disk's handle, then
   ``-s -w W -i H`` starts, ``-p all -c -w W -i H`` prints CSV, ``-x`` stops, ``-r`` resets.

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from model.blame import Blame
 from model.rules.figures import Pair, pair_figure
 from model.rules.verdict import Number, RuleVerdict, kib
 
@@ -77,15 +78,19 @@ def judge_alignment(counts: BoundaryCounts, partition_start_bytes: int, workload
              (f"{workload}: host saw {counts.requests} data requests ({host_source}); {counts.misaligned} off the "
               f"physical-block grid, {counts.extra_stripe} spanning an extra optimal-I/O unit")]
     problems: list[str] = []
+    hint = None
     if counts.requests == 0:
         problems.append("the host saw no data requests: the workload did not reach this disk")
     elif counts.crossing_fraction > MAX_CROSSING_FRACTION:
         why = ""
         if partition_start_bytes % counts.physical_block_bytes or (
                 counts.optimal_io_bytes and partition_start_bytes % counts.optimal_io_bytes):
-            why = (f" The partition start ({partition_start_bytes} bytes) is not a multiple of the "
-                   f"{'optimal I/O size' if counts.optimal_io_bytes else 'physical block'}: every filesystem block "
-                   "is shifted off the device's grid.")
+            grid = 'optimal I/O size' if counts.optimal_io_bytes else 'physical block'
+            why = (f" The partition start ({partition_start_bytes} bytes) is not a multiple of the {grid}: every "
+                   "filesystem block is shifted off the device's grid.")
+            # where the partition lies is the guest's (its image's, its installer's) configuration
+            hint = Blame("guest configuration", f"the partition starts at {partition_start_bytes} bytes, not a "
+                                                f"multiple of the device's {grid}")
         problems.append(f"{counts.crossing} of {counts.requests} host requests ({counts.crossing_fraction:.0%}) "
                         f"cross a physical-block or optimal-I/O boundary; at most {MAX_CROSSING_FRACTION:.0%} "
                         f"may.{why}")
@@ -95,4 +100,4 @@ def judge_alignment(counts: BoundaryCounts, partition_start_bytes: int, workload
         "misaligned_requests": counts.misaligned, "extra_stripe_requests": counts.extra_stripe,
         "crossing_fraction": round(counts.crossing_fraction, 4), "host_source": host_source}
     figures = pair_figure(Pair("host requests / crossing a boundary", counts.requests, counts.crossing))
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props, figures)
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props, figures, hint)

@@ -1,15 +1,20 @@
-"""Rule 6, limits advertisement: the guest's view of a disk against the hypervisor's configuration.
+"""Rule 6, limits advertisement: the guest's view of a disk against what the suite asked of the
+hypervisor, and what the hypervisor says the device advertises.
 
-For each limit the hypervisor configured (queue depth, maximum transfer, logical and
-physical block size, optimal I/O size, write cache, discard, queues) the guest must see the
-same value, read from sysfs as the driver set it when the disk was probed (before any
-``--inject`` fault or ``--guest-setup`` command: those are guest settings, not what the
-device advertises). A limit the hypervisor leaves unset is shown, not compared.
+For each limit the suite asks for (queue depth, maximum transfer, logical and physical block size,
+optimal I/O size, write cache, discard, queues) the guest must see the asked value, read from
+sysfs as the driver set it when the disk was probed (before any ``--inject`` fault or
+``--guest-setup`` command: those are guest settings, not what the device advertises). A limit the
+suite leaves to the hypervisor is shown, not compared. Beside both stands the hypervisor's own
+answer (``model.advertised.Advertised``): a mismatch names the layer at fault (``model/blame.py``):
+the hypervisor where the device advertises something other than asked, the guest's driver where
+the device advertises the asked value and the guest sees another, unknown where the hypervisor did
+not say. "The hypervisor advertises X" is said only where the hypervisor said X.
 
 Example::
 
-    v = judge_limits([("scratch", configured, guest_view)])
-    v.problems  # ('scratch sdb: physical block size: configured 4096, guest sees 512', ...)
+    v = judge_limits([("scratch", asked, guest_view, advertised)])
+    v.problems  # ('scratch disk sdb: queue depth: the suite asked for 128, the device advertises 1 ...',)
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from model.advertised import Advertised
+from model.blame import LIMIT_KEYS, Trail, blame, disk_trails
 from model.limits import ConfiguredLimits, GuestLimits
 from model.rules.verdict import Number, RuleVerdict
 
@@ -27,8 +34,10 @@ RULE = "limits"
 class LimitComparison:
     limit: str
     key: str
-    configured: object  # None: the hypervisor does not set it
+    configured: object  # what the suite asked for; None: it asks for no value
     guest: object
+    advertised: object = None  # what the hypervisor says the device advertises; None: not said
+    said_by: str = ""
 
     @property
     def compared(self) -> bool:
@@ -39,43 +48,65 @@ class LimitComparison:
         return not self.compared or self.configured == self.guest
 
 
-def compare_limits(cfg: ConfiguredLimits, guest: GuestLimits) -> list[LimitComparison]:
-    """Every advertised limit, configured value against the guest's (in the guest's units)."""
-    depth = guest.scsi_queue_depth if guest.scsi_queue_depth is not None else guest.nr_requests
-    return [
-        LimitComparison("queue depth", "queue_depth", cfg.queue_depth, depth),
-        LimitComparison("maximum transfer (KiB)", "max_hw_sectors_kb",
-                        cfg.max_transfer_bytes // 1024 if cfg.max_transfer_bytes else None, guest.max_hw_sectors_kb),
-        LimitComparison("logical block size", "logical_block_size", cfg.logical_block_bytes, guest.logical_block_size),
-        LimitComparison("physical block size", "physical_block_size", cfg.physical_block_bytes,
-                        guest.physical_block_size),
-        LimitComparison("optimal I/O size", "optimal_io_size", cfg.optimal_io_bytes, guest.optimal_io_size),
-        LimitComparison("write cache", "write_cache",
-                        None if cfg.write_cache is None else ("write back" if cfg.write_cache else "write through"),
-                        guest.write_cache),
-        LimitComparison("discard", "discard", cfg.discard, guest.discard_max_bytes > 0),
-        LimitComparison("hardware queues", "nr_hw_queues", cfg.queues, guest.nr_hw_queues),
-    ]
+def _comparison(t: Trail) -> LimitComparison:
+    return LimitComparison(t.setting, t.key, t.asked, t.probed, t.advertised, t.said_by)
 
 
-def judge_limits(disks: Sequence[tuple[str, ConfiguredLimits, GuestLimits]]) -> RuleVerdict:
-    """``disks``: (role, configured, guest view) for each disk of one controller."""
+def compare_limits(cfg: ConfiguredLimits, guest: GuestLimits,
+                   advertised: Advertised | None = None) -> list[LimitComparison]:
+    """Every advertised limit: the asked value, the hypervisor's answer and the guest's (in the guest's units)."""
+    return [_comparison(t) for t in disk_trails("", cfg, advertised, guest) if t.key in LIMIT_KEYS]
+
+
+def _problem(name: str, t: Trail) -> str:
+    """One limit the guest does not see as asked, with the layer at fault."""
+    b = blame(RULE, [t])
+    if t.hypervisor_differs:
+        said = f"the suite asked for {t.asked}, the device advertises {t.advertised} ({t.said_by}), the guest sees"
+    elif t.advertised is not None:
+        said = f"the device advertises {t.advertised} as asked ({t.said_by}), the guest's driver sees"
+    else:
+        said = f"the suite asked for {t.asked}, the hypervisor did not say what the device advertises ({t.not_said}), " \
+               "the guest sees"
+    return f"{name}: {t.setting}: {said} {t.probed} [blame: {b.layer}]"
+
+
+def judge_limits(disks: Sequence[tuple[str, ConfiguredLimits, GuestLimits]
+                                 | tuple[str, ConfiguredLimits, GuestLimits, Advertised | None]]) -> RuleVerdict:
+    """``disks``: (role, asked, the guest's probe-time view[, the hypervisor's answer]) for each disk
+    of one controller."""
     lines: list[str] = []
     problems: list[str] = []
     notes: list[str] = []
     props: dict[str, Number] = {}
-    for role, cfg, guest in disks:
+    for entry in disks:
+        role, cfg, guest = entry[0], entry[1], entry[2]
+        advertised = entry[3] if len(entry) > 3 else None
         shown = []
-        for c in compare_limits(cfg, guest):
-            props[f"{role}_{c.key}_guest"] = str(c.guest)
-            if c.compared:
-                props[f"{role}_{c.key}_configured"] = str(c.configured)
-                shown.append(f"{c.limit} {c.guest}" + ("" if c.matches else f" (configured {c.configured})"))
-                if not c.matches:
-                    problems.append(f"{role} disk {guest.name}: {c.limit}: the hypervisor configured "
-                                    f"{c.configured}, the guest sees {c.guest}")
+        name = f"{role} disk {guest.name}"
+        for t in disk_trails(name, cfg, advertised, guest):
+            if t.key not in LIMIT_KEYS:
+                continue
+            props[f"{role}_{t.key}_guest"] = str(t.probed)
+            if advertised is not None:
+                props[f"{role}_{t.key}_advertised"] = "not said" if t.advertised is None else str(t.advertised)
+            said = "" if t.advertised is None or t.advertised == t.asked else f", advertised {t.advertised}"
+            if t.asked is not None:
+                props[f"{role}_{t.key}_configured"] = str(t.asked)
+                ok = t.asked == t.probed
+                shown.append(f"{t.setting} {t.probed}" + ("" if ok and not said else f" (asked {t.asked}{said})"))
+                if not ok:
+                    problems.append(_problem(name, t))
+                elif t.hypervisor_differs:  # the guest sees what was asked: the answer is read, not judged
+                    notes.append(f"{name}: {t.setting}: the device advertises {t.advertised} ({t.said_by}) where "
+                                 f"the suite asked for {t.asked}, yet the guest sees {t.probed}")
             else:
-                shown.append(f"{c.limit} {c.guest} (not configured)")
-        lines.append(f"{role} disk {guest.name} ({guest.driver or 'driver unknown'}): " + "; ".join(shown))
+                shown.append(f"{t.setting} {t.probed} (not configured{said})")
+        lines.append(f"{name} ({guest.driver or 'driver unknown'}): " + "; ".join(shown))
+        if advertised is not None:
+            lines.append(f"{name}: what the device advertises, from {advertised.source or 'nowhere'}"
+                         + (f" ({advertised.unavailable})" if advertised.unavailable else "") + ": "
+                         + ("; ".join(f"{k}: {v}" for k, v in sorted(advertised.said_by.items())) or "nothing said"))
+            notes.extend(f"{name}: {n}" for n in advertised.notes)
         props[f"{role}_disk"] = guest.name
     return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from model.blame import Blame
 from model.limits import DepthLimit, GuestLimits, GuestPathLimits, IoMax
 from model.rules.figures import DepthFigure, DepthGroup
 from model.rules.verdict import Number, RuleVerdict, kib
@@ -133,29 +134,36 @@ class Limiter:
     #: None: unknown, so it cannot be told from the device's advertisement
     under: int | float | None
     remedy: str
+    #: still the value the guest's driver gave it when it probed the disk: the driver (or what the
+    #: device advertised) set it, not the guest's configuration
+    driver_set: bool = False
 
     @property
     def configured(self) -> bool:
-        """Below the device's own limit: the guest's configuration, not the device, set it."""
-        return self.under is not None and self.allows < self.under
+        """Below the device's own limit and changed since the probe: the guest's configuration, not
+        the device nor its driver, set it."""
+        return self.under is not None and self.allows < self.under and not self.driver_set
 
 
 def limiters(path: GuestPath, offered: int, device_queue_depth: int | None,
-             base: DepthPoint | None = None) -> list[Limiter]:
+             base: DepthPoint | None = None, advertised_queue_depth: int | None = None) -> list[Limiter]:
     """The guest limits on ``path`` under the depth the device could take at ``offered``
-    (``expected_depth``: a limit at the device's own is no limit of the guest's). An io.max limit
-    on reads counts by the requests it lets be in flight: its reads per second times the time a
-    request took at the lowest offered depth (``base``: Little's law, aqu-sz over IOPS); without
-    ``base`` it counts as a limit of unknown size."""
+    (``expected_depth``: a limit at the device's own is no limit of the guest's). The device's own
+    limit is what the hypervisor says it advertises (``advertised_queue_depth``), else what was
+    asked of it, else the driver's value. An io.max limit on reads counts by the requests it lets
+    be in flight: its reads per second times the time a request took at the lowest offered depth
+    (``base``: Little's law, aqu-sz over IOPS); without ``base`` it counts as a limit of unknown size."""
     out = []
     want = expected_depth(offered, device_queue_depth)
+    own = advertised_queue_depth if advertised_queue_depth is not None else device_queue_depth
     for lim in path.limits:
         if lim.value >= want:
             continue
-        ref = device_queue_depth if device_queue_depth is not None else lim.driver_value
+        ref = own if own is not None else lim.driver_value
         driver = f" (the driver set {lim.driver_value})" if lim.driver_value not in (None, lim.value) else ""
         out.append(Limiter(f"{lim.path} = {lim.value}{driver}", lim.value, ref,
-                           f"write {min(offered, ref) if ref else offered} or more to {lim.path}"))
+                           f"write {min(offered, ref) if ref else offered} or more to {lim.path}",
+                           driver_set=lim.driver_value is not None and lim.value >= lim.driver_value))
     for entry in path.io_max:
         cap = entry.read_iops_cap(path.bs_bytes)
         if cap is None:
@@ -323,8 +331,18 @@ def _properties(pts: tuple[DepthPoint, ...], device_queue_depth: int | None,
     return props
 
 
+@dataclass(frozen=True)
+class DeviceSaid:
+    """What the hypervisor says the device advertises as its queue depth, and where it said it
+    ("cmd_per_lun 1 of /machine/peripheral/ua-vioc-virtio-scsi/virtio-backend")."""
+
+    queue_depth: int
+    said_by: str
+
+
 def judge_queue_depth(points: list[DepthPoint] | tuple[DepthPoint, ...], device_queue_depth: int | None,
-                      require_queuing: bool = False, guest_path: GuestPath | None = None) -> RuleVerdict:
+                      require_queuing: bool = False, guest_path: GuestPath | None = None,
+                      advertised: DeviceSaid | None = None) -> RuleVerdict:
     """Judge the points (at least one; the lowest offered depth is the IOPS baseline).
 
     The host is judged against what reached the guest's block layer (aqu-sz) as well as
@@ -333,7 +351,9 @@ def judge_queue_depth(points: list[DepthPoint] | tuple[DepthPoint, ...], device_
     that its CPU could not keep the depth queued: its busiest vCPU busy (GUEST_CPU_BUSY_MIN_PCT)
     and no guest limit on the path (``guest_path``: not read, no excuse) under the offered depth.
     A guest limit under the offered depth and under the device's own limit fails the rule: the
-    guest's configuration, not the device, kept the depth low."""
+    guest's configuration, not the device, kept the depth low. ``device_queue_depth`` is what the
+    suite asked of the device (the depth expected); ``advertised`` what the hypervisor says the
+    device advertises (its own limit, where said): a limit the driver set from it is no configuration."""
     if not points:
         raise ValueError("judge_queue_depth needs at least one measured depth")
     pts = tuple(sorted(points, key=lambda p: p.offered_depth))
@@ -348,13 +368,17 @@ def judge_queue_depth(points: list[DepthPoint] | tuple[DepthPoint, ...], device_
     def below(p: DepthPoint) -> list[Limiter]:
         if guest_path is None:
             return []
-        return limiters(guest_path, p.offered_depth, device_queue_depth, base)
+        return limiters(guest_path, p.offered_depth, device_queue_depth, base,
+                        advertised.queue_depth if advertised is not None else None)
 
     want = expected_depth(top.offered_depth, device_queue_depth)
     under = (f"the offered {top.offered_depth}" if want == top.offered_depth
              else f"{want} = min(offered {top.offered_depth}, device limit {device_queue_depth})")
+    hint = None
     for lim in below(top):
         if lim.configured:
+            hint = Blame("guest configuration", f"{lim.what} caps the depth under {under}, under the device's own "
+                                                f"limit {lim.under}")
             problems.append(
                 f"the guest's configuration caps the depth under {under}: {lim.what}, under "
                 f"the device's own limit {lim.under}. The layer that kept the depth low is the guest configuration, "
@@ -403,5 +427,11 @@ def judge_queue_depth(points: list[DepthPoint] | tuple[DepthPoint, ...], device_
                 notes.append(f"{scaled}: under {bar.from_offered:.1f}x, but the guest's block layer held less than "
                              f"offered, and it meets {bar.text(offered, guest, 'x')}")
     figure = DepthFigure(tuple(DepthGroup(p.offered_depth, p.guest_aqu_sz, p.host_depth) for p in pts))
-    return RuleVerdict(RULE, tuple(_lines(pts, device_queue_depth, guest_path)), tuple(problems), tuple(notes),
-                       _properties(pts, device_queue_depth, guest_path), (figure,))
+    props = _properties(pts, device_queue_depth, guest_path)
+    lines = _lines(pts, device_queue_depth, guest_path)
+    if advertised is not None:
+        props["device_queue_depth_advertised"] = advertised.queue_depth
+        lines[0] += (f"; the device advertises {advertised.queue_depth}" + (
+            "" if advertised.queue_depth == device_queue_depth else f" where {device_queue_depth} was asked")
+            + f" ({advertised.said_by})")
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, (figure,), hint)

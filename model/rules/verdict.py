@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from model.blame import Blame
 from model.rules.figures import Figure
 
 Number = str | float | int
@@ -18,6 +19,8 @@ class RuleVerdict:
     when it passed), ``notes`` what a reader should know but does not fail the rule.
     ``properties`` are the measured numbers for the JUnit record (flat, by name);
     ``figures`` what the report draws, typed: the report never reads ``properties``' names.
+    ``hint``: the layer at fault as the rule's own evidence shows it, where it shows one (queue-depth's
+    cgroup ``io.max``); model/blame.py uses it where the disk's settings single out no layer.
     """
 
     rule: str
@@ -26,6 +29,7 @@ class RuleVerdict:
     notes: tuple[str, ...] = ()
     properties: dict[str, Number] = field(default_factory=dict)
     figures: tuple[Figure, ...] = ()
+    hint: Blame | None = None
 
     @property
     def passed(self) -> bool:
@@ -108,4 +112,5 @@ def combine_repeats(verdicts: Sequence[RuleVerdict], exact: bool) -> RuleVerdict
     notes = (*shown.notes, *((f"failed in a minority of repeats: {'; '.join(said)}",) if ok and said else ()))
     props = repeat_properties([v.properties for v in verdicts])
     props.update({"repeats": n, "repeats_passed": sum(passed)})
-    return RuleVerdict(shown.rule, lines, problems, notes, props, shown.figures)
+    hint = next((v.hint for _, v in failing if v.hint is not None), None) if not ok else None
+    return RuleVerdict(shown.rule, lines, problems, notes, props, shown.figures, hint)

@@ -95,7 +95,11 @@ def run(controller: str, tmp: str, boot_seconds: float) -> tuple[str, str]:
     return stats, Path(trace).read_text()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    argparse.ArgumentParser(prog="python3 tests/data/record_qemu.py", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)
         for controller in CONTROLLERS:

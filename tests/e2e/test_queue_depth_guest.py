@@ -17,7 +17,7 @@ def test_tcq_off_fails_with_the_numbers(run_suite) -> None:  # type: ignore[no-u
     cases = run.cases()
     failure = cases[SCSI].find("failure")
     assert failure is not None, run.output
-    text = failure.get("message", "")
+    text = failure.text or ""  # the whole explanation; the message is its first FAIL: line
     # offered depth, guest-observed and host-observed depths, IOPS
     assert re.search(r"offered\s+32: IOPS [\d,]+; guest: fio at depth 32, aqu-sz [\d.]+, inflight [\d.]+; host depth", text), text
     host = float(SuiteRun.props(cases[SCSI])["qd32_host_depth"])
@@ -37,7 +37,7 @@ def test_a_guest_capping_its_own_queue_fails_naming_the_limit(run_suite) -> None
     for case, device in ((BLK, 256), (SCSI, 128)):
         failure = cases[case].find("failure")
         assert failure is not None, run.output
-        text = failure.get("message", "")
+        text = failure.text or ""  # the whole explanation; the message is its first FAIL: line
         assert re.search(r"the guest's configuration caps the depth under the offered 32: /sys/block/\w+/queue/"
                          rf"nr_requests = 8 \(the driver set 256\), under the device's own limit {device}\. The layer "
                          "that kept the depth low is the guest configuration", text), text

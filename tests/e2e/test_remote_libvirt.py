@@ -1,7 +1,11 @@
 """A remote libvirt host, for real: ``--libvirt-uri qemu+ssh://root@127.0.0.1:PORT/system`` through
 a private sshd on loopback with its own host key (tests/sshserver.py). libvirt's own connection and
 the suite's (staging over SFTP, the guest's SSH through a direct-tcpip tunnel, the console and the
-exact-trace log read back) both go through that sshd and check its key.
+exact-trace log read back) both go through that sshd and check its key: the one in the URI's
+``known_hosts=`` file only, with no ``command=`` in the URI (the suite gives libvirt's ssh one of its
+own making). A host alias of ~/.ssh/config, with a ProxyJump, works for both connections too; the
+run that shows it has a ~/.ssh of the test's own (a mount namespace: ssh reads the passwd
+database's home directory, not $HOME).
 
 The "remote" host is this machine, so the tests make sure the remote path does not quietly use
 local files: the staging directory (``--host-dir``) is one the local path never uses, the guest's
@@ -13,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import os
+import pwd
+import shlex
 import shutil
 import signal
 import socket
@@ -31,15 +37,16 @@ from guest.tools.fio import Fio, FioJob
 from guest.tools.system import WorkDir
 from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX
 from hypervisors.libvirt import backend as backend_module
+from hypervisors.libvirt.preflight import open_connection
 from hypervisors.libvirt.qemulog import log_path
 from measure.standalone import standalone_guest
 from model.errors import HypervisorError
 from model.histogram import HistogramKind
 from model.types import DiskSpec
 from model.vscsistats import parse_vscsistats_csv
-from tests.e2e.conftest import ROOT, Apart, active_vioconform_domains, run_dirs_of, start_suite
+from tests.e2e.conftest import ROOT, Apart, SuiteRun, active_vioconform_domains, run_dirs_of, start_suite
 from tests.e2e.test_image_boot import PATIENT, fingerprint
-from tests.e2e.test_setup_errors import assert_usage_error, run_timed
+from tests.e2e.test_setup_errors import CLEAR_ERROR_WITHIN_S, assert_usage_error, run_timed
 from tests.sshserver import SshServer, private_sshd, write_known_hosts, write_ssh_wrapper
 
 
@@ -171,13 +178,98 @@ def test_an_unknown_host_key_is_refused_with_the_remedy(run_suite, sshd: SshServ
 
 
 def test_libvirts_own_connection_checks_the_key_too(run_suite, sshd: SshServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """The suite's connection trusts the key, libvirt's ssh does not (another known_hosts): refused."""
+    """The suite's connection trusts the key, libvirt's ssh does not (a user's command= that reads
+    another known_hosts): refused, naming that command= as the place to fix."""
     empty = tmp_path / "libvirt_known_hosts"
     empty.write_text("")
     wrapper = write_ssh_wrapper(tmp_path / "ssh", empty)
     run, took = run_timed(run_suite, "--libvirt-uri", sshd.uri(wrapper=wrapper))
     assert_usage_error(run, took, "cannot connect to libvirt at ")
-    assert "Host key verification failed" in run.output
+    assert "No ED25519 host key is known for" in run.output
+    assert ("it is not in the known_hosts that the ssh of the URI's command= reads. Check the key's fingerprint"
+            in run.output), run.output
+    assert "Is libvirtd running" not in run.output
+
+
+def _key_only_in(sshd: SshServer) -> None:
+    """The sshd's key is in the URI's known_hosts file and in no file ssh reads by itself."""
+    key = sshd.host_key_line().split()[1]
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    for path in (home / ".ssh" / "known_hosts", home / ".ssh" / "known_hosts2", Path("/etc/ssh/ssh_known_hosts"),
+                 Path("/etc/ssh/ssh_known_hosts2")):
+        assert not path.exists() or key not in path.read_text(), f"{path} holds the test sshd's key"
+    assert key in sshd.known_hosts.read_text()
+
+
+def test_a_remote_host_whose_key_is_only_in_the_uris_known_hosts(sshd: SshServer, host_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    """``qemu+ssh://...?keyfile=KEY&known_hosts=FILE`` as a user writes it, no command=: both
+    connections check the key in FILE, and a limits run passes. (libvirt's ssh, left to itself,
+    ignores known_hosts= and refuses the host: "Host key verification failed".)"""
+    _key_only_in(sshd)
+    uri = sshd.uri()
+    assert "command=" not in uri
+    run = SuiteRun(0, "", tmp_path / "results", 0)
+    proc = start_suite(run.results, "--libvirt-uri", uri, "--host-dir", str(host_dir), "--controllers",
+                       "virtio-blk", "-k", "limits")
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out[-4000:]
+    assert set(run.outcomes().values()) == {"passed"}, run.outcomes()
+    assert list(host_dir.iterdir()) == []
+
+
+def test_libvirts_connection_checks_the_uris_known_hosts(sshd: SshServer) -> None:
+    """The key only in the URI's file, no command=: libvirt's own connection opens (no guest)."""
+    _key_only_in(sshd)
+    conn = open_connection(sshd.uri())
+    try:
+        assert conn.getType() == "QEMU"
+    finally:
+        conn.close()
+
+
+def _other_key(tmp_path: Path) -> str:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True,
+                   timeout=30)
+    return " ".join((tmp_path / "other.pub").read_text().split()[:2])
+
+
+@pytest.mark.parametrize("case", ["unknown key", "wrong key", "refused login"])
+def test_libvirts_connection_errors_name_the_cause_and_remedy(sshd: SshServer, tmp_path: Path, case: str) -> None:
+    """libvirt's own connection, alone (the suite's is checked first in a run: these are what libvirt
+    says when only its own fails): each names the cause and what to do, in one line, within seconds."""
+    if case == "unknown key":
+        known = tmp_path / "known_hosts"
+        known.write_text("")
+        uri = sshd.uri(known_hosts=known)
+        says = (f"libvirt's SSH connection did not accept 127.0.0.1's host key (No ED25519 host key is known for "
+                f"[127.0.0.1]:{sshd.port}): it is not in known_hosts {known}. Check the key's fingerprint, then add "
+                f"it (ssh-keyscan -p {sshd.port} 127.0.0.1 >> FILE)")
+    elif case == "wrong key":
+        known = write_known_hosts(tmp_path / "known_hosts", sshd.port, _other_key(tmp_path))
+        uri = sshd.uri(known_hosts=known)
+        says = (f"libvirt's SSH connection refused 127.0.0.1: it presented a host key other than the one in "
+                f"known_hosts {known} (it presented ED25519 SHA256:")
+    else:
+        _other_key(tmp_path)
+        uri = sshd.uri().replace(f"keyfile={sshd.client_key}", f"keyfile={tmp_path / 'other'}")
+        says = ("127.0.0.1 refused libvirt's SSH login as root (Cannot recv data: root@127.0.0.1: Permission denied "
+                "(publickey).: Connection reset by peer). Give the key with ?keyfile=PATH in the URI")
+    t0 = time.monotonic()
+    with pytest.raises(HypervisorError) as e:
+        open_connection(uri)
+    assert str(e.value).startswith(f"cannot connect to libvirt at '{uri}': {says}"), e.value
+    assert "\n" not in str(e.value) and "Is libvirtd running" not in str(e.value)
+    assert time.monotonic() - t0 < CLEAR_ERROR_WITHIN_S
+
+
+def test_a_known_hosts_file_that_does_not_exist_is_a_clear_error(run_suite, sshd: SshServer,  # type: ignore[no-untyped-def]
+                                                                 tmp_path: Path) -> None:
+    missing = tmp_path / "no_known_hosts"
+    uri = sshd.uri(known_hosts=missing)
+    run, took = run_timed(run_suite, "--libvirt-uri", uri)
+    assert_usage_error(run, took, f"--libvirt-uri {uri}: known_hosts={missing} does not exist; give the file that "
+                                  "holds the host's key")
 
 
 def test_a_host_that_is_down_is_a_clear_error(run_suite, sshd: SshServer) -> None:  # type: ignore[no-untyped-def]
@@ -190,7 +282,9 @@ def test_a_user_without_libvirt_rights_is_a_clear_error(run_suite, sshd: SshServ
     """``postgres`` (Debian's postgresql package makes it, with a shell) may log in but not use libvirt."""
     uri = sshd.uri().replace("qemu+ssh://root@", "qemu+ssh://postgres@")
     run, took = run_timed(run_suite, "--libvirt-uri", uri)
-    assert_usage_error(run, took, f"cannot connect to libvirt at '{uri}': ")
+    assert_usage_error(run, took, f"cannot connect to libvirt at '{uri}': postgres on 127.0.0.1 may not use libvirt's "
+                                  "daemon (")
+    assert "Log in as root (qemu+ssh://root@127.0.0.1/system) or add postgres to the libvirt group" in run.output
 
 
 def test_a_host_without_the_emulator_is_a_clear_error(run_suite, sshd: SshServer) -> None:  # type: ignore[no-untyped-def]
@@ -283,3 +377,95 @@ def test_your_own_image_boots_on_a_remote_host(sshd: SshServer, host_dir: Path, 
 
 def _test_image_path() -> Path:
     return ensure_test_image(logging.getLogger("vioconform.test").info).path
+
+
+# -- ~/.ssh/config: a host alias and ProxyJump, for both connections -----------------------------------
+#: The run's own /etc/hosts in the ProxyJump test: ``localhost`` is an address where nothing listens,
+#: so the host named ``localhost`` in ~/.ssh/config is reached only through the jump host, whose sshd
+#: (outside the run's namespace) resolves ``localhost`` to 127.0.0.1.
+NOWHERE = "127.0.0.9"
+
+
+def _own_ssh_dir(tmp_path: Path, sshd: SshServer, config: str, host_id: str = "[127.0.0.1]") -> Path:
+    """A ~/.ssh for the run: ``config``, the sshd's key in known_hosts (as ``host_id``), the client key as id_test."""
+    ssh_dir = tmp_path / "dot-ssh"
+    ssh_dir.mkdir(mode=0o700)
+    (ssh_dir / "config").write_text(config)
+    (ssh_dir / "known_hosts").write_text(f"[127.0.0.1]:{sshd.port} {sshd.host_key_line()}\n"
+                                         f"{host_id}:{sshd.port} {sshd.host_key_line()}\n")
+    shutil.copyfile(sshd.client_key, ssh_dir / "id_test")
+    (ssh_dir / "id_test").chmod(0o600)
+    return ssh_dir
+
+
+def run_with_ssh_dir(ssh_dir: Path, results: Path, *args: str, hosts: Path | None = None,
+                     timeout: float = 900) -> SuiteRun:
+    """The suite, as start_suite runs it, with ``ssh_dir`` as the user's ~/.ssh (and ``hosts`` as
+    /etc/hosts): for it and for the ssh libvirt runs, and for nothing else. ssh reads ~ from the passwd
+    database, not $HOME (``HOME=/tmp/x ssh -G`` still reads /root/.ssh/config), so a temporary HOME
+    would not do: the run has a mount namespace of its own (util-linux unshare, as root) in which
+    ``ssh_dir`` is bind-mounted on ~/.ssh. The user's own ~/.ssh is neither read nor written; the
+    mounts go with the run's process."""
+    mount_point = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".ssh"
+    if os.getuid() != 0 or not mount_point.is_dir() or shutil.which("unshare") is None:
+        pytest.skip(f"a run with a ~/.ssh of its own needs root, util-linux unshare and {mount_point} to mount on")
+    mounts = [(ssh_dir, mount_point)] + ([(hosts, Path("/etc/hosts"))] if hosts else [])
+    script = " && ".join([*(f"mount --bind {shlex.quote(str(a))} {shlex.quote(str(b))}" for a, b in mounts),
+                          'exec "$@"'])
+    proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh",
+                             sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "--results-dir",
+                             str(results), "--store", f"sqlite:///{results.parent / 'vioconform.db'}", *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=60)
+        raise AssertionError(f"the suite did not finish in {timeout} s:\n{out[-3000:]}") from None
+    return SuiteRun(proc.returncode, out, results, proc.pid)
+
+
+def test_a_host_alias_with_a_proxyjump_works_for_both_connections(sshd: SshServer, host_dir: Path,
+                                                                   tmp_path: Path) -> None:
+    """``--libvirt-uri qemu+ssh://vc-target/system``: no user, port, key or known_hosts in the URI, all
+    from ~/.ssh/config, through a jump host (the same sshd). The run's /etc/hosts puts ``localhost``
+    where nothing listens (NOWHERE), so only a connection through the jump host reaches vc-target
+    (HostName localhost): libvirt's ssh and the suite's connection (staging, the guest's SSH tunnelled
+    through both hops) both take it, and limits passes."""
+    ssh_dir = _own_ssh_dir(tmp_path, sshd, (
+        f"Host vc-jump\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User root\n  IdentityFile ~/.ssh/id_test\n"
+        f"Host vc-target\n  HostName localhost\n  Port {sshd.port}\n  User root\n  IdentityFile ~/.ssh/id_test\n"
+        "  ProxyJump vc-jump\n"), host_id="[localhost]")
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"{NOWHERE} localhost\n")
+    run = run_with_ssh_dir(ssh_dir, tmp_path / "results", "--libvirt-uri", "qemu+ssh://vc-target/system",
+                           "--host-dir", str(host_dir), "--controllers", "virtio-blk", "-k", "limits", hosts=hosts)
+    assert run.returncode == 0, run.output[-4000:]
+    assert set(run.outcomes().values()) == {"passed"}, run.outcomes()
+    assert list(host_dir.iterdir()) == []
+    assert run.left_behind == []
+
+
+def test_without_its_proxyjump_the_alias_is_unreachable(sshd: SshServer, tmp_path: Path) -> None:
+    """The check of the test above: with the same /etc/hosts and no ProxyJump, vc-target is not reached."""
+    ssh_dir = _own_ssh_dir(tmp_path, sshd, f"Host vc-target\n  HostName localhost\n  Port {sshd.port}\n"
+                                           "  User root\n  IdentityFile ~/.ssh/id_test\n", host_id="[localhost]")
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"{NOWHERE} localhost\n")
+    t0 = time.monotonic()
+    run = run_with_ssh_dir(ssh_dir, tmp_path / "results", "--libvirt-uri", "qemu+ssh://vc-target/system",
+                           hosts=hosts, timeout=120)
+    assert_usage_error(run, time.monotonic() - t0, f"libvirt host root@localhost:{sshd.port} is unreachable: "
+                                                   f"[Errno 111] Connection refused")
+
+
+def test_a_proxyjump_host_that_is_down_is_a_clear_error(sshd: SshServer, tmp_path: Path) -> None:
+    ssh_dir = _own_ssh_dir(tmp_path, sshd, f"Host vc-target\n  HostName 127.0.0.1\n  Port {sshd.port}\n"
+                                           "  User root\n  IdentityFile ~/.ssh/id_test\n"
+                                           "  ProxyJump root@127.0.0.1:1\n")
+    t0 = time.monotonic()
+    run = run_with_ssh_dir(ssh_dir, tmp_path / "results", "--libvirt-uri", "qemu+ssh://vc-target/system",
+                           timeout=120)
+    assert_usage_error(run, time.monotonic() - t0, "ProxyJump host root@127.0.0.1:1 (~/.ssh/config's ProxyJump "
+                                                   "root@127.0.0.1:1 for vc-target) is unreachable: [Errno 111] "
+                                                   "Connection refused")

@@ -221,7 +221,8 @@ def test_limits_name_both_values_on_a_mismatch() -> None:
                            discard=True, queues=2)
     v = judge_limits([("scratch", cfg, guest)])
     assert not v.passed
-    assert "scratch disk sda: physical block size: the hypervisor configured 4096, the guest sees 512" in v.problems
+    assert ("scratch disk sda: physical block size: the suite asked for 4096, the hypervisor did not say what the "
+            "device advertises (the hypervisor was not asked), the guest sees 512 [blame: unknown]") in v.problems
 
 
 def test_unset_limits_are_shown_not_compared() -> None:

@@ -14,34 +14,37 @@ from reports.baseline import resolve_baseline
 from reports.records import Record, RunStatus, settle
 from reports.store import Store, StoreError
 from suites.assertions import RuleFailure, conclude_against
-from tests.unit.test_store import BLK, QD, healthy, write_run
+from tests.unit.test_store import BLK, QD, SERIES, SUITE, healthy, write_run
+
+NVME_SERIES = "libvirt_local_nvme_lat5ms_embedded"
 
 
 def test_a_run_id_a_directory_and_last_resolve_to_the_stored_series(tmp_path: Path, store_url: str) -> None:
     d = write_run(tmp_path, "20261120-020000", healthy())
-    by_dir = resolve_baseline(str(d), store_url, "libvirt", ("virtio-scsi", "virtio-blk"))
+    by_dir = resolve_baseline(str(d), store_url, SERIES)
     assert by_dir.run.id == 1 and by_dir.source == f"run 1 ({d.resolve()})"
     qd = by_dir.for_rule("queue-depth", QD)
     assert qd is not None and qd["qd32_host_depth"].values == (25.1, 25.3, 24.9, 25.2)
     assert by_dir.for_rule("queue-depth", "libvirt:nvme:latency5ms") is None
-    assert resolve_baseline("1", store_url, "libvirt", ("virtio-scsi", "virtio-blk")).run.id == 1
-    assert resolve_baseline("last", store_url, "libvirt", ("virtio-scsi", "virtio-blk")).run.id == 1
+    assert resolve_baseline("1", store_url, SERIES).run.id == 1
+    assert resolve_baseline("last", store_url, SERIES).run.id == 1
 
 
 def test_bad_baselines_are_refused_with_the_reason(tmp_path: Path, store_url: str) -> None:
     with pytest.raises(StoreError, match="has no run 9"):
-        resolve_baseline("9", store_url, "libvirt", ("virtio-scsi",))
-    with pytest.raises(StoreError, match="has no complete run of --hypervisor libvirt --controllers nvme"):
-        resolve_baseline("last", store_url, "libvirt", ("nvme",))
+        resolve_baseline("9", store_url, SERIES)
+    with pytest.raises(StoreError, match=f"has no complete run of series {NVME_SERIES} with a verdict; run the "
+                                         "suite once without --baseline first"):
+        resolve_baseline("last", store_url, NVME_SERIES)
     with pytest.raises(StoreError, match="neither a stored run id, a results directory, 'last'"):
-        resolve_baseline("yesterday", store_url, "libvirt", ("nvme",))
+        resolve_baseline("yesterday", store_url, NVME_SERIES)
     with pytest.raises(StoreError, match="--store none gives no store"):
-        resolve_baseline("1", None, "libvirt", ("nvme",))
+        resolve_baseline("1", None, NVME_SERIES)
     records, status = settle([Record("m", "io-size", QD, outcome="passed", started=True),
                               Record("n", "queue-depth", QD, started=True)], "SIGINT")
     cut = write_run(tmp_path, "20261121-020000", records, status)
     with pytest.raises(StoreError, match="is incomplete \\(interrupted\\): it is never used as a baseline"):
-        resolve_baseline(str(cut), store_url, "libvirt", ("virtio-scsi",))
+        resolve_baseline(str(cut), store_url, SERIES)
     assert RunStatus().complete
 
 
@@ -64,27 +67,27 @@ def test_a_records_repeats_fold_into_medians() -> None:
     assert rec.properties["guest_driver"] == "sd"
 
 
-def test_last_finds_a_run_of_the_same_controllers_in_another_order(tmp_path: Path, store_url: str) -> None:
-    """The controller list is a set: the stored run tested virtio-scsi,virtio-blk."""
-    assert resolve_baseline(str(write_run(tmp_path, "20261120-020000", healthy())), store_url, "libvirt",
-                            ("virtio-scsi", "virtio-blk")).run.id == 1  # imported on the way
-    for order in (("virtio-blk", "virtio-scsi"), ("virtio-scsi", "virtio-blk"), (" virtio-blk", "virtio-scsi ")):
-        assert resolve_baseline("last", store_url, "libvirt", order).run.id == 1
-    with pytest.raises(StoreError, match="has no complete run of --hypervisor libvirt --controllers virtio-blk;"):
-        resolve_baseline("last", store_url, "libvirt", ("virtio-blk",))
-    with pytest.raises(StoreError, match="--controllers virtio-blk,virtio-scsi,nvme;"):
-        resolve_baseline("last", store_url, "libvirt", ("virtio-blk", "virtio-scsi", "nvme"))
-
-
-def test_a_series_is_the_same_whatever_the_controllers_order() -> None:
-    from model.fingerprint import same_series
-
-    fp = {"qemu.version": "7.2.0"}
-    a = {"hypervisor": "libvirt", "controllers": "virtio-scsi,virtio-blk", "inject": "none"}
-    assert same_series(fp, a, fp, {**a, "controllers": "virtio-blk,virtio-scsi"})
-    assert not same_series(fp, a, fp, {**a, "controllers": "virtio-blk"})
-    assert not same_series(fp, a, fp, {**a, "controllers": "virtio-blk,virtio-scsi,nvme"})
-    assert not same_series(fp, a, fp, {"hypervisor": "libvirt", "inject": "none"})
+def test_last_follows_the_series_across_builds_and_never_crosses_into_another(tmp_path: Path,
+                                                                              store_url: str) -> None:
+    """--baseline last is the newest run of the job's series, whatever QEMU or kernel it ran on;
+    a run of another series (another fault, another image), newer, is never taken."""
+    first = write_run(tmp_path, "20261120-020000", healthy(), suite={**SUITE, "qemu.version": "7.2.0"})
+    built = write_run(tmp_path, "20261121-020000", healthy(),
+                      suite={**SUITE, "qemu.version": "8.0.0", "guest.kernel": "6.12.0"})
+    faulty = write_run(tmp_path, "20261122-020000", healthy(), suite={**SUITE, "inject": "tcq-off"})
+    named = write_run(tmp_path, "20261123-020000", healthy(), suite={**SUITE, "series": "qemu_nightly"})
+    assert _stored(store_url, first, built, faulty, named) == [1, 2, 3, 4]
+    assert resolve_baseline("last", store_url, SERIES).run.id == 2  # across the QEMU and kernel change
+    assert resolve_baseline("last", store_url, "libvirt_local_virtio_blk_virtio_scsi_inject_tcq_off_lat5ms_"
+                                               "embedded").run.id == 3
+    assert resolve_baseline("last", store_url, "qemu_nightly").run.id == 4
+    # a run given by id or directory may be of another series: compared, and every verdict says so
+    assert resolve_baseline("3", store_url, SERIES).source == (
+        f"run 3 ({faulty.resolve()}), of another series (libvirt_local_virtio_blk_virtio_scsi_inject_tcq_off_lat5ms_"
+        "embedded)")
+    assert resolve_baseline("2", store_url, SERIES).source == f"run 2 ({built.resolve()})"
+    with pytest.raises(StoreError, match="has no complete run of series libvirt_local_virtio_blk_lat5ms_embedded"):
+        resolve_baseline("last", store_url, "libvirt_local_virtio_blk_lat5ms_embedded")
 
 
 def _stored(store_url: str, *dirs: Path) -> list[int]:
@@ -118,10 +121,10 @@ def test_a_run_in_which_no_rule_reached_a_verdict_is_never_the_baseline(tmp_path
     store = Store(store_url)
     assert [(r.id, r.complete) for r in store.runs()] == [(3, True), (1, False), (2, True)]  # by start
     store.close()
-    base = resolve_baseline("last", store_url, "libvirt", ("virtio-scsi", "virtio-blk"))
+    base = resolve_baseline("last", store_url, SERIES)
     assert base.run.source == str(first.resolve()) and base.for_rule("queue-depth", QD) is not None
     with pytest.raises(StoreError, match=r"no rule reached a verdict in run 2 .*: it is never used as a baseline"):
-        resolve_baseline("2", store_url, "libvirt", ("virtio-scsi",))
+        resolve_baseline("2", store_url, SERIES)
 
 
 def test_a_run_of_skips_alone_stays_complete() -> None:
@@ -137,7 +140,7 @@ def test_last_takes_each_configuration_from_the_newest_run_with_a_verdict_for_it
     second[0] = Record(second[0].nodeid, "queue-depth", QD, {"qd32_host_depth": 3.0}, "error",
                        "GuestCommandError: the SSH connection to the guest was lost")
     _stored(store_url, first, write_run(tmp_path, "20261121-020000", second))
-    base = resolve_baseline("last", store_url, "libvirt", ("virtio-scsi", "virtio-blk"))
+    base = resolve_baseline("last", store_url, SERIES)
     assert base.run.id == 2 and base.source_for("io-size", BLK) == base.source == f"run 2 ({tmp_path / '20261121-020000'})"
     qd = base.for_rule("queue-depth", QD)
     assert qd is not None and qd["qd32_host_depth"].values == (25.1, 25.3, 24.9, 25.2)
@@ -146,13 +149,11 @@ def test_last_takes_each_configuration_from_the_newest_run_with_a_verdict_for_it
     assert base.for_rule("limits", BLK) is None
     assert base.missing("limits", BLK) == (
         f"no baseline for limits on {BLK} in run 2 ({tmp_path / '20261121-020000'}): its outcome there is error "
-        "(guest lost), and none of the 1 older complete runs of the same hypervisor and controllers has a verdict "
-        "for it")
+        f"(guest lost), and none of the 1 older complete runs of series {SERIES} has a verdict for it")
     assert base.missing("multi-queue", BLK).endswith(f"it did not run multi-queue on {BLK}, and none of the 1 older "
-                                                     "complete runs of the same hypervisor and controllers has a "
-                                                     "verdict for it")
+                                                     f"complete runs of series {SERIES} has a verdict for it")
     # a run id is that run only
-    by_id = resolve_baseline("2", store_url, "libvirt", ("virtio-scsi",))
+    by_id = resolve_baseline("2", store_url, SERIES)
     assert by_id.for_rule("queue-depth", QD) is None
     assert by_id.missing("queue-depth", QD).endswith("its outcome there is error (GuestCommandError: the SSH "
                                                      "connection to the guest was lost)")
@@ -165,7 +166,7 @@ def test_a_rule_whose_only_error_was_a_missing_baseline_is_a_baseline(tmp_path: 
     rec[0] = Record(rec[0].nodeid, "queue-depth", QD, rec[0].properties, "error",
                     f"BaselineMissing: no baseline for queue-depth on {QD} in run 1: it did not run queue-depth")
     _stored(store_url, write_run(tmp_path, "20261120-020000", rec))
-    base = resolve_baseline("last", store_url, "libvirt", ("virtio-scsi", "virtio-blk"))
+    base = resolve_baseline("last", store_url, SERIES)
     assert base.for_rule("queue-depth", QD) is not None
 
 
@@ -175,7 +176,7 @@ def _verdict(host_depth: float) -> RuleVerdict:
 
 def test_a_rule_asked_to_compare_without_a_baseline_is_an_error_never_a_pass(tmp_path: Path, store_url: str) -> None:
     _stored(store_url, write_run(tmp_path, "20261120-020000", healthy()))
-    base = resolve_baseline("1", store_url, "libvirt", ("virtio-scsi", "virtio-blk"))
+    base = resolve_baseline("1", store_url, SERIES)
     rec = Record("n", "queue-depth", "libvirt:nvme:latency5ms")
     with pytest.raises(BaselineMissing) as e:
         conclude_against(_verdict(20.0), rec, "libvirt:nvme:latency5ms", tmp_path, base)
@@ -201,7 +202,7 @@ def test_the_issue_regression_fails_against_last(tmp_path: Path, store_url: str)
     run of errors stored between: compared with run 1, and worse."""
     _stored(store_url, write_run(tmp_path, "20261120-020000", healthy(qd32=(20.0,))),
             write_run(tmp_path, "20261121-020000", _errors_only(), RunStatus()))  # stored as complete, the old way
-    base = resolve_baseline("last", store_url, "libvirt", ("virtio-scsi", "virtio-blk"))
+    base = resolve_baseline("last", store_url, SERIES)
     assert base.run.id == 1
     with pytest.raises(RuleFailure, match=r"worse than the baseline run 1 .*: qd32_host_depth: 20 -> 13 requests"):
         conclude_against(_verdict(13.0), Record("n", "queue-depth", QD), QD, tmp_path, base)

@@ -12,7 +12,7 @@ import pytest
 from reports.compare import main
 from reports.records import Record, RunStatus, settle
 from reports.store import Store
-from tests.unit.test_store import BLK, QD, SUITE, healthy, write_run
+from tests.unit.test_store import BLK, QD, SERIES, SUITE, healthy, write_run
 
 TCQ_OFF = (1.0, 1.0, 1.1, 1.0)  # a tcq-off run: the host sees one request at a time whatever the guest offers
 
@@ -76,14 +76,22 @@ def test_last_n_nights_flaky_and_fingerprints(tmp_path: Path, store_url: str, ca
     store.import_dir(write_run(tmp_path, "20261125-020000", records, status))
     assert main(["--store", url, "--last", "4", "4"]) == 1  # night 23 against 22, flakiness over 20..23
     out = capsys.readouterr().out
+    assert out.startswith("run 3 -> 4: fingerprint unchanged (guest.kernel, fio_version)\n")
     assert "A (baseline): run 3," in out and "B: run 4," in out
-    assert f"across the last 4 runs of B's fingerprint): 1\n  queue-depth[{QD}]: 3 flips" in out
-    assert main(["--store", url, "--last", "3"]) == 2  # newest complete run: 5, alone with its fingerprint
-    assert "no earlier complete run with the same fingerprint" in capsys.readouterr().err
-    assert main(["--store", url, "4", "5"]) == 0
+    assert f"across the last 4 runs of series {SERIES}): 1\n  queue-depth[{QD}]: 3 flips" in out
+    # the newest complete run, 5, on another kernel: the series follows it, the change named first
+    assert main(["--store", url, "--last", "3"]) == 0
     out = capsys.readouterr().out
-    assert out.index("NOTE: the runs have different fingerprints (1 entries differ)") < out.index("Regressions")
-    assert "guest.kernel  6.1.0-28-cloud-amd64  6.12.0" in out
+    assert out.startswith("run 4 -> 5: guest.kernel 6.1.0-28-cloud-amd64 -> 6.12.0; unchanged: fio_version\n"), out
+    assert "Fingerprint changes (1 entries):" in out and "guest.kernel  6.1.0-28-cloud-amd64  6.12.0" in out
+    # a run alone in its series (another fault) has no earlier run to compare with
+    store.import_dir(write_run(tmp_path, "20261126-020000", healthy(), suite={**SUITE, "inject": "tcq-off"}))
+    store.close()
+    assert main(["--store", url, "--last", "3"]) == 2
+    assert ("run 7 has no earlier complete run of its series (libvirt_local_virtio_blk_virtio_scsi_inject_tcq_off_"
+            "lat5ms_embedded)") in capsys.readouterr().err
+    assert main(["--store", url, "--last", "3", "--series", SERIES]) == 0  # the newest of that series: 5
+    assert capsys.readouterr().out.startswith("run 4 -> 5: ")
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -110,7 +118,22 @@ def test_tested_mode_still_prints_junit_files_side_by_side(tmp_path: Path, capsy
     b = write_run(tmp_path, "b", healthy(TCQ_OFF, outcome="failed"), RunStatus())
     assert main(["--tested", str(a / "junit.xml"), str(b / "junit.xml")]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
-    assert rows == [["*", f"verdict.queue-depth[{QD}]", "passed", "failed"]]
+    assert rows == [["*", f"verdict.queue-depth[{QD}]", "passed", "failed"],
+                    ["*", f"blame.queue-depth[{QD}]", "-", "unknown"]]  # a failure's layer at fault
     assert main([str(a / "junit.xml"), str(a / "junit.xml")]) == 0  # files only: the same printer, no store
     assert "(the runs do not differ)" in capsys.readouterr().out
     assert not (tmp_path / "results").exists()  # JUnit files alone: no store opened
+
+
+def test_a_regression_names_the_layer_at_fault(tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The nightly team sends the bug to whoever the failure blames: the row says it, from the stored run."""
+    a = write_run(tmp_path, "20261120-020000", healthy())
+    failed = healthy(TCQ_OFF, outcome="failed")
+    failed[0].blame, failed[0].blame_reason = "hypervisor", "the device advertises queue depth 1 where 128 was asked"
+    b = write_run(tmp_path, "20261121-020000", failed)
+    assert main(["--store", store_url, str(a), str(b)]) == 1
+    assert f"  queue-depth[{QD}]: passed -> failed  blame: hypervisor\n" in capsys.readouterr().out
+    # side by side from the JUnit files: a row per failed case
+    assert main(["--tested", str(a / "junit.xml"), str(b / "junit.xml")]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if f"blame.queue-depth[{QD}]" in line)
+    assert row.startswith("*") and row.split()[-1] == "hypervisor", row

@@ -4,9 +4,9 @@ integer, URIs whose host no parser reads, option values out of the range a run c
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -85,7 +85,7 @@ def test_a_run_id_past_the_stores_integer_is_no_run(tmp_path: Path, store_url: s
     assert trend.main(["--store", store_url, "--run", huge, "-o", str(tmp_path / "t.html")]) == 2
     assert f"has no run {huge}" in capsys.readouterr().err
     with pytest.raises(StoreError, match=f"has no run {huge}"):  # the suite's --baseline, in its preflight
-        resolve_baseline(huge, store_url, "libvirt", ("virtio-blk",))
+        resolve_baseline(huge, store_url, "libvirt_local_virtio_blk_lat5ms_embedded")
 
 
 @pytest.mark.parametrize("uri", [
@@ -286,7 +286,8 @@ def test_a_fifo_named_in_a_libvirt_uri_is_refused_without_being_read(name: str, 
     inventory = tmp_path / "hosts.toml"
     inventory.write_text(f'[[host]]\nuri = "{uri}"\n')
     with fifo_readers([fifo], grace_s=5.0) as opened:
-        for check in (functools.partial(hosts_from_uris, [uri]), functools.partial(load_inventory, inventory)):
+        checks: list[Callable[[], object]] = [lambda: hosts_from_uris([uri]), lambda: load_inventory(inventory)]
+        for check in checks:
             with pytest.raises(InventoryError) as e:
                 check()
             assert f"{name}={fifo} is a FIFO (named pipe), not a regular file" in str(e.value)

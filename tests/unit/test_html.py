@@ -126,3 +126,19 @@ def test_complete_run_has_no_banner(tmp_path: Path) -> None:
     records, status = settle([Record("n1", "limits", "c", {}, "passed", started=True)])
     text = write_html(records, tmp_path / "r.html", status=status).read_text()
     assert "RUN INCOMPLETE" not in text and ">PASSED<" in text
+
+
+def test_a_failed_verdict_names_its_layer_in_a_column_and_over_its_section(tmp_path: Path) -> None:
+    recs = [Record("n1", "queue-depth", "libvirt:virtio-scsi:latency5ms", {}, "failed",
+                   "queue-depth failed on x\nFAIL: the host saw 1.0 <b>", verdict=TCQ_OFF_VERDICT,
+                   blame="guest configuration", blame_reason="queue depth was 128 when probed and is 1 now"),
+            Record("n2", "io-size", "libvirt:virtio-scsi:latency5ms", {}, "passed")]
+    text = write_html(recs, tmp_path / "r.html").read_text()
+    table = text.split("<h2>Verdicts</h2>")[1].split("</table>")[0]
+    assert "<th scope=\"col\">blame</th>" in table
+    assert ('<td class="blame" title="queue depth was 128 when probed and is 1 now">guest configuration</td>'
+            "<td>FAIL: the host saw 1.0 &lt;b&gt;</td>") in table  # the message column: the first FAIL: line
+    assert 'href="#queue-depth--libvirt-virtio-scsi-latency5ms"' in text.split('id="verdict-grid"')[1]
+    section = text.split('<section id="queue-depth--libvirt-virtio-scsi-latency5ms">')[1].split("</section>")[0]
+    assert "<strong>blame: guest configuration</strong>: queue depth was 128 when probed and is 1 now" in section
+    assert 'class="blame"' not in text.split('<section id="io-size--libvirt-virtio-scsi-latency5ms">')[1]

@@ -55,7 +55,7 @@ def test_a_verdicts_numbers_are_flattened_into_its_case_with_the_tests_own(tmp_p
     props = _props(_find(ET.parse(write_junit([rec], tmp_path / "j.xml")).getroot(), ".//testcase"))
     assert props["split_factor"] == "16.0" and props["expected_request_bytes"] == "1048576"
     assert props["guest_avg_request_bytes"] == "65536" and props["notes"] == "a note"
-    assert set(props) == {*verdict.properties, "guest_avg_request_bytes", "notes"}
+    assert set(props) == {*verdict.properties, "guest_avg_request_bytes", "notes", "blame", "blame_reason"}
 
 
 def _interrupted_run() -> tuple[list[Record], RunStatus]:
@@ -131,3 +131,36 @@ def test_file_is_private_by_default(tmp_path: Path) -> None:
     path = write_junit([], tmp_path / "j.xml")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(write_junit([], tmp_path / "k.xml", mode=0o644).stat().st_mode) == 0o644
+
+
+FAIL_TEXT = ("queue-depth failed on libvirt:virtio-scsi:latency5ms\ndevice queue depth: 128\n"
+             "FAIL: at offered depth 32 the host saw 1.0 in flight; expected at least 12.8\n"
+             "FAIL: IOPS scaled 1.0x\nblame: hypervisor: dut disk sda: the device advertises queue depth 1\n"
+             "raw data: /r/raw/libvirt_virtio-scsi_latency5ms")
+
+
+def test_a_failure_message_is_its_first_fail_line_and_the_body_the_whole_text(tmp_path: Path) -> None:
+    """CI shows failure@message as one line: before, it was the whole explanation (its first line the rule's name)."""
+    rec = Record("suites/test_queue_depth.py::t[a]", "queue-depth", "libvirt:virtio-scsi:latency5ms", {}, "failed",
+                 FAIL_TEXT, FAIL_TEXT, blame="hypervisor", blame_reason="dut disk sda: the device advertises 1")
+    err = Record("suites/test_io_size.py::t[a]", "io-size", "libvirt:virtio-scsi:latency5ms", {}, "error",
+                 "GuestCommandError: fio exited 1\nstderr: no space", "Traceback ...\nGuestCommandError: fio exited 1")
+    root = ET.parse(write_junit([rec, err], tmp_path / "j.xml", results_dir=tmp_path / "run")).getroot()
+    case, error_case = root.findall(".//testcase")
+    failure = _find(case, "failure")
+    assert failure.get("message") == "FAIL: at offered depth 32 the host saw 1.0 in flight; expected at least 12.8"
+    assert failure.text == FAIL_TEXT
+    assert _props(case)["blame"] == "hypervisor" and str(_props(case)["blame_reason"]).startswith("dut disk sda")
+    error = _find(error_case, "error")
+    assert error.get("message") == "GuestCommandError: fio exited 1" and "stderr: no space" in (error.text or "")
+    assert error_case.find("properties") is None  # no verdict, no blame
+    # each case names its report section and raw data
+    assert _find(case, "system-out").text == (
+        f"report section: {tmp_path / 'run' / 'report.html'}#queue-depth--libvirt-virtio-scsi-latency5ms\n"
+        f"raw data: {tmp_path / 'run' / 'raw' / 'libvirt_virtio-scsi_latency5ms'}")
+
+
+def test_a_failure_outside_its_verdict_is_blamed_on_no_layer(tmp_path: Path) -> None:
+    rec = Record("n", "queue-depth", "c", {}, "failed", "assert 1 == 2")
+    props = _props(_find(ET.parse(write_junit([rec], tmp_path / "j.xml")).getroot(), ".//testcase"))
+    assert props["blame"] == "unknown" and "outside its verdict" in str(props["blame_reason"])

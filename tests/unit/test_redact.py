@@ -93,7 +93,8 @@ def test_no_secret_in_any_output(tmp_path: Path, options: list[str]) -> None:
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "VIOCONFORM_VCENTER_PASSWORD": env_secret,
              "LEAKY_PASSWORD_FILE": str(inputs / "pw")})
     out = run.stdout + run.stderr
-    assert run.returncode == 1, out
+    # errors, no rule failed: a harness error (6); pytest's own 1 where vioconform's session is not loaded
+    assert run.returncode == (1 if "no:fixtures.session" in options else 10), out
     assert "failed with ***" in out and "2 failed, 2 errors" in out, out
     written = [p for p in tmp_path.rglob("*") if p.is_file() and inputs not in p.parents]
     assert any(p.name.endswith("junit.xml") for p in written), written

@@ -16,6 +16,8 @@ QD = "libvirt:virtio-scsi:latency5ms"
 BLK = "libvirt:virtio-blk:latency5ms"
 SUITE = {"hypervisor": "libvirt", "controllers": "virtio-scsi,virtio-blk", "inject": "none",
          "guest.kernel": "6.1.0-28-cloud-amd64", "fio_version": "fio-3.33"}
+#: The default series of SUITE's runs (model/series.py): no series property, no options JSON
+SERIES = "libvirt_local_virtio_blk_virtio_scsi_lat5ms_embedded"
 
 
 def write_run(parent: Path, name: str, records: list[Record], status: RunStatus | None = None,

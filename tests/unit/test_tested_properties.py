@@ -49,11 +49,12 @@ def test_report_shows_what_was_tested_one_column_per_controller() -> None:
     assert table.startswith('<section id="tested"><h2>What was tested</h2>')
     assert "<tr><td>image</td><td>embedded:56a4ad75000f8008</td></tr>" in table
     assert "<th>virtio-scsi</th><th>virtio-blk</th>" in table
-    # the same setting on both controllers is one row; a row where they differ is marked
+    # the same setting on both controllers is one row; a row where they differ is marked, in words
+    # and tinted (not by its colour alone)
     assert "<tr><td>boot.nr_requests</td><td>256</td><td>256</td></tr>" in table
-    assert ('<tr><td>boot.queue_depth</td><td style="background:#fff3e0">128</td>'
+    assert ('<tr><td>boot.queue_depth <em>(differs)</em></td><td style="background:#fff3e0">128</td>'
             '<td style="background:#fff3e0">none</td></tr>') in table
-    rows = [r.split("</td>")[0] for r in table.split("<tr><td>")[1:]]
+    rows = [r.split("</td>")[0].removesuffix(" <em>(differs)</em>") for r in table.split("<tr><td>")[1:]]
     assert rows.index("driver") < rows.index("boot.scheduler")  # drivers first
     assert what_was_tested({}) == ""
 
@@ -114,7 +115,7 @@ def test_two_runs_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines[1:]] == [
         ["*", "disk.virtio-scsi.boot.scheduler"], ["*", "guest.kernel"],
-        ["*", "verdict.limits[libvirt:virtio-scsi:latency5ms]"]]
+        ["*", "verdict.limits[libvirt:virtio-scsi:latency5ms]"], ["*", "blame.limits[libvirt:virtio-scsi:latency5ms]"]]
     assert lines[2].split()[2:] == [KERNEL, "6.1.0-28-cloud-amd64"]
     assert len(side_by_side([a, b], everything=True)) == len(a)
     (tmp_path / "c.xml").write_text("<html/>")

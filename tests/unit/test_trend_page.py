@@ -32,9 +32,11 @@ def test_two_nights_of_one_series(tmp_path: Path, store_url: str, capsys: pytest
     store.close()
     out = tmp_path / "trend.html"
     assert main(["--store", store_url, "--run", "2", "-o", str(out)]) == 0
-    assert "2 run(s) of the series of run 2" in capsys.readouterr().out
+    assert "2 run(s) of series libvirt_local_virtio_blk_virtio_scsi_lat5ms_embedded, up to run 2" in \
+        capsys.readouterr().out
     page = out.read_text()
-    assert "2 run(s) of one series" in page  # the tcq-off run is another series (inject), not in it
+    # the tcq-off run is another series (inject), not in it
+    assert "2 run(s) of series libvirt_local_virtio_blk_virtio_scsi_lat5ms_embedded" in page
     assert "<th>guest.kernel</th><td>6.1.0-56-amd64</td>" in page and "<th>inject</th><td>none</td>" in page
     texts = _texts(page)
     assert "queue-depth [libvirt:virtio-scsi:latency5ms]" in texts and "passed" in texts and "skipped" in texts

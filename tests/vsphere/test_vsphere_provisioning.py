@@ -13,6 +13,7 @@ from guest.image.cloudinit import DEFAULT_GUEST_USER
 from hypervisors.base import GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import KEY_PROPERTY, VSphereBackend
+from hypervisors.vsphere.controllers import VSPHERE_SILENT
 from model.errors import HypervisorError
 from model.types import DiskSpec
 from tests.vsphere.vsphere_sim import Sim, SimBackend, SimGuestSshd, cloud_init_documents, sim_config
@@ -65,6 +66,16 @@ def test_round_trip_one_disk_per_controller(backend: VSphereBackend, vcsim: Sim,
     # a VMDK has no settable block sizes: the configured side says what vSphere gives, not what was asked
     assert {(d.configured.physical_block_bytes, d.configured.optimal_io_bytes, d.configured.queue_depth)
             for d in guest.disks} == {(512, 0, None)}
+    # what the VM's device config says of each disk: recorded, and no limit it cannot state is "advertised"
+    for disk in guest.disks:
+        adv = backend.advertised(guest, disk)
+        said = {(p.owner, p.name): p.value for p in adv.properties}
+        kind = EXPECTED_CLASS[disk.spec.controller].__name__.split(".")[-1]
+        assert said[(f"controller of {disk.host_ref}", "type")] == kind, said
+        assert said[(f"disk {disk.host_ref}", "diskMode")] == "persistent", said
+        assert said[(f"disk {disk.host_ref}", "capacityInBytes")] == str(disk.spec.size_bytes), said
+        assert adv.source == "vSphere device config" and adv.said_by == {} and adv.queue_depth is None
+        assert adv.notes == (VSPHERE_SILENT,) and adv.why_not_said("queue_depth") == VSPHERE_SILENT
     # the IP came from the (simulated) Tools, the key and the host key through cloud-init's guestinfo,
     # and SSH works with both
     assert guest.ssh.host == "127.0.0.1" and guest.accel == "vsphere"

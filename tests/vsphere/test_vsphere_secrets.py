@@ -50,17 +50,17 @@ def malformed(sim: Sim, tmp: Path) -> FailingPath:
 
 def missing_datastore(sim: Sim, tmp: Path) -> FailingPath:
     """Logged in with the right password, then a look-up fails."""
-    return FailingPath(_sim_url(sim), sim.password, "datastore 'no-such-ds' not found", 1)
+    return FailingPath(_sim_url(sim), sim.password, "datastore 'no-such-ds' not found", 10)
 
 
 def unreachable(sim: Sim, tmp: Path) -> FailingPath:
     return FailingPath(f"vsphere://u@127.0.0.1:{closed_port()}/t?datastore=ds1&connect_timeout_s=3",
-                 f"pw-{secrets.token_hex(10)}", "is unreachable", 1)
+                 f"pw-{secrets.token_hex(10)}", "is unreachable", 10)
 
 
 def wrong_credentials(sim: Sim, tmp: Path) -> FailingPath:
     return FailingPath(_sim_url(sim, "LocalDS_0"), f"pw-{secrets.token_hex(10)}",
-                 f"rejected the login of '{SIM_USER}'", 1)
+                 f"rejected the login of '{SIM_USER}'", 10)
 
 
 def password_file(sim: Sim, tmp: Path) -> FailingPath:
@@ -72,7 +72,7 @@ def password_file(sim: Sim, tmp: Path) -> FailingPath:
     conf.write_text(f'[vsphere]\nhost = "127.0.0.1"\nport = {sim.port}\nuser = "{SIM_USER}"\n'
                     f'template = "{TEMPLATE}"\ndatastore = "no-such-ds"\ncluster = "{CLUSTER}"\ninsecure = true\n'
                     f'password_file = "vcenter.pw"\n')
-    return FailingPath(str(conf), sim.password, "datastore 'no-such-ds' not found", 1, password_file=pw)
+    return FailingPath(str(conf), sim.password, "datastore 'no-such-ds' not found", 10, password_file=pw)
 
 
 PATHS: dict[str, Callable[[Sim, Path], FailingPath]] = {
@@ -109,7 +109,7 @@ def test_password_in_no_output(vcsim: Sim, tmp_path: Path, make_path: Callable[[
     if case.returncode == 4:  # a usage error: one line, before any test
         assert out.count(case.expect) == 1 and "Traceback" not in out, out
     written = [p for p in tmp_path.rglob("*") if p.is_file() and "secret-input" not in p.parts]
-    if case.returncode == 1:
+    if case.returncode == 10:  # harness errors (reports/exitcodes.py): the run wrote its results
         assert {p.name for p in written} >= {"junit.xml", "report.html"}, written
     for name, text in [("stdout", run.stdout), ("stderr", run.stderr)] + \
             [(str(p), p.read_text(errors="replace")) for p in written]:

@@ -78,7 +78,11 @@ def fetch_all_xml(snapshot: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    argparse.ArgumentParser(prog="python3 tests/data/vsphere/make_vscsistats_data.py", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     (HERE / "vscsistats-l.txt").write_text(LIST)
     for snap in (1, 2):
         csv = "".join(histogram_set(snap, h).to_vscsistats_csv() for h in DISKS)

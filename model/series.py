@@ -1,0 +1,166 @@
+"""A run's series: the nightly job it belongs to. The fingerprint (model/fingerprint.py) is what
+changed between two runs of it.
+
+A series is named by ``--series NAME``, or by default derived from what the job asks for (never
+from what it found: a new QEMU, libvirt, kernel, machine type, image build or fio is the same job
+on another build, which is what the nightly comparison is for):
+
+    <hypervisor>_<hosts>_<controllers>[_inject_<faults>]_<disk>_<image name>
+
+- the hypervisor (``libvirt``, ``vsphere``);
+- the host names: libvirt's hosts as the run names them (``local`` for this machine's daemon, a
+  remote URI's host, an inventory's ``name``), sorted; vSphere: the vCenter's host name;
+- the controllers, as a set (sorted: ``virtio-scsi,virtio-blk`` is ``virtio-blk,virtio-scsi``);
+- the faults of ``--inject`` as a set, left out when there are none;
+- the disk backing and latency: ``lat5ms`` (``--disk-backing latency --disk-latency-ms 5``), ``file``;
+- the image's *name*: ``embedded`` for the embedded guest (its recipe hash is left out), the file
+  name of ``--image`` without its last suffix, the vSphere template's name; never its hash.
+
+Each part is lower-cased and every run of other characters becomes one ``_``, e.g.
+``libvirt_local_virtio_blk_virtio_scsi_lat5ms_embedded``. A derived name longer than
+:data:`MAX_SERIES_CHARS` keeps its first :data:`SHORTENED_KEEP_CHARS` characters and a hash of the
+whole (``_`` and :data:`SHORTENED_HASH_CHARS` hex digits of its SHA-256), so it stays unique.
+
+A name (given or derived) is letters, digits and underscores, starting with a letter, at most
+:data:`MAX_SERIES_CHARS` characters: the characters a file name and an unquoted SQL identifier both
+hold (no quoting, escaping or case folding question can arise where it goes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+#: The default name's parts, as the docs and ``--help`` show them.
+SERIES_FORMAT = "<hypervisor>_<hosts>_<controllers>[_inject_<faults>]_<disk>_<image name>"
+#: The suite property (JUnit) that holds a run's series.
+SERIES_KEY = "series"
+#: The longest name. A file name holds 255 bytes (ext4, XFS); 120 leaves room for what a tool adds
+#: around it (``trend-<series>-20261123.html``) and holds the derived name of a two-host pool with
+#: three controllers, a fault and a long image name (about 100 characters).
+MAX_SERIES_CHARS = 120
+#: A derived name longer than that: this many characters of it, ``_``, then a hash of the whole;
+#: 8 hex digits (32 bits) tell apart the few dozen series a store holds with no collision to fear.
+SHORTENED_HASH_CHARS = 8
+SHORTENED_KEEP_CHARS = MAX_SERIES_CHARS - 1 - SHORTENED_HASH_CHARS
+#: What a name may hold (letters, digits, underscores; a letter first).
+SERIES_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+#: The options' defaults a run stored before series were recorded did not write (its
+#: ``options`` JSON may lack them): ``--disk-backing latency --disk-latency-ms 5``.
+DEFAULT_DISK_BACKING = "latency"
+DEFAULT_DISK_LATENCY_MS = 5.0
+#: The image name of the embedded guest, and of a vSphere template whose name is not known.
+EMBEDDED_IMAGE = "embedded"
+UNKNOWN_TEMPLATE = "template"
+#: The host name of a vCenter whose name is not known (a run stored before series were recorded).
+UNKNOWN_VCENTER = "vcenter"
+#: The host name of this machine's libvirt daemon (fixtures/hosts.py default_name).
+LOCAL_HOST = "local"
+
+
+def series_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a series (None: it can), one sentence."""
+    if not SERIES_NAME.fullmatch(name):
+        bad = sorted({c for c in name if not (c.isascii() and (c.isalnum() or c == "_"))})
+        what = (f"it holds {', '.join(repr(c) for c in bad)}" if bad else
+                "it is empty" if not name else "it does not start with a letter")
+        return (f"{what}; a series name is letters, digits and underscores, starting with a letter, at most "
+                f"{MAX_SERIES_CHARS} characters (what a file name and an SQL identifier both hold), e.g. qemu_nightly")
+    if len(name) > MAX_SERIES_CHARS:
+        return f"it is {len(name)} characters long; a series name is at most {MAX_SERIES_CHARS}, e.g. qemu_nightly"
+    return None
+
+
+@dataclass(frozen=True)
+class SeriesInputs:
+    """What a job asks for that names its default series."""
+
+    hypervisor: str
+    hosts: tuple[str, ...]
+    controllers: tuple[str, ...]
+    faults: tuple[str, ...]
+    disk_backing: str
+    disk_latency_ms: float
+    image_name: str
+
+
+def _part(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def _set(values: Iterable[str]) -> str:
+    return "_".join(p for p in sorted({_part(v) for v in values if v.strip()}) if p)
+
+
+def default_series(i: SeriesInputs) -> str:
+    """The series name derived from ``i`` (the module's docstring)."""
+    disk = "file" if i.disk_backing == "file" else f"lat{i.disk_latency_ms:g}ms".replace(".", "p")
+    faults = _set(i.faults)
+    parts = [_part(i.hypervisor) or "hypervisor", _set(i.hosts) or LOCAL_HOST, _set(i.controllers) or "none",
+             *([f"inject_{faults}"] if faults else []), _part(disk), _part(i.image_name) or EMBEDDED_IMAGE]
+    name = "_".join(parts)
+    if not name[0].isalpha():
+        name = f"s_{name}"
+    if len(name) <= MAX_SERIES_CHARS:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:SHORTENED_HASH_CHARS]
+    return f"{name[:SHORTENED_KEEP_CHARS].rstrip('_')}_{digest}"
+
+
+def image_name(image: str | None) -> str:
+    """The name of a run's image as the series knows it: ``embedded`` (None, or the embedded guest's
+    ``embedded:<recipe>``), else the file name without its last suffix (no directory, no hash)."""
+    if not image or image.startswith(f"{EMBEDDED_IMAGE}:") or image == EMBEDDED_IMAGE:
+        return EMBEDDED_IMAGE
+    return PurePosixPath(image).stem or EMBEDDED_IMAGE
+
+
+def _listed(value: str | None) -> tuple[str, ...]:
+    """A stored option's list: comma-separated (a suite property), or a JSON list (the options JSON)."""
+    if not value or value == "none":
+        return ()
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, list):
+        return tuple(str(v) for v in parsed)
+    return tuple(v.strip() for v in value.split(",") if v.strip() and v.strip() != "none")
+
+
+def stored_inputs(options: Mapping[str, str], fingerprint: Mapping[str, str]) -> SeriesInputs:
+    """The series inputs of a run stored before series were recorded, from its stored options (the
+    run's hypervisor, controllers and inject properties and its ``options`` JSON, each value a
+    string) and its fingerprint. What such a run did not record takes the option's default: the
+    latency disk of 5 ms; the host ``local`` (a pool's host names are its fingerprint's
+    ``<host>:`` prefixes); the embedded guest, unless the fingerprint's ``image`` names a file."""
+    hypervisor = options.get("hypervisor") or "libvirt"
+    hosts = _listed(options.get("hosts"))
+    if not hosts:
+        hosts = tuple(sorted({k.partition(":")[0] for k in fingerprint if ":" in k}))
+    if not hosts:
+        hosts = (UNKNOWN_VCENTER if hypervisor == "vsphere" else LOCAL_HOST,)
+    try:
+        latency = float(options.get("disk_latency_ms") or DEFAULT_DISK_LATENCY_MS)
+    except ValueError:
+        latency = DEFAULT_DISK_LATENCY_MS
+    image = options.get("image")
+    if image in (None, "", "null"):
+        image = fingerprint.get("image")
+    if hypervisor == "vsphere":
+        name = UNKNOWN_TEMPLATE
+    else:  # a file's path, or embedded:<recipe>; "unknown (...)" where the guest said nothing
+        name = image_name(image if image and ("/" in image or image.startswith(EMBEDDED_IMAGE)) else None)
+    return SeriesInputs(hypervisor, hosts, _listed(options.get("controllers")), _listed(options.get("inject")),
+                        options.get("disk_backing") or DEFAULT_DISK_BACKING, latency, name)
+
+
+def stored_series(options: Mapping[str, str], fingerprint: Mapping[str, str], given: str | None = None) -> str:
+    """A run's series: ``given`` (what it recorded), else the default derived from what it stored."""
+    if given and series_problem(given) is None:
+        return given
+    return default_series(stored_inputs(options, fingerprint))

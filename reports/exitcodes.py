@@ -1,0 +1,74 @@
+"""The suite's exit codes: one table, a CI contract (the README's table is this one).
+
+====  ==========================================================================================
+code  meaning
+====  ==========================================================================================
+0     every rule passed (skips allowed)
+1     a rule FAILED: a conformance verdict (the JUnit file's ``failure`` elements say which)
+2     interrupted (Ctrl-C, SIGTERM, a stalled xdist worker): pytest's own code
+3     pytest's internal error (a crash of pytest or of a plugin): pytest's own, never set here
+4     usage error: a bad option or input, reported before any guest starts (pytest's own)
+5     nothing collected: no rule selected (``-k`` matching nothing): pytest's own
+6     pytest 9's ``--max-warnings`` exceeded: pytest's own, never set here
+10    harness error, no rule failed: a rule ended in ERROR (it reached no verdict: the guest,
+      SSH, fio or the hypervisor failed) or the run stopped before every rule ran (``-x``)
+11    the results were not written or not stored: the JUnit file or the report could not be
+      written (a full disk), or ``--store`` could not take the run
+====  ==========================================================================================
+
+When several apply: any code pytest decided other than 0 and 1 (2, 3, 4, 5, 6) stands, then 11
+(the record CI would read is missing, whatever the verdicts: the terminal still lists each),
+then 1, then 10. pytest's own codes are 0-6 (``pytest.ExitCode``; 6 came with pytest 9), so 10
+and 11 are vioconform's alone, with room for pytest's next few.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import IntEnum
+
+import pytest
+
+
+class Exit(IntEnum):
+    PASSED = 0
+    RULE_FAILED = 1
+    INTERRUPTED = 2
+    INTERNAL_ERROR = 3
+    USAGE_ERROR = 4
+    NO_TESTS = 5
+    MAX_WARNINGS = 6
+    HARNESS_ERROR = 10
+    NOT_RECORDED = 11
+
+
+#: What each code means, in the run's last lines.
+MEANING = {
+    Exit.PASSED: "every rule passed (skips allowed)",
+    Exit.RULE_FAILED: "a rule FAILED",
+    Exit.INTERRUPTED: "interrupted",
+    Exit.INTERNAL_ERROR: "pytest's internal error",
+    Exit.USAGE_ERROR: "usage error",
+    Exit.NO_TESTS: "nothing collected",
+    Exit.MAX_WARNINGS: "pytest's --max-warnings exceeded",
+    Exit.HARNESS_ERROR: "harness error (a rule reached no verdict), no rule failed",
+    Exit.NOT_RECORDED: "results not written or not stored",
+}
+
+#: pytest's codes the rules decide between; any other of pytest's stands whatever the rules did.
+_PYTEST_VERDICTS = frozenset({pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED})
+
+
+def run_exit_code(pytest_status: int, outcomes: Iterable[str], complete: bool, not_recorded: bool) -> int:
+    """The run's exit code from pytest's own, the rules' settled outcomes, whether every rule was
+    reached (``complete``) and whether an output or the store failed (``not_recorded``)."""
+    if pytest_status not in _PYTEST_VERDICTS:
+        return int(pytest_status)
+    if not_recorded:
+        return Exit.NOT_RECORDED
+    seen = set(outcomes)
+    if "failed" in seen:
+        return Exit.RULE_FAILED
+    if "error" in seen or not complete or pytest_status != pytest.ExitCode.OK:
+        return Exit.HARNESS_ERROR  # pytest saw a failure that is no rule's verdict: never a pass
+    return Exit.PASSED
