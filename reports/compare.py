@@ -365,6 +365,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.tested or (args.runs and all(Path(r).is_file() for r in args.runs)):
         if not args.runs:
             ap.error("--tested needs junit.xml files")
+        if args.junit is not None:  # it would be left unwritten while the command says nothing
+            ap.error("--junit writes the comparison of two runs; --tested only prints what the files tested")
         return tested([Path(r) for r in args.runs], args.all)
     if args.last is None and len(args.runs) != 2:
         ap.error("give two runs (ids or results directories), or --last N [RUN]")

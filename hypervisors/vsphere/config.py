@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -178,6 +179,9 @@ def _password_from_file(path: Path) -> Secret:
     The error is raised outside the ``except`` blocks: no chained exception keeps the bytes read.
     """
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO's read would wait for a writer for ever
+            raise ConfigError(f"vsphere config: password_file {path} is not a regular file (a FIFO, a device or "
+                              "a directory); give a file that holds the password")
         return Secret(path.read_bytes().decode().strip())
     except OSError as e:
         reason = e.strerror or type(e).__name__

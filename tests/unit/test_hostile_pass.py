@@ -296,3 +296,25 @@ def test_a_fifo_named_in_a_libvirt_uri_is_refused_without_being_read(name: str, 
             libvirt_record.main(["--domain", "d", "--disk", "vda", "--uri", uri])
         assert exit_.value.code == 2 and "is a FIFO" in capsys.readouterr().err
     assert opened == []
+
+
+def test_a_vcenter_password_file_that_is_a_fifo_is_refused_without_being_read(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--vcenter 'vsphere://u@vc/t?datastore=ds&password_file=FIFO'`` hung the run for ever."""
+    from hypervisors.vsphere.config import ConfigError, parse_target
+    from model.secret import PASSWORD_ENV
+
+    monkeypatch.delenv(PASSWORD_ENV, raising=False)
+    fifo = tmp_path / "pw"
+    os.mkfifo(fifo)
+    with fifo_readers([fifo], grace_s=5.0) as opened, pytest.raises(ConfigError, match=r"password_file .* is not a"):
+        parse_target(f"vsphere://u@vc/t?datastore=ds&password_file={fifo}")
+    assert opened == []
+
+
+def test_compare_tested_refuses_a_junit_it_would_not_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``reports.compare --tested A.xml B.xml --junit C.xml`` printed the table, exit 0, and wrote no C.xml."""
+    a = write_run(tmp_path, "20261120-020000", healthy()) / "junit.xml"
+    with pytest.raises(SystemExit) as e:
+        compare.main(["--tested", str(a), str(a), "--junit", str(tmp_path / "c.xml")])
+    assert e.value.code == 2 and "--tested only prints" in capsys.readouterr().err
