@@ -1,29 +1,53 @@
 #!/usr/bin/env bash
 # Prepares this machine for vioconform: Debian packages, and a running libvirt daemon.
-# Idempotent: a second run only checks. Called by tox before the suite or the tests run.
+# Idempotent: a second run only checks. Called by tox (scripts/tox-prepare.sh) before the suite or the tests run.
 #
-#   scripts/setup-host.sh            packages + libvirt daemons
-#   scripts/setup-host.sh --vcsim    also govmomi's vcsim (for the vSphere backend's tests)
+#   scripts/setup-host.sh                  the suite's packages + libvirt daemons (tox -e suite)
+#   scripts/setup-host.sh --tests          also what only the project's tests need (tox -e test)
+#   scripts/setup-host.sh --tests --vcsim  also govmomi's vcsim (for the vSphere backend's tests)
+#
+# VIOCONFORM_SKIP_HOST_SETUP=1 skips all of it (a machine set up by hand, or one without apt);
+# VIOCONFORM_SKIP_LIBVIRTD=1 skips only starting the libvirt daemons.
 set -euo pipefail
 
 log() { printf 'vioconform setup: %s\n' "$*" >&2; }
 
-# Packages the suite runs on. The guest image is built from the same packages
-# (kernel, busybox, dropbear, fio), so nothing comes from anywhere but Debian.
-# The static fio pushed into an image without one is built from Debian's fio source
-# package (guest/image/fio_static.py): dpkg-dev unpacks it, build-essential compiles it,
-# libaio-dev and zlib1g-dev give the static libraries it links in.
-# qemu-utils: qemu-img (a user's --image: its format, the overlay); ovmf: --firmware uefi.
-PACKAGES=(
+tests=0
+vcsim=0
+for arg in "$@"; do
+  case $arg in
+    --tests) tests=1 ;;
+    --vcsim) vcsim=1 ;;
+    *) log "unknown argument '$arg' (known: --tests, --vcsim)"; exit 2 ;;
+  esac
+done
+
+if [ -n "${VIOCONFORM_SKIP_HOST_SETUP:-}" ]; then
+  log "VIOCONFORM_SKIP_HOST_SETUP is set: no packages installed, no daemon started"
+  exit 0
+fi
+
+# What the suite runs on (tox -e suite). The embedded guest image is built from Debian packages
+# (guest/image/build.py: the kernel package, busybox, dropbear, packed with cpio and zstd) and the
+# static fio pushed into every guest from Debian's fio source package (guest/image/fio_static.py:
+# dpkg-dev unpacks it, build-essential compiles it, libaio-dev and zlib1g-dev give the static
+# libraries it links in); Debian's own fio binary is not used. libvirt-python builds from source
+# in tox's environment: libvirt-dev, pkg-config, gcc and the Python headers.
+SUITE_PACKAGES=(
   qemu-system-x86 qemu-utils ovmf
+  libvirt-daemon-system libvirt-clients libvirt-dev pkg-config gcc python3-dev
+  # qemu+ssh:// hosts: libvirt's ssh transport and the suite's host-key checks
+  openssh-client
+  busybox-static dropbear-bin cpio zstd
+  build-essential dpkg-dev libaio-dev zlib1g-dev
+)
+# What only the project's tests need (tox -e test).
+TEST_PACKAGES=(
   # A remote libvirt host is tested through a private sshd on loopback (tests/sshserver.py); the
   # system sshd is not started (nor configured) by the suite.
-  openssh-server openssh-client
-  libvirt-daemon-system libvirt-clients libvirt-dev pkg-config gcc python3-dev
-  busybox-static dropbear-bin fio cpio zstd
-  build-essential dpkg-dev libaio-dev zlib1g-dev
+  openssh-server
   # The cloud-init test image (guest/image/testimage.py): debootstrap, GRUB for BIOS and UEFI,
-  # the EFI system partition's FAT tools, ext4; OVMF boots images under UEFI (--firmware uefi).
+  # the EFI system partition's FAT tools, ext4.
   debootstrap grub-pc-bin grub-efi-amd64-bin mtools dosfstools e2fsprogs
   # The results store's PostgreSQL path is tested against a private server from Debian's binaries
   # (tests/pgserver.py); the package's own cluster is never started.
@@ -31,7 +55,16 @@ PACKAGES=(
   # The report and trend pages are checked in a real headless browser (tests/e2e/test_pages_browser.py);
   # the charts' text is set in DejaVu Sans.
   chromium fonts-dejavu-core
+  # file(1) tells the static fio is static (tests/e2e/test_fio_push.py)
+  file
 )
+PACKAGES=("${SUITE_PACKAGES[@]}")
+if [ "$tests" = 1 ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
+
+if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
+  log "this machine has no apt (not Debian): install by hand QEMU (qemu-system-x86_64, qemu-img, OVMF), libvirt with its daemon running and its development files, pkg-config, gcc and the Python headers, busybox (static), dropbear, cpio, zstd, and make, the static libaio and zlib libraries and dpkg-source (the static fio), then run again with VIOCONFORM_SKIP_HOST_SETUP=1"
+  exit 2
+fi
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then
@@ -108,6 +141,6 @@ else
     || { log "libvirtd is running but qemu:///system does not answer: $(virsh -c qemu:///system uri 2>&1 | tail -1)"; exit 1; }
 fi
 
-if [ "${1:-}" = "--vcsim" ]; then
+if [ "$vcsim" = 1 ]; then
   "$(dirname "$0")/setup-vcsim.sh"
 fi

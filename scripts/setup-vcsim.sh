@@ -6,41 +6,80 @@
 # Idempotent: a binary already built from the same sources is kept.
 # Binaries go to ${XDG_CACHE_HOME:-~/.cache}/vioconform/bin (override: VIOCONFORM_BIN_DIR).
 #
-# Go: govmomi v0.46.3 needs Go >= 1.22. When `go` is missing this installs Debian's
-# golang-go; on Debian 12 (bookworm) that is Go 1.19, too old for govmomi v0.46.3,
-# and the script stops with what to do (a Go >= 1.22 from bookworm-backports,
-# e.g. golang-1.22-go, whose binary is /usr/lib/go-1.22/bin/go).
+# Go: govmomi v0.46.3 needs Go >= 1.22, found as $GO, `go` on PATH, /usr/local/go or Debian's
+# /usr/lib/go-1.NN. Only a binary to (re)build asks for one. When there is none, Debian's newest
+# golang-1.NN-go (NN >= 22: bookworm has them in bookworm-backports) is downloaded through a
+# private apt state and unpacked into the cache (${XDG_CACHE_HOME:-~/.cache}/vioconform/go): the
+# host's apt sources and packages stay as they are, and no root is needed.
 set -euo pipefail
 
 GOVMOMI_VERSION=v0.46.3
 GO_MIN_MINOR=22
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bin_dir=${VIOCONFORM_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vioconform/bin}
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/vioconform
+bin_dir=${VIOCONFORM_BIN_DIR:-$cache/bin}
+go_cache=$cache/go
 mkdir -p "$bin_dir"
 
-find_go() {
-    for g in "${GO:-}" "$(command -v go || true)" /usr/local/go/bin/go /usr/lib/go-1.2*/bin/go; do
-        [ -n "$g" ] && [ -x "$g" ] && { echo "$g"; return 0; }
+go_minor() {  # $1 = a go binary: its minor version (go1.22.12 -> 22), or nothing
+    "$1" env GOVERSION 2>/dev/null | sed -nE 's/^go1\.([0-9]+).*/\1/p'
+}
+
+find_go() {  # the first Go >= 1.GO_MIN_MINOR; $GO alone when it is set
+    local candidates
+    if [ -n "${GO:-}" ]; then
+        candidates=("$GO")
+    else
+        candidates=("$(command -v go || true)" /usr/local/go/bin/go /usr/lib/go-1.*/bin/go "$go_cache"/usr/lib/go-1.*/bin/go)
+    fi
+    for g in "${candidates[@]}"; do
+        [ -n "$g" ] && [ -x "$g" ] || continue
+        minor=$(go_minor "$g")
+        [ -n "$minor" ] && [ "$minor" -ge "$GO_MIN_MINOR" ] && { echo "$g"; return 0; }
     done
     return 1
 }
 
-go_bin=$(find_go || true)
-if [ -z "$go_bin" ]; then
-    echo "setup-vcsim: no Go toolchain found; installing Debian's golang-go" >&2
-    if [ "$(id -u)" = 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
-    "${apt_get[@]}" update -qq
-    DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq golang-go
-    go_bin=$(find_go)
-fi
-go_version=$("$go_bin" env GOVERSION)   # e.g. go1.22.5
-minor=$(echo "$go_version" | sed -E 's/^go1\.([0-9]+).*/\1/')
-if [ "$minor" -lt "$GO_MIN_MINOR" ]; then
-    echo "setup-vcsim: $go_bin is $go_version, but govmomi $GOVMOMI_VERSION needs go1.$GO_MIN_MINOR or newer." >&2
-    echo "  Debian 12's golang-go is 1.19. Install a newer Go (bookworm-backports: apt-get install -t bookworm-backports golang-1.22-go)" >&2
-    echo "  and rerun with GO=/usr/lib/go-1.22/bin/go $0" >&2
-    exit 1
-fi
+debian_go() (  # download and unpack Debian's newest golang-1.NN-go (NN >= GO_MIN_MINOR) into $go_cache
+    command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || exit 1
+    . /etc/os-release
+    apt_dir=$(mktemp -d)
+    trap 'rm -rf "$apt_dir"' EXIT
+    mkdir -p "$apt_dir/lists/partial" "$apt_dir/parts" "$apt_dir/debs"
+    cp /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources "$apt_dir/parts/" 2>/dev/null || true
+    [ -f /etc/apt/sources.list ] && cp /etc/apt/sources.list "$apt_dir/parts/host.list"
+    mirror=$(apt-cache policy | awk -v s="${VERSION_CODENAME:-}/main" '$3 == s && $2 ~ /^https?:/ {print $2; exit}')
+    if [ -n "$mirror" ]; then
+        printf 'Types: deb\nURIs: %s\nSuites: %s-backports\nComponents: main\nSigned-By: %s\n' "$mirror" \
+            "$VERSION_CODENAME" /usr/share/keyrings/debian-archive-keyring.gpg >"$apt_dir/parts/vioconform-backports.sources"
+    fi
+    opts=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt_dir/parts"
+                -o "Dir::State::Lists=$apt_dir/lists" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
+    [ "$(id -u)" = 0 ] && opts+=(-o APT::Sandbox::User=root)
+    apt-get -q "${opts[@]}" update >/dev/null 2>&1 || true  # a source without the suite fails alone
+    minor=$(apt-cache "${opts[@]}" pkgnames golang-1. 2>/dev/null | sed -nE 's/^golang-1\.([0-9]+)-go$/\1/p' | sort -n | tail -1)
+    [ -n "$minor" ] && [ "$minor" -ge "$GO_MIN_MINOR" ] || exit 1
+    echo "setup-vcsim: downloading Debian's golang-1.$minor-go into $go_cache" >&2
+    (cd "$apt_dir/debs" && apt-get -q "${opts[@]}" download "golang-1.$minor-go" "golang-1.$minor-src" >/dev/null) || exit 1
+    rm -rf "$go_cache.new" && mkdir -p "$go_cache.new"
+    for deb in "$apt_dir"/debs/*.deb; do dpkg-deb -x "$deb" "$go_cache.new"; done
+    rm -rf "$go_cache" && mv "$go_cache.new" "$go_cache"
+)
+
+go_bin=""
+need_go() {  # sets go_bin and go_version, or stops with what to do
+    [ -n "$go_bin" ] && return 0
+    go_bin=$(find_go || { [ -z "${GO:-}" ] && debian_go && find_go; } || true)
+    if [ -z "$go_bin" ] && [ -n "${GO:-}" ]; then
+        echo "setup-vcsim: GO=$GO is not Go 1.$GO_MIN_MINOR or newer (govmomi $GOVMOMI_VERSION needs it): point GO at one" >&2
+        exit 1
+    elif [ -z "$go_bin" ]; then
+        echo "setup-vcsim: no Go 1.$GO_MIN_MINOR or newer here and apt offers no golang-1.NN-go of it" \
+             "(govmomi $GOVMOMI_VERSION needs it): install one and rerun with GO=/path/to/bin/go" >&2
+        exit 1
+    fi
+    go_version=$("$go_bin" env GOVERSION)
+}
 
 # -buildvcs=false: the module sits in a git work tree that may belong to another user.
 export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
@@ -51,6 +90,7 @@ stamp="$bin_dir/.vcsim-version"
 if [ -x "$bin_dir/vcsim" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$GOVMOMI_VERSION" ]; then
     echo "setup-vcsim: vcsim $GOVMOMI_VERSION already installed"
 else
+    need_go
     echo "setup-vcsim: go install github.com/vmware/govmomi/vcsim@$GOVMOMI_VERSION ($go_version)"
     "$go_bin" install "github.com/vmware/govmomi/vcsim@$GOVMOMI_VERSION"
     echo "$GOVMOMI_VERSION" > "$stamp"
@@ -63,6 +103,7 @@ stamp="$bin_dir/.vioconform-vcsim-hash"
 if [ -x "$bin_dir/vioconform-vcsim" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ]; then
     echo "setup-vcsim: vioconform-vcsim is up to date"
 else
+    need_go
     echo "setup-vcsim: building tools/vcsim ($go_version)"
     # -mod=readonly: the committed go.sum pins every module; a mismatch is an error, not an update.
     (cd "$src" && "$go_bin" build -mod=readonly -trimpath -o "$bin_dir/vioconform-vcsim.new" . )

@@ -75,7 +75,7 @@ def test_failing_guest_setup(run_suite) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_ctrl_c_removes_the_guest_and_its_files(tmp_path: Path) -> None:
-    proc = start_suite(tmp_path, "--controllers", "virtio-blk")
+    proc = start_suite(tmp_path / "results", "--controllers", "virtio-blk")  # its store: tmp_path/vioconform.db
     out = ctrl_c_once_the_guest_runs(proc)
     assert proc.returncode == 2, out  # pytest's "interrupted"
     assert left_behind_by(proc.pid) == [], out  # its domain, its run directory, its QEMU log

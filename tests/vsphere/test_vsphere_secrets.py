@@ -3,8 +3,8 @@
 The real suite (``python -m pytest suites --hypervisor vsphere``) runs in a clean environment on
 each failing path with a known, unique password, under each option that prints more (locals,
 long tracebacks, live DEBUG logs, pytest internals); then its stdout, stderr and every file it
-wrote (both JUnit files, report.html, the log file, the whole results directory) are searched
-for the password.
+wrote (both JUnit files, report.html, the log file, the whole results directory, the run's own
+results store) are searched for the password.
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ def test_password_in_no_output(vcsim: Sim, tmp_path: Path, make_path: Callable[[
         env[PASSWORD_ENV] = case.password
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "suites", "--hypervisor", "vsphere", "--vcenter", case.target,
-         "--results-dir", str(tmp_path / "results"), *(a.format(tmp=tmp_path) for a in options)],
+         "--results-dir", str(tmp_path / "results"), "--store", f"sqlite:///{tmp_path / 'vioconform.db'}",
+         *(a.format(tmp=tmp_path) for a in options)],
         check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     out = run.stdout + run.stderr
     assert run.returncode == case.returncode, out
@@ -110,7 +111,7 @@ def test_password_in_no_output(vcsim: Sim, tmp_path: Path, make_path: Callable[[
         assert out.count(case.expect) == 1 and "Traceback" not in out, out
     written = [p for p in tmp_path.rglob("*") if p.is_file() and "secret-input" not in p.parts]
     if case.returncode == 10:  # harness errors (reports/exitcodes.py): the run wrote its results
-        assert {p.name for p in written} >= {"junit.xml", "report.html"}, written
+        assert {p.name for p in written} >= {"junit.xml", "report.html", "vioconform.db"}, written
     for name, text in [("stdout", run.stdout), ("stderr", run.stderr)] + \
             [(str(p), p.read_text(errors="replace")) for p in written]:
         assert case.password not in text, f"the password is in {name}"

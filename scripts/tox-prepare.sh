@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# What tox runs before the suite or the tests (tox.ini's commands_pre), in tox's environment:
+# the host's set-up (scripts/setup-host.sh), then the Python packages.
+#
+#   scripts/tox-prepare.sh suite [PYTEST ARGS...]   the suite's Debian packages (tox -e suite)
+#   scripts/tox-prepare.sh test  [PYTEST ARGS...]   also the tests' packages and vcsim (tox -e test)
+#
+# PYTEST ARGS are tox's {posargs}: when they ask only for pytest's help or version
+# (tox -e suite -- --help), nothing is installed on the host and no daemon is started; only the
+# Python packages the help needs (all but libvirt-python, which builds against libvirt-dev).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+which_set=${1:?"usage: $0 suite|test [pytest args...]"}
+shift
+
+help=0
+for arg in "$@"; do
+  case $arg in
+    --) break ;;
+    -h|--help|-V|--version) help=1 ;;
+  esac
+done
+
+if [ "$help" = 1 ]; then
+  reqs=$(mktemp)
+  trap 'rm -f "$reqs"' EXIT
+  grep -v -i '^libvirt-python' "$root/requirements.txt" >"$reqs"
+  python -m pip install -q -r "$reqs"
+  exit 0
+fi
+
+case $which_set in
+  suite)
+    bash "$here/setup-host.sh"
+    python -m pip install -q -r "$root/requirements.txt" ;;
+  test)
+    bash "$here/setup-host.sh" --tests --vcsim
+    python -m pip install -q -r "$root/requirements.txt" -r "$root/requirements-dev.txt" ;;
+  *) echo "$0: the set is 'suite' or 'test', not '$which_set'" >&2; exit 2 ;;
+esac
