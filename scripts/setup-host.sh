@@ -62,7 +62,7 @@ PACKAGES=("${SUITE_PACKAGES[@]}")
 if [ "$tests" = 1 ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
-  log "this machine has no apt (not Debian): install by hand QEMU (qemu-system-x86_64, qemu-img, OVMF), libvirt with its daemon running and its development files, pkg-config, gcc and the Python headers, busybox (static), dropbear, cpio, zstd, and make, the static libaio and zlib libraries and dpkg-source (the static fio), then run again with VIOCONFORM_SKIP_HOST_SETUP=1"
+  log "this machine has no apt (not Debian): install QEMU (qemu-system-x86_64, qemu-img, OVMF), libvirt with its development files, pkg-config, gcc and the Python headers by hand, start libvirtd, and run again with VIOCONFORM_SKIP_HOST_SETUP=1 and an image of your own with fio in it (--image): the embedded guest is built from Debian packages"
   exit 2
 fi
 
