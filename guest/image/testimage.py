@@ -249,7 +249,7 @@ def _run(cmd: list[str], cwd: Path | None = None) -> str:
     try:
         res = subprocess.run(cmd, cwd=cwd, check=True, capture_output=True)
     except FileNotFoundError as e:
-        raise ImageBuildError(f"{cmd[0]} is not installed; run scripts/setup-host.sh") from e
+        raise ImageBuildError(f"{cmd[0]} is not installed; run scripts/setup-host.sh --tests") from e
     except subprocess.CalledProcessError as e:
         said = (e.stderr or e.stdout).decode(errors="replace").strip()[-800:]
         raise ImageBuildError(f"`{' '.join(cmd)}` failed ({e.returncode}): {said}") from e
@@ -262,7 +262,7 @@ def _host_versions() -> dict[str, str]:
         try:
             out[pkg] = _run(["dpkg-query", "-W", "-f=${Version}", pkg]).strip()
         except ImageBuildError:
-            raise ImageBuildError(f"Debian package {pkg} is missing; run scripts/setup-host.sh") from None
+            raise ImageBuildError(f"Debian package {pkg} is missing; run scripts/setup-host.sh --tests") from None
     return out
 
 
