@@ -5,6 +5,7 @@ The run and its JUnit file are read by bench/suite_run.py, which the benchmarks 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import secrets
@@ -89,3 +90,23 @@ def orphaned_domains() -> list[str]:
         return out
     finally:
         conn.close()
+
+
+#: The host's QEMU, which the wrappers below run.
+HOST_QEMU = "/usr/bin/qemu-system-x86_64"
+
+
+@contextlib.contextmanager
+def qemu_wrapper(name: str, extra_args: str = "") -> Iterator[Path]:
+    """An emulator script ``name`` that runs the host's QEMU with ``extra_args`` after libvirt's.
+    libvirt runs it as the QEMU user, so it lives in a directory that user can read (not pytest's
+    root-only tmp_path); removed afterwards."""
+    d = Path(tempfile.mkdtemp(prefix="vioconform-emulator-"))
+    try:
+        d.chmod(0o755)
+        w = d / name
+        w.write_text(f'#!/bin/sh\nexec {HOST_QEMU} "$@"{" " + extra_args if extra_args else ""}\n')
+        w.chmod(0o755)
+        yield w
+    finally:
+        shutil.rmtree(d)

@@ -9,16 +9,14 @@ the guest configuration; limits, which judges what the device advertised, passes
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bench.suite_run import SuiteRun, run_suite_at
+from tests.e2e.conftest import qemu_wrapper
 
-QEMU = "/usr/bin/qemu-system-x86_64"
 SCSI = "libvirt:virtio-scsi:latency5ms"
 HBA = "/machine/peripheral/ua-vioc-virtio-scsi/virtio-backend"
 
@@ -27,13 +25,8 @@ HBA = "/machine/peripheral/ua-vioc-virtio-scsi/virtio-backend"
 def one_command_per_lun() -> Iterator[Path]:
     """The host's QEMU with virtio-scsi's cmd_per_lun at 1 by a -global (libvirt writes no cmd_per_lun,
     so the global stands), at a path the QEMU user can read (not pytest's root-only tmp_path)."""
-    d = Path(tempfile.mkdtemp(prefix="vioconform-emulator-"))
-    d.chmod(0o755)
-    w = d / "qemu-cmd-per-lun-1"
-    w.write_text(f'#!/bin/sh\nexec {QEMU} "$@" -global virtio-scsi-pci.cmd_per_lun=1\n')
-    w.chmod(0o755)
-    yield w
-    shutil.rmtree(d)
+    with qemu_wrapper("qemu-cmd-per-lun-1", '-global virtio-scsi-pci.cmd_per_lun=1') as w:
+        yield w
 
 
 def test_a_device_advertising_less_than_asked_is_blamed_on_the_hypervisor(one_command_per_lun: Path,

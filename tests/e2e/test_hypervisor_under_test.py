@@ -4,8 +4,6 @@ QEMU build under test would be given), --machine q35, and the fingerprint every 
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bench.suite_run import active_vioconform_domains, run_suite_at
+from tests.e2e.conftest import qemu_wrapper
 
-QEMU = "/usr/bin/qemu-system-x86_64"
 BLK = "libvirt:virtio-blk:latency5ms"
 SCSI = "libvirt:virtio-scsi:latency5ms"
 
@@ -23,13 +21,8 @@ SCSI = "libvirt:virtio-scsi:latency5ms"
 def wrapper() -> Iterator[Path]:
     """An emulator at a path of its own. libvirt runs it as the QEMU user, so it lives in a
     directory that user can read (not pytest's root-only tmp_path)."""
-    d = Path(tempfile.mkdtemp(prefix="vioconform-emulator-"))
-    d.chmod(0o755)
-    w = d / "qemu-under-test"
-    w.write_text(f'#!/bin/sh\nexec {QEMU} "$@"\n')
-    w.chmod(0o755)
-    yield w
-    shutil.rmtree(d)
+    with qemu_wrapper("qemu-under-test") as w:
+        yield w
 
 
 def test_a_given_emulator_runs_the_guest_and_the_fingerprint_says_so(wrapper: Path, tmp_path: Path) -> None:

@@ -5,18 +5,16 @@ build change, names it first, and finds the queue-depth regression the build bro
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bench.suite_run import run_suite_at
+from tests.e2e.conftest import qemu_wrapper
 
-QEMU = "/usr/bin/qemu-system-x86_64"
 SCSI = "libvirt:virtio-scsi:latency5ms"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,13 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def one_per_lun() -> Iterator[Path]:
     """The build under test. libvirt runs it as the QEMU user, so it lives in a directory that user
     can read (not pytest's root-only tmp_path)."""
-    d = Path(tempfile.mkdtemp(prefix="vioconform-emulator-"))
-    d.chmod(0o755)
-    w = d / "qemu-one-per-lun"
-    w.write_text(f'#!/bin/sh\nexec {QEMU} "$@" -global virtio-scsi-pci.cmd_per_lun=1\n')
-    w.chmod(0o755)
-    yield w
-    shutil.rmtree(d)
+    with qemu_wrapper("qemu-one-per-lun", '-global virtio-scsi-pci.cmd_per_lun=1') as w:
+        yield w
 
 
 @pytest.mark.long
