@@ -21,6 +21,7 @@ from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError, ParseError
 from model.faults import Fault, SysfsSetting
 from model.guestfacts import DiskFacts, DriverPresence
+from model.hostcpu import VcpuTimes
 from model.limits import GuestLimits
 from model.types import AttachedDisk
 from transport.ssh import CommandResult, GuestCommandError
@@ -109,6 +110,10 @@ class GuestDisk:
 
     def host_counters(self) -> HostBlockCounters:
         return self.backend.host_counters(self.guest, self.attached)
+
+    def vcpu_times(self) -> VcpuTimes | None:
+        """The guest's vCPU threads' host CPU and run-queue wait so far (model.hostcpu), or None."""
+        return self.backend.vcpu_times(self.guest)
 
     def read_limits(self) -> GuestLimits:
         self.limits = self.tool(Sysfs).limits(self.kernel_name)

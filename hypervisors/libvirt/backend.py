@@ -59,6 +59,7 @@ from hypervisors.libvirt.qmp import DomainQmp
 from model.advertised import Advertised
 from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError, ParseError
+from model.hostcpu import VcpuTimes, from_domain_stats
 from model.types import AttachedDisk, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.libvirt")
@@ -455,6 +456,18 @@ class LibvirtBackend(HypervisorBackend):
 
     def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
         return self.channel(guest, disk).counters()
+
+    def vcpu_times(self, guest: Guest) -> VcpuTimes | None:
+        """libvirt's ``vcpu.N.time`` and ``vcpu.N.delay`` of the guest's domain (local or remote)."""
+        try:
+            dom = self.conn.lookupByName(guest.name)
+            sent = time.monotonic()
+            stats = self.conn.domainListGetStats([dom], libvirt.VIR_DOMAIN_STATS_VCPU)
+            at = (sent + time.monotonic()) / 2
+        except libvirt.libvirtError as e:
+            log.debug("%s: no vCPU statistics: %s", guest.name, e)
+            return None
+        return from_domain_stats(dict(stats[0][1]), at) if stats else None
 
     def guest_dead_reason(self, guest: Guest) -> str | None:
         try:
