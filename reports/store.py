@@ -36,7 +36,7 @@ ends at once on Ctrl-C or SIGTERM. Tables:
   parameter, from model.metrics), known (False: a property model.metrics has no entry for);
 - ``samples``: metric, repeat, value (a number) or text (a property that is not a number).
 
-A results directory today holds ``junit.xml`` (reports/junit.py): suite properties, one case
+A results directory holds ``junit.xml`` (reports/junit.py): suite properties, one case
 per rule and configuration (``rule[config]``), the measured numbers as the case's properties.
 :func:`read_results_dir` reads that, and refuses a JUnit file vioconform did not write (another
 tool's); :meth:`Store.add_run` writes a run in one transaction, so a failure leaves nothing
