@@ -128,7 +128,7 @@ class GuestDisk:
     def reapply_settings(self) -> None:
         """Apply the disk's faults and --guest-setup commands again. A rule that makes the guest
         revalidate the disk (re-reading its partition table) must: Linux's sd then reads the
-        device's cache mode again and resets ``queue/write_cache`` (seen: flush-dropped undone)."""
+        device's cache mode again and resets ``queue/write_cache`` (which would undo flush-dropped)."""
         for setting in self.settings:
             self.apply(setting, check=False)
         self.read_limits()
