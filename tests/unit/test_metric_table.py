@@ -48,3 +48,20 @@ def test_the_directions_of_the_numbers_rules_judge_by() -> None:
     directions = {n: describe(n).direction for n in qd}
     assert directions["qd32_host_depth"] == "higher-better" and directions["qd32_host_required"] == "parameter"
     assert directions["iops_scaling"] == "higher-better" and directions["iops_scaling_required"] == "parameter"
+
+
+def test_every_recorded_name_resolves_as_before() -> None:
+    """tests/data/metric-specs.tsv: what describe() and the effective minimum effect were for every
+    property name of the recorded runs, the names MIN_EFFECTS holds and the names the rules write
+    (tests/unit/rule_records.py), when model/metrics.py and model/compare.py held the tables."""
+    from model.compare import MIN_EFFECT, MIN_EFFECTS
+    rows = [line.split("\t") for line in (DATA.parent / "metric-specs.tsv").read_text().splitlines()[1:]]
+    assert len(rows) > 400
+    changed = []
+    for prop, name, repeat, unit, direction, known, min_effect in rows:
+        d = describe(prop)
+        now = (d.name, str(d.repeat), d.unit, d.direction, str(d.known).lower(),
+               repr(MIN_EFFECTS.get(d.name, MIN_EFFECT)))
+        if now != (name, repeat, unit, direction, known, min_effect):
+            changed.append(f"{prop}: {(name, repeat, unit, direction, known, min_effect)} -> {now}")
+    assert changed == []
