@@ -54,9 +54,13 @@ SHARED_METRICS: Metrics = (
     # a verdict's notes (model/rules/verdict.py) and its repeats (--repeats)
     (r"notes", MetricSpec("", PARAM)),
     (r"repeats|repeats_passed", MetricSpec("repeats", PARAM)),
-    # what a stored --baseline added (model/rules/baseline.py): how many metrics, and which
-    (r"baseline_metrics_(compared|worse)", MetricSpec("metrics", PARAM)),
-    (r"baseline_worse|baseline_moved", MetricSpec("", PARAM)),
+    # the host CPU the guest's vCPUs got and waited for in the rule's most contended window
+    # (suites/assertions.py, model/hostcpu.py)
+    (r"host_vcpu_(wait|run)_pct", MetricSpec("%", PARAM)),
+    # what a stored --baseline added (model/rules/baseline.py): how many metrics, which, and why
+    # some were not judged
+    (r"baseline_metrics_(compared|judged|not_judged|worse)", MetricSpec("metrics", PARAM)),
+    (r"baseline_worse|baseline_moved|baseline_not_judged", MetricSpec("", PARAM)),
     # a failed verdict's layer at fault and why (model/blame.py, reports/junit.py)
     (r"blame|blame_reason", MetricSpec("", PARAM)),
 )

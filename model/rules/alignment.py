@@ -31,7 +31,7 @@ RULE = "alignment"
 #: 2 % leaves room for a few metadata writes of the filesystem and is 50x below the fault.
 MAX_CROSSING_FRACTION = 0.02
 
-#: The partition starts the rule creates: 1 MiB (what fdisk and parted do today) and the
+#: The partition starts the rule creates: 1 MiB (what fdisk and parted do by default) and the
 #: DOS-era sector 63 of the misaligned fault.
 HEALTHY_START_SECTOR = 2048
 MISALIGNED_START_SECTOR = 63

@@ -38,9 +38,13 @@ SUITE_PROPERTIES: dict[str, tuple[str, ...]] = {
 }
 
 #: What every rule's record can hold besides its own numbers: a note, the repeats (``NAME.rK`` and
-#: their counts), the ``--baseline`` comparison, and a failure's layer at fault (reports/junit.py).
+#: their counts), the ``--baseline`` comparison, and what the shared code adds around the verdict: the
+#: host CPU its guest waited for (suites/assertions.py) and a failure's layer at fault (reports/junit.py).
 SHARED_PROPERTIES = ("notes", "repeats", "repeats_passed", "baseline_source", "baseline_metrics_compared",
-                     "baseline_metrics_worse", "baseline_worse", "baseline_moved", "blame", "blame_reason")
+                     "baseline_metrics_judged", "baseline_metrics_not_judged", "baseline_metrics_worse",
+                     "baseline_worse", "baseline_moved", "baseline_not_judged")
+#: Written around the verdict rather than by it (so not checked against the shared code's output here).
+AROUND_THE_VERDICT = ("host_vcpu_wait_pct", "host_vcpu_run_pct", "blame", "blame_reason")
 
 
 def _queue_depth() -> list[RuleVerdict]:
@@ -104,6 +108,6 @@ def shared_recorded() -> list[str]:
     compared = against_baseline(v, v.properties, {"qd1_iops": Series("IO/s", "higher-better", (300.0,))}, "run 7")
     names = {*v.record_properties(), *compared.properties,
              *combine_repeats([v, v], exact=False).properties} - {"qd1_iops", "qd1_iops.r1", "qd1_iops.r2"}
-    assert names | {"blame", "blame_reason"} == set(SHARED_PROPERTIES), sorted(names)
-    return list(SHARED_PROPERTIES)
+    assert names == set(SHARED_PROPERTIES), sorted(names)
+    return [*SHARED_PROPERTIES, *AROUND_THE_VERDICT]
 
