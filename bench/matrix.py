@@ -21,10 +21,11 @@ from guest.image.errors import ImageBuildError
 from guest.tools.fio import FioJob
 from hypervisors.libvirt.controllers import CONTROLLERS
 from measure.standalone import standalone_guest
-from measure.window import depth_point, guest_path, measure
+from measure.window import measure
 from model.disks import suite_disks
 from model.errors import FioError, HypervisorError
 from model.rules.queue_depth import judge_queue_depth
+from suites.test_queue_depth import depth_point, guest_path
 
 GOAL_S = 300.0
 

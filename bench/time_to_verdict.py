@@ -31,9 +31,10 @@ from guest.image.user import inspect_image
 from guest.tools.fio import FioJob
 from hypervisors.base import ImageRequest
 from measure.standalone import standalone_guest
-from measure.window import depth_point, guest_path, measure
+from measure.window import measure
 from model.rules.queue_depth import judge_queue_depth
 from model.types import DiskSpec
+from suites.test_queue_depth import depth_point, guest_path
 
 GOAL_S = 60.0
 #: Issue goal for a Debian cloud image under TCG: boot to SSH and the first verdict.

@@ -2,22 +2,22 @@
 
 A results directory's ``junit.xml`` carries every rule's measured numbers as per-test
 properties (``qd32_iops``, ``split_factor``, ``latency_added_p50_us``...). The results store
-and ``compare`` need, for each, a unit and a direction:
+and ``compare`` need, for each, a unit and a direction (model/rules/spec.py's ``MetricSpec``:
+higher-better, lower-better, or a parameter).
 
-- ``higher-better``: more is better (IOPS, the depth that reaches the host, request sizes);
-- ``lower-better``: less is better (latency, split factor, misaligned requests);
-- ``parameter``: a setting, a count or a bar the rule derived; a change is reported as a
-  change, never as better or worse.
-
-:func:`describe` looks a property name up in :data:`METRICS` (regular expressions over the
-names the rules write today, model/rules/*.py and suites/*.py). A name no pattern knows is a
-``parameter`` with unit ``""`` and ``known=False``: the store keeps it and lists it, it is never
-dropped.
+Each rule module declares them for the properties it records (its ``METRICS``, beside its
+judgement); :data:`SHARED_METRICS` declares what every rule's record can hold besides (its
+repeats, notes, the ``--baseline`` comparison, a failure's blame, where a number came from) and
+what two rules record alike. :data:`METRICS` collects them all, from the rule modules
+model/rules/__init__.py lists; no two of its patterns match the same name
+(tests/unit/test_metric_table.py). :func:`describe` looks a property name up in it. A name no
+pattern knows is a ``parameter`` with unit ``""`` and ``known=False``: the store keeps it and
+lists it, it is never dropped.
 
 Repeats: a property named ``<name>.r<k>`` (``qd1_iops.r0``, ``qd1_iops.r1``...) is repeat ``k`` of
-metric ``<name>``; a plain name is repeat 0. No rule writes the suffix yet (only buffered-direct
-repeats today, and it writes median/min/max): it is the convention ``--repeats`` for every rule
-is to use, so that the store keeps every sample and not only the means.
+metric ``<name>``; a plain name is repeat 0. ``--repeats`` writes each repeat of every number so
+(model/rules/verdict.py's ``repeat_properties``), and their median as the plain name, so that the
+store keeps every sample and not only the median.
 """
 
 from __future__ import annotations
@@ -25,23 +25,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-Direction = Literal["higher-better", "lower-better", "parameter"]
-DIRECTIONS: tuple[Direction, ...] = ("higher-better", "lower-better", "parameter")
-
-HIGHER: Direction = "higher-better"
-LOWER: Direction = "lower-better"
-PARAM: Direction = "parameter"
+from model.rules import RULE_MODULES
+from model.rules.spec import PARAM, Direction, Metrics, MetricSpec
 
 #: ``<name>.r<k>``: repeat k of metric <name> (see the module docstring).
 REPEAT = re.compile(r"^(?P<name>.+)\.r(?P<k>\d+)$")
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    unit: str
-    direction: Direction
 
 
 @dataclass(frozen=True)
@@ -56,75 +45,28 @@ class MetricInfo:
     known: bool
 
 
-_QD = r"qd\d+_"
-_BD = r"(buffered|direct)_"
-_DIO = r"[a-z0-9]+_"  # direct-io's per-job prefix ({k}_guest_writes ...)
-
-#: (pattern over the whole name, unit, direction); the first match wins, so the specific
-#: patterns (bars the rule derived: ``_required``, ``_allowed_``, ``_baseline_``) come first.
-METRICS: tuple[tuple[str, MetricSpec], ...] = (
-    # Bars and references a rule derived from other numbers: parameters of the verdict.
-    (r"iops_scaling_required(_from_(offered|guest))?", MetricSpec("x", PARAM)),
-    (_QD + r"host_required(_from_(offered|guest))?", MetricSpec("requests", PARAM)),
-    (_BD + r"request_bytes_(baseline_median|allowed_change)", MetricSpec("bytes", PARAM)),
-    (_BD + r"depth_(baseline_median|allowed_change)", MetricSpec("requests", PARAM)),
-    (r"allowed_split|expected_split", MetricSpec("x", PARAM)),
-    (r"expected_request_bytes", MetricSpec("bytes", PARAM)),
-    # queue-depth: what reaches the host is the rule's point.
-    (_QD + r"iops", MetricSpec("IO/s", HIGHER)),
-    (_QD + r"host_depth(_min|_max)?", MetricSpec("requests", HIGHER)),
-    (_QD + r"host_average_depth", MetricSpec("requests", HIGHER)),
-    (_QD + r"host_exact_depth_(median|p90)", MetricSpec("requests", HIGHER)),
-    (_QD + r"host_exact_io_length_mean", MetricSpec("bytes", PARAM)),
-    (_QD + r"host_exact_requests", MetricSpec("requests", PARAM)),
-    (_QD + r"guest_(aqu_sz|inflight_mean)", MetricSpec("requests", HIGHER)),
-    (_QD + r"fio_depth_mode", MetricSpec("requests", PARAM)),
-    (r"iops_scaling", MetricSpec("x", HIGHER)),
-    (r"device_queue_depth|device_queue_depth_advertised|guest_queue_depth|guest_nr_requests",
-     MetricSpec("requests", PARAM)),
-    # queue-depth's evidence for a guest that held less than offered: its CPU and its own limits
-    (_QD + r"(guest_cpu_(busy|all)|fio_cpu)_pct|guest_cpu_busy_min_pct", MetricSpec("%", PARAM)),
-    (r"guest_limit_[a-z_]+|guest_async_depth", MetricSpec("requests", PARAM)),
-    (r"guest_scheduler|guest_cgroup|guest_io_max", MetricSpec("", PARAM)),
-    # io-size: bigger requests at the host (fewer splits) are better.
-    (r"split_factor", MetricSpec("x", LOWER)),
-    (r"host_request_bytes_(mean|p50)|guest_avg_request_bytes", MetricSpec("bytes", HIGHER)),
-    (r"fio_iops", MetricSpec("IO/s", HIGHER)),
-    (r"request_bytes|max_transfer_bytes", MetricSpec("bytes", PARAM)),
-    (r"guest_max_(sectors_kb|hw_sectors_kb)", MetricSpec("KiB", PARAM)),
-    (r"guest_max_segments", MetricSpec("segments", PARAM)),
-    # buffered-direct: medians and spreads of the host's request size and depth per copy mode.
-    (_BD + r"request_bytes_(median|min|max)", MetricSpec("bytes", HIGHER)),
-    (_BD + r"depth_(median|min|max)", MetricSpec("requests", HIGHER)),
-    (_BD + r"runs", MetricSpec("runs", PARAM)),
-    # alignment
-    (r"misaligned_requests|extra_stripe_requests", MetricSpec("requests", LOWER)),
-    (r"crossing_fraction", MetricSpec("fraction", LOWER)),
-    (r"partition_start_bytes|physical_block_bytes|optimal_io_bytes", MetricSpec("bytes", PARAM)),
+#: What no single rule owns (same form as a rule module's METRICS, model/rules/spec.py).
+SHARED_METRICS: Metrics = (
+    # the request count of a window or a run: io-size's and alignment's
     (r"host_requests", MetricSpec("requests", PARAM)),
-    # direct-io: latency the host path adds is lower-better; write/flush counts are evidence.
-    (r"latency_(guest|host|added)_(p50|min)_us", MetricSpec("us", LOWER)),
-    (_DIO + r"(guest|host)_writes|" + _DIO + r"guest_syncs|" + _DIO + r"host_flushes", MetricSpec("requests", PARAM)),
-    (r"w\d+k_ratio", MetricSpec("x", PARAM)),  # host writes per guest write: 1 is right, either way is wrong
-    (r"w\d+k_host_mean_bytes", MetricSpec("bytes", PARAM)),
-    (r"volatile_write_cache", MetricSpec("bool", PARAM)),
-    # multi-queue
-    (r"configured_queues|guest_hw_queues|queues_used", MetricSpec("queues", PARAM)),
-    (r"queue\d+_count", MetricSpec("interrupts", PARAM)),
-    (r"vcpus|online_cpus", MetricSpec("cpus", PARAM)),
-    # every rule: the host CPU its guest's vCPUs got and waited for in its most contended window
-    (r"host_vcpu_(wait|run)_pct", MetricSpec("%", PARAM)),
-    # every rule: its repeats (--repeats) and what a stored --baseline added
+    # text beside the numbers: what each came from (host_source, write_cache_source, qd32_host_source...)
+    (r".*_source", MetricSpec("", PARAM)),
+    # a verdict's notes (model/rules/verdict.py) and its repeats (--repeats)
+    (r"notes", MetricSpec("", PARAM)),
     (r"repeats|repeats_passed", MetricSpec("repeats", PARAM)),
+    # the host CPU the guest's vCPUs got and waited for in the rule's most contended window
+    # (suites/assertions.py, model/hostcpu.py)
+    (r"host_vcpu_(wait|run)_pct", MetricSpec("%", PARAM)),
+    # what a stored --baseline added (model/rules/baseline.py): how many metrics, which, and why
+    # some were not judged
     (r"baseline_metrics_(compared|judged|not_judged|worse)", MetricSpec("metrics", PARAM)),
-    (r"baseline_not_judged", MetricSpec("", PARAM)),
-    # Text the rules record beside the numbers: what the numbers came from.
-    (r".*_source|evidence|notes|baseline|baseline_saved_to|guest_driver|[a-z]+_disk", MetricSpec("", PARAM)),
-    # a failed verdict's layer at fault and why (model/blame.py)
+    (r"baseline_worse|baseline_moved|baseline_not_judged", MetricSpec("", PARAM)),
+    # a failed verdict's layer at fault and why (model/blame.py, reports/junit.py)
     (r"blame|blame_reason", MetricSpec("", PARAM)),
-    # limits: the guest's view, the asked ("configured") value and the hypervisor's answer of each limit, as text.
-    (r"[a-z]+_[a-z0-9_]+_(guest|configured|advertised)", MetricSpec("", PARAM)),
 )
+
+#: (pattern over the whole name, spec): every rule module's METRICS, then the shared ones.
+METRICS: Metrics = (*(entry for rule in RULE_MODULES for entry in rule.METRICS), *SHARED_METRICS)
 
 _COMPILED = tuple((re.compile(f"(?:{p})"), spec) for p, spec in METRICS)
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from model.errors import ParseError
 from model.rules.figures import Pair, pair_figure
+from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "multi-queue"
@@ -27,6 +28,23 @@ RULE = "multi-queue"
 #: interrupts 45-55 %; with one job per CPU both queues must carry a real share, and a queue that
 #: carries 10 % is used by more than stray housekeeping.
 MIN_QUEUE_SHARE = 0.10
+
+#: What the rule records (model/rules/spec.py): the queues and CPUs, and each queue's share of the
+#: completions as its interrupt count; all parameters (an even spread is right, not a larger count).
+METRICS: Metrics = (
+    (r"configured_queues|guest_hw_queues|queues_used", MetricSpec("queues", PARAM)),
+    (r"queue\d+_count", MetricSpec("interrupts", PARAM)),
+    (r"vcpus|online_cpus", MetricSpec("cpus", PARAM)),
+    (r"evidence", MetricSpec("", PARAM)),
+)
+
+#: compare's minimum effect per metric (model/compare.py's MIN_EFFECTS says how each is derived from
+#: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
+#: windows, and the configuration each came from. An interrupt count moves with the IOPS of its window.
+MIN_EFFECTS: Mapping[str, float] = {
+    "queue0_count": 0.251,  # CV 5.92 % / 4.48 %, widest 19.8 % / 15.7 % (virtio-blk / virtio-blk)
+    "queue1_count": 0.335,  # CV 6.14 % / 7.89 %, widest 19.2 % / 25.8 % (virtio-scsi / virtio-blk)
+}
 
 
 #: /proc/interrupts names of request virtqueue vectors: virtio-scsi "virtio1-request" (every

@@ -149,7 +149,7 @@ def test_relative_effect_and_fingerprint_differences() -> None:
     ("buffered_request_bytes_median", "buffered_request_bytes_median", 0, "bytes", "higher-better", True),
     ("buffered_depth_allowed_change", "buffered_depth_allowed_change", 0, "requests", "parameter", True),
     ("qd1_host_exact_source", "qd1_host_exact_source", 0, "", "parameter", True),
-    ("data_logical_block_size_guest", "data_logical_block_size_guest", 0, "", "parameter", True),
+    ("scratch_logical_block_size_guest", "scratch_logical_block_size_guest", 0, "", "parameter", True),
     ("mystery_number", "mystery_number", 0, "", "parameter", False),
 ])
 def test_metric_table(prop: str, name: str, repeat: int, unit: str, direction: str, known: bool) -> None:
