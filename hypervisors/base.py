@@ -21,8 +21,8 @@ from typing import ClassVar, Protocol, Self
 
 from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
-from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
+from model.parse.blockstats import HostBlockCounters
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
 
 log = logging.getLogger("vioconform.hypervisor")
@@ -246,7 +246,7 @@ class HypervisorBackend(ABC):
         return None
 
     def environment(self, guest: Guest) -> dict[str, str]:
-        """The running guest's environment fingerprint entries (model/fingerprint.py: the
+        """The running guest's environment fingerprint entries (model/across/fingerprint.py: the
         hypervisor's build, its machine and accelerator). Default: nothing known."""
         return {}
 

@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING
 from _pytest.outcomes import Failed  # pytest.fail.Exception, importable as a base class for typing
 
 from model.blame import blame
-from model.rules.baseline import BaselineMissing, against_baseline
+from model.rules.against_baseline import BaselineMissing, against_baseline
 from model.rules.verdict import combine_repeats
-from reports.records import raw_dir
+from reports.per_test import raw_dir
 
 if TYPE_CHECKING:
     from measure.disk import GuestDisk
     from model.blame import Trail
     from model.rules.verdict import RuleVerdict
     from reports.baseline import StoredBaseline
-    from reports.records import Record
+    from reports.per_test import Record
 
 
 class RuleFailure(Failed):
@@ -39,7 +39,7 @@ def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir:
 
 def raw_dir_for(results_dir: Path, config_id: str) -> Path:
     """Where a configuration's raw measurements go: ``results/raw/libvirt_virtio-scsi_latency5ms``
-    (reports.records.raw_dir, which the JUnit file names too)."""
+    (reports.per_test.raw_dir, which the JUnit file names too)."""
     return raw_dir(results_dir, config_id)
 
 

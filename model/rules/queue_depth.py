@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from model.blame import Blame
-from model.limits import DepthLimit, GuestLimits, GuestPathLimits, IoMax
+from model.device_limits import DepthLimit, GuestLimits, GuestPathLimits, IoMax
 from model.rules.figures import DepthFigure, DepthGroup
 from model.rules.verdict import Number, RuleVerdict, kib
 
@@ -58,7 +58,7 @@ IOPS_SCALING_MIN_FRACTION = 0.4
 #: entered late).
 IOPS_SCALING_ABSOLUTE_MIN_FRACTION = 0.1
 
-#: The guest's busiest vCPU must have been busy (not idle: model/cpustat.py) at least this share
+#: The guest's busiest vCPU must have been busy (not idle: model/parse/proc_stat.py) at least this share
 #: of the window for a guest that held less than offered in its block layer to excuse the device.
 #: Measured here (TCG, 2 vCPUs, 3 s windows at depth 32, host at load 9-12 on its 2 cores): healthy
 #: guests holding 21-27 of 32 were busy 40-68 % (11 windows, both virtio controllers), 86-98 %
@@ -97,7 +97,7 @@ class DepthPoint:
 @dataclass(frozen=True)
 class GuestPath:
     """The guest's own limits on the disk's I/O path, as the rule judges them: each depth setting
-    with the value the driver gave it (model.limits.DepthLimit), the cgroup io.max entries for the
+    with the value the driver gave it (model.device_limits.DepthLimit), the cgroup io.max entries for the
     disk, the I/O scheduler and its async_depth (writes and async requests only: never on the
     path of the rule's synchronous reads), and the rule's request size (io.max's byte limits
     become reads per second with it)."""

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
-from model.rules.baseline import BaselineMissing
+from model.rules.against_baseline import BaselineMissing
 from model.rules.verdict import RuleVerdict
 from reports.baseline import resolve_baseline
-from reports.records import Record, RunStatus, settle
+from reports.per_test import Record, RunStatus, settle
 from reports.store import Store, StoreError
 from suites.assertions import RuleFailure, conclude_against
 from tests.unit.test_store import BLK, QD, SERIES, SUITE, healthy, write_run

@@ -1,10 +1,10 @@
-"""Every property the rules' judges and the suites write today has an entry in model/metrics.py:
+"""Every property the rules' judges and the suites write today has an entry in model/across/metrics.py:
 a new property without one is stored as a unit-less parameter, so this test names it."""
 
 from __future__ import annotations
 
-from model.limits import ConfiguredLimits, parse_guest_limits
-from model.metrics import describe
+from model.across.metrics import describe
+from model.device_limits import ConfiguredLimits, parse_guest_limits
 from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
 from model.rules.direct_io import LatencyFloor, judge_direct_io

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from model.rules.verdict import RuleVerdict
-from reports.records import Record, settle
+from reports.per_test import Record, settle
 
 
 def _rec(name: str, **kw: object) -> Record:

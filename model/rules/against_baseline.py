@@ -2,7 +2,7 @@
 
 The baseline is a run in the results store (an earlier night, the previous image or hypervisor
 build). Each metric with a direction that this run and the baseline both measured for the same
-rule and configuration is compared as ``compare`` compares runs (model/compare.py: each median
+rule and configuration is compared as ``compare`` compares runs (model/across/moves.py: each median
 outside the other's spread, at least the metric's measured minimum effect, and the rank test when
 there are enough repeats). A move in the worse direction fails the rule, with both numbers; a
 better move, and any parameter (a setting, a count) that changed, is a note. The rule's own
@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from model.compare import MIN_EFFECT, MIN_EFFECTS, Moved, Series, metric_moved
-from model.metrics import describe
+from model.across.metrics import describe
+from model.across.moves import MIN_EFFECT, MIN_EFFECTS, Moved, Series, metric_moved
 from model.rules.verdict import Number, RuleVerdict
 
 

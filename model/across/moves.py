@@ -36,11 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from model.metrics import Direction
+from model.across.metrics import Direction
 
-Outcome = Literal["passed", "failed", "error", "skipped", "not run"]
-#: The outcomes a stored verdict may have: the same words as reports.records.Outcome.
-OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "error", "skipped", "not run")
 #: (rule, configuration id): one JUnit case.
 Key = tuple[str, str]
 FlipKind = Literal["regression", "fix", "error", "changed"]
@@ -57,7 +54,7 @@ MIN_EFFECT = 0.10
 #: suite: every rule on virtio-scsi and virtio-blk, every rule passed in every run): with
 #: ``python -m bench.noise --runs 10`` on 2026-11-24 (3 s windows, 3 buffered-direct copies, runs of
 #: about 120 s) and from the 11 healthy runs of ``python -m bench.rules --repeats 10`` on 2026-11-25
-#: (2 s windows, 2 copies, runs of 85 s). Each measurement gives model/noise.py's NoiseRow.min_effect:
+#: (2 s windows, 2 copies, runs of 85 s). Each measurement gives model/across/run_to_run.py's NoiseRow.min_effect:
 #: 3 x sqrt 2 x the CV of the noisier of the two configurations (so two healthy runs exceed it
 #: with about 0.27 % probability per metric if the noise were normal), at least the widest change
 #: seen between two of the runs (the TCG latencies are not normal: they jump by up to 9x), and
