@@ -1,5 +1,7 @@
 """The project's own small cloud-init test image: a Debian 12 disk that boots by its own
-bootloader, for testing the "bring your own image" path end to end without internet.
+bootloader, for testing the "bring your own image" path end to end without internet. It is no part
+of the suite: the end-to-end tests and the benchmarks (``bench.time_to_verdict --test-image``) use it,
+and a user who wants to try ``--image`` without an image of their own.
 
 It is built from Debian packages only (debootstrap of ``bookworm`` minbase plus systemd,
 openssh-server, cloud-init, sudo and Debian's ``linux-image-cloud-amd64`` kernel) and cached
