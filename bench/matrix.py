@@ -17,7 +17,7 @@ import time
 
 from fixtures.options import _depths, _window_s
 from guest.image.build import ensure_image
-from guest.image.errors import ImageBuildError
+from guest.image.build_error import ImageBuildError
 from guest.tools.fio import FioJob
 from hypervisors.libvirt.controllers import CONTROLLERS
 from measure.standalone import standalone_guest

@@ -18,6 +18,7 @@ import re
 import time
 from pathlib import Path
 
+from bench.testimage import ensure_test_image
 from fixtures.options import (
     DEFAULT_WINDOW_S,
     EMBEDDED_BOOT_TIMEOUT_S,
@@ -26,7 +27,6 @@ from fixtures.options import (
     IMAGE_MEMORY_MIB,
 )
 from guest.image.build import ensure_image
-from guest.image.testimage import ensure_test_image
 from guest.image.user import inspect_image
 from guest.tools.fio import FioJob
 from hypervisors.base import ImageRequest

@@ -33,11 +33,11 @@ import pluggy
 import pytest
 
 from fixtures.session import OPTIONS_KEY
-from measure import phases
+from measure import phase_times as phases
 from reports.exitcodes import MEANING, Exit, run_exit_code
 from reports.html import write_html
 from reports.junit import REPORT_NAME, write_junit
-from reports.records import Record, RunStatus, record_from_nodeid, settle
+from reports.per_test import Record, RunStatus, record_from_nodeid, settle
 from reports.results import INTERRUPT_KEY, RESULTS_KEY
 from reports.run_properties import RUN_PROPERTIES_KEY
 from reports.store import RUN_ID_KEY, StoreError, shown_url, store_results
@@ -253,7 +253,7 @@ def _stopped_by(session: pytest.Session, undecided: bool) -> str:
 
 
 def _write_phases(config: pytest.Config) -> None:
-    """Where the run's time went (measure/phases.py): ``phases.json`` (``phases.<worker>.json``)."""
+    """Where the run's time went (measure/phase_times.py): ``phases.json`` (``phases.<worker>.json``)."""
     opts = config.stash.get(OPTIONS_KEY, None)
     worker = getattr(config, "workerinput", None)
     if opts is None or not config.stash.get(RECORDS_KEY, {}) or not opts.results_dir.is_dir():

@@ -26,7 +26,7 @@ from model.rules.figures import histogram_figure
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.records import Record
+from reports.per_test import Record
 from suites.assertions import judge_repeated, raw_dir_for
 
 #: The rule's reads: 4 KiB random reads, one request each (io.max's byte limits count with it)

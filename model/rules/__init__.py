@@ -5,7 +5,7 @@ Each rule module judges numbers measured on both sides and returns a ``RuleVerdi
 values, notes, the properties that go into the JUnit record and the figures the report draws
 (figures.py). It also declares what it records: the unit and direction of every property and
 the minimum effects ``compare`` needs (spec.py). :data:`RULE_MODULES` lists the rules;
-model/metrics.py and model/compare.py collect their declarations from it. baseline.py compares any
+model/across/metrics.py and model/across/moves.py collect their declarations from it. baseline.py compares any
 rule's numbers with a stored run (``--baseline``).
 """
 

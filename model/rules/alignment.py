@@ -44,7 +44,7 @@ METRICS: Metrics = (
     (r"partition_start_bytes|physical_block_bytes|optimal_io_bytes", MetricSpec("bytes", PARAM)),
 )
 
-#: compare's minimum effect per metric (model/compare.py's MIN_EFFECTS says how each is derived from
+#: compare's minimum effect per metric (model/across/moves.py's MIN_EFFECTS says how each is derived from
 #: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
 #: windows, and the configuration each came from. None moved (every request aligned): the 2 % floor.
 MIN_EFFECTS: Mapping[str, float] = {

@@ -54,7 +54,7 @@ METRICS: Metrics = (
     (r"baseline|baseline_saved_to", MetricSpec("", PARAM)),
 )
 
-#: compare's minimum effect per metric (model/compare.py's MIN_EFFECTS says how each is derived from
+#: compare's minimum effect per metric (model/across/moves.py's MIN_EFFECTS says how each is derived from
 #: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
 #: windows, and the configuration each came from.
 MIN_EFFECTS: Mapping[str, float] = {

@@ -45,7 +45,7 @@ METRICS: Metrics = (
     (r"volatile_write_cache", MetricSpec("bool", PARAM)),
 )
 
-#: compare's minimum effect per metric (model/compare.py's MIN_EFFECTS says how each is derived from
+#: compare's minimum effect per metric (model/across/moves.py's MIN_EFFECTS says how each is derived from
 #: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
 #: windows, and the configuration each came from. Latencies of tens of microseconds under TCG jump
 #: between runs (a vCPU's scheduling dominates them): far from normal, so the widest change decides.

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.fio import FioJob
-from model.histogram import HistogramKind
+from model.parse.fio_json import FioJob
+from model.parse.histogram import HistogramKind
 from model.types import HostTrace
 
 

@@ -58,7 +58,7 @@ METRICS: Metrics = (
     (r"guest_max_segments", MetricSpec("segments", PARAM)),
 )
 
-#: compare's minimum effect per metric (model/compare.py's MIN_EFFECTS says how each is derived from
+#: compare's minimum effect per metric (model/across/moves.py's MIN_EFFECTS says how each is derived from
 #: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
 #: windows, and the configuration each came from. Request sizes and the split never moved: the 2 % floor.
 MIN_EFFECTS: Mapping[str, float] = {

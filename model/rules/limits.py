@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from model.advertised import Advertised
 from model.blame import LIMIT_KEYS, Trail, blame, disk_trails
-from model.limits import ConfiguredLimits, GuestLimits
+from model.device_limits import ConfiguredLimits, GuestLimits
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model.blame import Blame
-from model.limits import DepthLimit, GuestLimits, GuestPathLimits, IoMax
+from model.device_limits import DepthLimit, GuestLimits, GuestPathLimits, IoMax
 from model.rules.figures import DepthFigure, DepthGroup
 from model.rules.spec import HIGHER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
@@ -60,7 +60,7 @@ IOPS_SCALING_MIN_FRACTION = 0.4
 #: entered late).
 IOPS_SCALING_ABSOLUTE_MIN_FRACTION = 0.1
 
-#: The guest's busiest vCPU must have been busy (not idle: model/cpustat.py) at least this share
+#: The guest's busiest vCPU must have been busy (not idle: model/parse/proc_stat.py) at least this share
 #: of the window for a guest that held less than offered in its block layer to excuse the device.
 #: Measured here (TCG, 2 vCPUs, 3 s windows at depth 32, host at load 9-12 on its 2 cores): healthy
 #: guests holding 21-27 of 32 were busy 40-68 % (11 windows, both virtio controllers), 86-98 %
@@ -102,7 +102,7 @@ METRICS: Metrics = (
     (r"guest_scheduler|guest_cgroup|guest_io_max|guest_driver", MetricSpec("", PARAM)),
 )
 
-#: compare's minimum effect per metric (model/compare.py's MIN_EFFECTS says how each is derived from
+#: compare's minimum effect per metric (model/across/moves.py's MIN_EFFECTS says how each is derived from
 #: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
 #: windows, and the configuration each came from. The maximum and 90th percentile of the depth at 32
 #: never moved in those runs (31); in 9 healthy virtio-blk runs of this rule on a host at load average
@@ -164,7 +164,7 @@ class DepthPoint:
 @dataclass(frozen=True)
 class GuestPath:
     """The guest's own limits on the disk's I/O path, as the rule judges them: each depth setting
-    with the value the driver gave it (model.limits.DepthLimit), the cgroup io.max entries for the
+    with the value the driver gave it (model.device_limits.DepthLimit), the cgroup io.max entries for the
     disk, the I/O scheduler and its async_depth (writes and async requests only: never on the
     path of the rule's synchronous reads), and the rule's request size (io.max's byte limits
     become reads per second with it)."""

@@ -8,15 +8,15 @@ jobs, which windows). The rule module declares (:class:`RuleModule`):
   its page ``docs/rules/<rule>.md``;
 - ``METRICS``: for every property the rule records (its judge's and its suite's ``record.add``), a
   regular expression over the whole name and the :class:`MetricSpec` of what it matches. The
-  patterns of every rule and the shared ones (``model.metrics.SHARED_METRICS``) are disjoint: a
+  patterns of every rule and the shared ones (``model.across.metrics.SHARED_METRICS``) are disjoint: a
   name matches one of them or none;
 - ``MIN_EFFECTS``: for each metric whose run-to-run noise was measured (``python -m bench.noise``),
-  the smallest relative change of its median ``compare`` and ``--baseline`` report (model/compare.py
+  the smallest relative change of its median ``compare`` and ``--baseline`` report (model/across/moves.py
   says how each is derived from the noise);
 - and one public function ``judge_<...>`` that returns its verdict (model/rules/verdict.py).
 
 model/rules/__init__.py lists the rule modules (``RULE_MODULES``, typed by :class:`RuleModule`: mypy
-checks that each declares all three); model/metrics.py and model/compare.py collect what they declare.
+checks that each declares all three); model/across/metrics.py and model/across/moves.py collect what they declare.
 
 Example (a rule that records ``qd32_iops`` and a bar it derived)::
 

@@ -8,7 +8,9 @@ import random
 
 import pytest
 
-from model.compare import (
+from model.across.fingerprint import differences
+from model.across.metrics import describe
+from model.across.moves import (
     MIN_EFFECTS,
     Series,
     Spread,
@@ -21,9 +23,7 @@ from model.compare import (
     smallest_p,
     verdict_flips,
 )
-from model.fingerprint import differences
-from model.metrics import describe
-from model.noise import MIN_EFFECT_FLOOR
+from model.across.run_to_run import MIN_EFFECT_FLOOR
 
 QD = ("queue-depth", "libvirt:virtio-scsi:latency5ms")
 IO = ("io-size", "libvirt:virtio-blk:file")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from model.across.moves import Series
 from model.advertised import Advertised
-from model.compare import Series
-from model.limits import ConfiguredLimits, DepthLimit, GuestLimits, IoMax, parse_guest_limits
+from model.device_limits import ConfiguredLimits, DepthLimit, GuestLimits, IoMax, parse_guest_limits
+from model.rules.against_baseline import against_baseline
 from model.rules.alignment import count_boundary_crossings, judge_alignment
-from model.rules.baseline import against_baseline
 from model.rules.buffered_direct import judge_regime
 from model.rules.direct_io import LatencyFloor, judge_direct_io
 from model.rules.io_size import judge_io_size

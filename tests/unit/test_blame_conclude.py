@@ -9,7 +9,7 @@ import pytest
 
 from model.blame import Trail
 from model.rules.verdict import RuleVerdict
-from reports.records import Record
+from reports.per_test import Record
 from suites.assertions import RuleFailure, conclude
 
 CMD_PER_LUN_1 = Trail("dut disk sda", "queue_depth", "queue depth", 128, 1, 1, 1,

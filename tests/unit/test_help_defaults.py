@@ -34,7 +34,7 @@ from fixtures.options import (
     SuiteOptions,
 )
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR
-from model.series import SERIES_FORMAT
+from model.across.series import SERIES_FORMAT
 from reports.results import DEFAULT_DIR_MODE, DEFAULT_PARENT
 from reports.store import default_url
 

@@ -10,7 +10,7 @@ the other. Narrow Protocols in the lower layer take their place (``hypervisors.b
 The layers, lowest first: a module may import its own package and the packages listed
 below its own, never a sibling or a higher one::
 
-    model                       pure data, parsers, verdicts
+    model                       pure data: parse/ (foreign formats), rules/ (verdicts), across/ (across runs)
     transport                   SSH to a guest
     guest                       the guest image, its cache, the tools run in it
     hypervisors                 the backends
@@ -18,6 +18,9 @@ below its own, never a sibling or a higher one::
     fixtures                    pytest fixtures and options
     suites                      the rules
     bench, reports.plugin, conftest   entry points that wire the rest together
+
+Inside ``model``, the parsers (``model.parse``) import nothing of the project but ``model.errors``
+and each other: reading a format never depends on how it is judged.
 
 ``reports`` (typed records, JUnit, HTML, the results directory, redaction) reads typed records
 only: it imports ``model`` and nothing else, and only ``fixtures``, ``suites`` and the entry
@@ -172,6 +175,14 @@ def test_packages_import_only_lower_layers() -> None:
     assert not bad, "imports against the layering (model <- transport <- guest <- hypervisors <- measure <- " \
                     "fixtures <- suites; reports imports model only):\n" + "\n".join(bad)
 
+
+
+def test_parsers_import_only_model_errors_and_each_other() -> None:
+    graph = import_graph()
+    bad = [f"{importer} imports {target} at line {line}" for importer, edges in sorted(graph.items())
+           if importer.startswith("model.parse") for target, line in sorted(edges.items())
+           if not (target == "model.errors" or target.startswith("model.parse"))]
+    assert not bad, "a parser (model/parse/) imports beyond model.errors and the other parsers:\n" + "\n".join(bad)
 
 # The checker itself, on small graphs: it must see what it is meant to see.
 def test_checker_finds_a_cycle_hidden_behind_type_checking(tmp_path: Path) -> None:

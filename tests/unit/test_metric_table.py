@@ -1,7 +1,7 @@
 """Every property a rule records has a spec, declared once: in its own rule module (its METRICS) or
-among the shared ones (model/metrics.py's SHARED_METRICS), never by falling back to a unit-less
+among the shared ones (model/across/metrics.py's SHARED_METRICS), never by falling back to a unit-less
 parameter; and each name resolves to the same unit, direction and minimum effect as when
-model/metrics.py and model/compare.py held the per-rule tables (tests/data/metric-specs.tsv)."""
+model/across/metrics.py and model/across/moves.py held the per-rule tables (tests/data/metric-specs.tsv)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from model.compare import MIN_EFFECT, MIN_EFFECTS, SHARED_MIN_EFFECTS
-from model.metrics import METRICS, SHARED_METRICS, describe
+from model.across.metrics import METRICS, SHARED_METRICS, describe
+from model.across.moves import MIN_EFFECT, MIN_EFFECTS, SHARED_MIN_EFFECTS
 from model.rules import RULE_MODULES
 from model.rules.queue_depth import judge_queue_depth
 from model.rules.spec import Metrics
@@ -56,7 +56,7 @@ def test_what_every_rule_records_besides_has_a_shared_spec() -> None:
 
 def test_no_two_declarations_match_one_name() -> None:
     """The patterns are disjoint over every name a rule writes and every recorded one, so the order in
-    which model/metrics.py collects them never decides a name's spec."""
+    which model/across/metrics.py collects them never decides a name's spec."""
     golden = [line.split("\t")[0] for line in GOLDEN.read_text().splitlines()[1:]]
     names = {*golden, *(n for names in recorded().values() for n in names), *MIN_EFFECTS}
     assert {n: owners_of(n) for n in sorted(names) if len(owners_of(n)) > 1} == {}
@@ -87,7 +87,7 @@ def test_the_directions_of_the_numbers_rules_judge_by() -> None:
 def test_every_recorded_name_resolves_as_before() -> None:
     """tests/data/metric-specs.tsv: what describe() and the effective minimum effect were for every
     property name of the recorded runs, every name the minimum-effect table held and every name the
-    rules write (tests/unit/rule_records.py), when model/metrics.py and model/compare.py held the
+    rules write (tests/unit/rule_records.py), when model/across/metrics.py and model/across/moves.py held the
     per-rule tables. The one change since: ``baseline_worse`` and ``baseline_moved`` are declared
     (known), with the unit and direction they had."""
     rows = [line.split("\t") for line in GOLDEN.read_text().splitlines()[1:]]

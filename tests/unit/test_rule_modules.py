@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from model.noise import MIN_EFFECT_FLOOR
+from model.across.run_to_run import MIN_EFFECT_FLOOR
 from model.rules import RULE_MODULES
 from model.rules.spec import DIRECTIONS, MetricSpec
 from model.rules.verdict import RuleVerdict
@@ -22,7 +22,7 @@ from tests.unit.test_layering import import_graph
 ROOT = Path(__file__).resolve().parents[2]
 #: The modules of model/rules/ that are no rule: the package, the verdict, the figures, what a rule
 #: declares, and the comparison of any rule with a stored baseline.
-NOT_RULES = {"__init__", "verdict", "figures", "spec", "baseline"}
+NOT_RULES = {"__init__", "verdict", "figures", "spec", "against_baseline"}
 
 MODULES = pytest.mark.parametrize("module", RULE_MODULES, ids=[m.RULE for m in RULE_MODULES])
 

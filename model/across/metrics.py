@@ -55,9 +55,9 @@ SHARED_METRICS: Metrics = (
     (r"notes", MetricSpec("", PARAM)),
     (r"repeats|repeats_passed", MetricSpec("repeats", PARAM)),
     # the host CPU the guest's vCPUs got and waited for in the rule's most contended window
-    # (suites/assertions.py, model/hostcpu.py)
+    # (suites/assertions.py, model/parse/hostcpu.py)
     (r"host_vcpu_(wait|run)_pct", MetricSpec("%", PARAM)),
-    # what a stored --baseline added (model/rules/baseline.py): how many metrics, which, and why
+    # what a stored --baseline added (model/rules/against_baseline.py): how many metrics, which, and why
     # some were not judged
     (r"baseline_metrics_(compared|judged|not_judged|worse)", MetricSpec("metrics", PARAM)),
     (r"baseline_worse|baseline_moved|baseline_not_judged", MetricSpec("", PARAM)),

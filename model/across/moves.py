@@ -40,9 +40,6 @@ from typing import Literal
 from model.rules import RULE_MODULES
 from model.rules.spec import Direction
 
-Outcome = Literal["passed", "failed", "error", "skipped", "not run"]
-#: The outcomes a stored verdict may have: the same words as reports.records.Outcome.
-OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "error", "skipped", "not run")
 #: (rule, configuration id): one JUnit case.
 Key = tuple[str, str]
 FlipKind = Literal["regression", "fix", "error", "changed"]
@@ -54,7 +51,7 @@ ALPHA = 0.05
 #: entry for (vSphere counters, controllers and rules outside the default suite): 10 %, a
 #: parameter (``--min-effect``). The measured minimum effects are the default for the others.
 MIN_EFFECT = 0.10
-#: The minimum effect of a metric two rules record alike (model/metrics.py's SHARED_METRICS), in the
+#: The minimum effect of a metric two rules record alike (model/across/metrics.py's SHARED_METRICS), in the
 #: form of a rule module's MIN_EFFECTS: a request count moves with the IOPS of its window (io-size's;
 #: alignment counts a fixed number of writes).
 SHARED_MIN_EFFECTS: Mapping[str, float] = {
@@ -66,7 +63,7 @@ SHARED_MIN_EFFECTS: Mapping[str, float] = {
 #: runs of the default suite (every rule on virtio-scsi and virtio-blk, every rule passed in every run),
 #: measured twice on a 2-core TCG host: ``python -m bench.noise --runs 10`` with 3 s windows and 3
 #: buffered-direct copies (runs of about 120 s), and the 11 healthy runs of ``python -m bench.rules
-#: --repeats 10`` with 2 s windows and 2 copies (runs of 85 s). Each measurement gives model/noise.py's
+#: --repeats 10`` with 2 s windows and 2 copies (runs of 85 s). Each measurement gives model/across/run_to_run.py's
 #: NoiseRow.min_effect: 3 x sqrt 2 x the CV of the noisier of the two configurations (so two healthy
 #: runs exceed it with about 0.27 % probability per metric if the noise were normal), at least the
 #: widest change seen between two of the runs (the TCG latencies are not normal: they jump by up to
