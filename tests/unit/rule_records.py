@@ -13,6 +13,8 @@ import dataclasses
 from model.across.moves import Series
 from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits, DepthLimit, GuestLimits, IoMax, parse_guest_limits
+from model.kernel_log import InjectedErrors, check_kernel_log, with_kernel_log
+from model.parse.kernel_log import parse_kernel_log
 from model.rules.against_baseline import against_baseline
 from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
@@ -45,6 +47,9 @@ SHARED_PROPERTIES = ("notes", "repeats", "repeats_passed", "baseline_source", "b
                      "baseline_worse", "baseline_moved", "baseline_not_judged")
 #: Written around the verdict rather than by it (so not checked against the shared code's output here).
 AROUND_THE_VERDICT = ("host_vcpu_wait_pct", "host_vcpu_run_pct", "blame", "blame_reason")
+#: What the kernel-log check adds to every rule's verdict (model/kernel_log.py, suites/kernel_log.py).
+KERNEL_LOG_PROPERTIES = ("kernel_log_source", "kernel_log_new_lines", "kernel_log_bad_lines", "kernel_log_bad_kinds",
+                         "kernel_log_expected_errors")
 
 
 def _queue_depth() -> list[RuleVerdict]:
@@ -109,5 +114,9 @@ def shared_recorded() -> list[str]:
     names = {*v.record_properties(), *compared.properties,
              *combine_repeats([v, v], exact=False).properties} - {"qd1_iops", "qd1_iops.r1", "qd1_iops.r2"}
     assert names == set(SHARED_PROPERTIES), sorted(names)
-    return [*SHARED_PROPERTIES, *AROUND_THE_VERDICT]
+    # the real 6.1 I/O errors of tests/data/guest: one in a range the rule injected errors into, one outside it
+    errors = parse_kernel_log((DATA / "dmesg-6.1-io-errors.txt").read_text(), "dmesg")
+    checked = with_kernel_log(v, check_kernel_log(errors, "dmesg", injected=[InjectedErrors("sdb", 800, 8)]))
+    assert set(checked.properties) - set(v.properties) == set(KERNEL_LOG_PROPERTIES), sorted(checked.properties)
+    return [*SHARED_PROPERTIES, *KERNEL_LOG_PROPERTIES, *AROUND_THE_VERDICT]
 
