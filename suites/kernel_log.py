@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from guest.tools.kernel_log import KernelLog, KernelLogUnreadable, KernelWarning, KernelWarningUnavailable
+from measure.phase_times import phase
 from model.kernel_log import InjectedErrors, check_kernel_log, unread, with_kernel_log
 from model.parse.kernel_log import parse_kernel_log
 
@@ -59,7 +60,8 @@ def watch(record: Record, disks: Sequence[GuestDisk]) -> None:
         return
     log = disks[0].tool(KernelLog)
     try:
-        _WATCHES[record.nodeid] = _Watch(log, log.mark(f"{record.rule} {record.config}"))
+        with phase("kernel-log"):
+            _WATCHES[record.nodeid] = _Watch(log, log.mark(f"{record.rule} {record.config}"))
     except KernelLogUnreadable as e:
         _WATCHES[record.nodeid] = _Watch(log, None, str(e))
 
@@ -84,7 +86,8 @@ def fold(record: Record, verdict: RuleVerdict, raw_dir: Path) -> RuleVerdict:
     if w.log is None or w.token is None:
         return with_kernel_log(verdict, unread("none", w.unread))
     try:
-        read = w.log.since(w.token)
+        with phase("kernel-log"):
+            read = w.log.since(w.token)
     except KernelLogUnreadable as e:
         return with_kernel_log(verdict, unread("none", str(e)))
     if read.text.strip():
