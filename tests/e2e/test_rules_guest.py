@@ -42,6 +42,10 @@ def test_healthy_guest_passes_every_rule(healthy: tuple[SuiteRun, Path]) -> None
             continue
         assert case.find("failure") is None and case.find("skipped") is None and case.find("error") is None, \
             (name, run.output[-3000:])
+        # the kernel-log check ran around every rule and the healthy guest's kernel logged nothing it fails on
+        kernel_log = SuiteRun.props(case)
+        assert kernel_log["kernel_log_source"] == "dmesg" and kernel_log["kernel_log_bad_lines"] == "0", \
+            (name, kernel_log)
     for c in CONFIGS:  # the measured numbers, not just verdicts
         qd = SuiteRun.props(cases[f"queue-depth[{c}]"])
         assert float(qd["qd32_host_depth"]) > 10 and float(qd["qd32_iops"]) > 10 * float(qd["qd1_iops"]), qd
@@ -96,6 +100,7 @@ FAULT_CASES = {
     "flush-dropped": ("direct_io", "direct-io", "acknowledged while still in a volatile write cache"),
     "readahead-off": ("regime", "buffered-direct", "buffered copy: host request size 4 KiB"),
     "misaligned": ("alignment", "alignment", "not a multiple of the optimal I/O size"),
+    "kernel-warning": ("limits", "limits", "the guest's kernel logged a WARNING line during the rule"),
 }
 
 
