@@ -100,24 +100,32 @@ def _said(ran: CommandResult) -> str:
 #: ``WARNING: CPU: 1 PID: 20 at kernel/sched/core.c:752 update_rq_clock+0xb6/0x190`` with its stack.
 #: The feature is a WARN_ONCE: clear_warn_once makes it warn again in every rule test that asks.
 #: Everything it changes is restored on the way out (trap), whatever happened: the feature off,
-#: CPU 1 online, the busy task gone. Exit 3: the guest cannot carry the fault; 4: the kernel did not warn.
+#: CPU 1 online, the busy task gone, debugfs unmounted where it mounted it (the embedded guest's init
+#: mounts it; a systemd image may not have). Exit 3: the guest cannot carry the fault; 4: the kernel did not warn.
 PROVOKE_SCRIPT = r"""
-f=/sys/kernel/debug/sched/features
+d=/sys/kernel/debug
+f=$d/sched/features
 c=/sys/devices/system/cpu/cpu1/online
-[ -w "$f" ] || { echo "the guest's kernel has no $f (it needs CONFIG_SCHED_DEBUG and debugfs at /sys/kernel/debug)"; exit 3; }
+mounted= on= offline= busy=
+restore() {
+  [ -n "$offline" ] && echo 1 > "$c"
+  [ -n "$on" ] && echo NO_WARN_DOUBLE_CLOCK > "$f"
+  [ -n "$busy" ] && kill "$busy" 2>/dev/null
+  [ -n "$mounted" ] && umount $d
+}
+trap restore EXIT
+grep -q " $d debugfs " /proc/mounts || { mount -t debugfs debugfs $d 2>/dev/null && mounted=1; }
+[ -w "$f" ] || { echo "the guest's kernel has no $f (it needs CONFIG_SCHED_DEBUG and debugfs)"; exit 3; }
 [ "$(cat /proc/sys/kernel/panic_on_warn 2>/dev/null || echo 0)" = 0 ] || { echo "kernel.panic_on_warn is set: a warning would panic the guest"; exit 3; }
 [ -w "$c" ] && [ "$(cat "$c")" = 1 ] || { echo "the guest has no second online CPU (cpu1) to take offline"; exit 3; }
 grep -qw NO_WARN_DOUBLE_CLOCK "$f" || { echo "the scheduler's WARN_DOUBLE_CLOCK check is on already: not the suite's to turn off"; exit 3; }
 command -v taskset >/dev/null 2>&1 || { echo "the guest has no taskset (busybox or util-linux) to run a task on cpu1"; exit 3; }
 n() { dmesg 2>/dev/null | grep -c 'WARNING: CPU:'; }
 before=$(n)
-busy=
-restore() { echo 1 > "$c" 2>/dev/null; echo NO_WARN_DOUBLE_CLOCK > "$f" 2>/dev/null; [ -n "$busy" ] && kill "$busy" 2>/dev/null; }
-trap restore EXIT
-echo 1 > /sys/kernel/debug/clear_warn_once
-echo WARN_DOUBLE_CLOCK > "$f"
+echo 1 > $d/clear_warn_once
+echo WARN_DOUBLE_CLOCK > "$f" && on=1
 taskset 2 sh -c 'while :; do :; done' & busy=$!
-echo 0 > "$c" && echo 1 > "$c"
+echo 0 > "$c" && offline=1 && echo 1 > "$c" && offline=
 [ "$(n)" -gt "$before" ] || { echo "the kernel printed no WARNING when CPU 1 went offline with WARN_DOUBLE_CLOCK on (a kernel with the double clock update fixed)"; exit 4; }
 echo warned
 """
