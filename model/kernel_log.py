@@ -68,7 +68,7 @@ PATTERNS: tuple[Pattern, ...] = (
 #: ``blk_print_req_error: 42 callbacks suppressed``: the kernel's rate limit dropped lines (printk_ratelimited:
 #: 10 a function per 5 s), which the check then cannot see.
 SUPPRESSED = re.compile(r"^(?P<fn>\S+): (?P<n>\d+) callbacks suppressed")
-#: The failing lines a verdict quotes; kernel-log.txt in the rule's raw directory has every new line.
+#: The failing lines a verdict quotes; kernel-log-<rule>.txt in the rule's raw directory has every new line.
 MAX_QUOTED = 10
 _PARTITION = re.compile(r"^(?P<disk>.*\d)p\d+$|^(?P<sd>(?:sd|vd|hd|xvd)[a-z]+)\d+$")
 
@@ -163,14 +163,14 @@ class KernelLogCheck:
                      f"({'; '.join(i.describe() for i in self.injected)})")
         return said
 
-    def problems(self) -> tuple[str, ...]:
+    def problems(self, rule: str) -> tuple[str, ...]:
         shown = [f"the guest's kernel logged a {f.kind} line during the rule: {f.line.quoted()}"
                  for f in self.findings[:MAX_QUOTED]]
         rest = self.findings[MAX_QUOTED:]
         if rest:
             kinds = ", ".join(dict.fromkeys(f.kind for f in rest))
             shown.append(f"the guest's kernel logged {len(rest)} more line(s) of these kinds during the rule ({kinds}): "
-                         "every line it logged is in kernel-log.txt in the rule's raw data")
+                         f"every line it logged is in kernel-log-{rule}.txt in the rule's raw data")
         return tuple(shown)
 
     def notes(self) -> tuple[str, ...]:
@@ -230,7 +230,7 @@ def unread(source: str, why: str) -> KernelLogCheck:
 #: Where a failure the check found is blamed when the rule's disks' settings single out no layer:
 #: the kernel's own lines say which part of it complained (their stack trace, the driver's name).
 KERNEL_LOG_BLAME = Blame("unknown", "the guest's kernel reported a problem during the rule (the kernel-log check): "
-                         "the quoted lines and their stack traces in kernel-log.txt say where")
+                         "the quoted lines and their stack traces in kernel-log-<rule>.txt in its raw data say where")
 
 
 def with_kernel_log(verdict: RuleVerdict, check: KernelLogCheck) -> RuleVerdict:
@@ -238,6 +238,6 @@ def with_kernel_log(verdict: RuleVerdict, check: KernelLogCheck) -> RuleVerdict:
     finding fails the rule whatever the rule's own numbers said), its notes and its properties."""
     hint = verdict.hint if verdict.hint is not None or check.passed else KERNEL_LOG_BLAME
     return dataclasses.replace(verdict, lines=(*verdict.lines, check.line()),
-                               problems=(*verdict.problems, *check.problems()),
+                               problems=(*verdict.problems, *check.problems(verdict.rule)),
                                notes=(*verdict.notes, *check.notes()),
                                properties={**verdict.properties, **check.properties()}, hint=hint)

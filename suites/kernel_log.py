@@ -5,7 +5,7 @@
 judges them (:func:`fold`, one guest command; model/kernel_log.py) before it concludes: a
 ``WARNING``, ``BUG``, ``Oops``, blocked task or I/O error in between fails the rule with the lines
 quoted, in the rule's verdict, so JUnit, the report and the store carry it; every line logged is
-kept in ``kernel-log.txt`` in the rule's raw directory. A rule that measures before it concludes
+kept in ``kernel-log-<rule>.txt`` in the rule's raw directory. A rule that measures before it concludes
 without ``judge_repeated`` calls :func:`watch` itself, before it measures.
 
 A rule that makes a disk fail on purpose declares where (:func:`expect_io_errors`): the kernel's
@@ -31,8 +31,10 @@ if TYPE_CHECKING:
     from model.rules.verdict import RuleVerdict
     from reports.per_test import Record
 
-#: The file in a rule's raw directory that keeps every line the guest's kernel logged during it.
-RAW_FILE = "kernel-log.txt"
+def raw_file(rule: str) -> str:
+    """The file in a rule's raw directory that keeps every line the guest's kernel logged during it (rules of
+    one configuration may share a raw directory)."""
+    return f"kernel-log-{rule}.txt"
 
 
 @dataclass
@@ -79,7 +81,7 @@ def expect_io_errors(record: Record, *injected: InjectedErrors) -> None:
 
 def fold(record: Record, verdict: RuleVerdict, raw_dir: Path) -> RuleVerdict:
     """Read what the guest's kernel logged since the test's mark and add the check to ``verdict``
-    (model.kernel_log.with_kernel_log); keep the lines in ``raw_dir/kernel-log.txt``."""
+    (model.kernel_log.with_kernel_log); keep the lines in ``raw_dir/kernel-log-<rule>.txt``."""
     w = _WATCHES.pop(record.nodeid, None)
     if w is None:  # no guest behind the verdict (a verdict judged from records); every rule test watches
         return verdict  # (tests/unit/test_kernel_log_watch.py)
@@ -92,7 +94,7 @@ def fold(record: Record, verdict: RuleVerdict, raw_dir: Path) -> RuleVerdict:
         return with_kernel_log(verdict, unread("none", str(e)))
     if read.text.strip():
         raw_dir.mkdir(parents=True, exist_ok=True)
-        (raw_dir / RAW_FILE).write_text(f"# {record.rule} on {record.config}: the guest's kernel log after the "
+        (raw_dir / raw_file(record.rule)).write_text(f"# {record.rule} on {record.config}: the guest's kernel log after the "
                                         f"suite's mark, read with {read.source}"
                                         f"{'' if read.mark_found else ' (the mark was overwritten)'}\n{read.text}")
     check = check_kernel_log(parse_kernel_log(read.text, read.source), read.source, read.mark_found, w.injected)

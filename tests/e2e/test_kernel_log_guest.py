@@ -25,7 +25,7 @@ def test_a_kernel_warning_fails_the_rule_it_runs_under_and_no_other(run_suite: R
         props = SuiteRun.props(limits)
         assert props["kernel_log_bad_lines"] == "1" and props["kernel_log_bad_kinds"] == "WARNING", props
         assert props["kernel_log_source"] == "dmesg" and int(props["kernel_log_new_lines"]) > 20, props
-        kept = (run.results / "raw" / c.replace(":", "_") / "kernel-log.txt").read_text()
+        kept = (run.results / "raw" / c.replace(":", "_") / "kernel-log-limits.txt").read_text()
         assert WARNING in kept and "__balance_push_cpu_stop" in kept
         mq = SuiteRun.props(cases[f"multi-queue[{c}]"])
         assert run.outcomes()[f"multi-queue[{c}]"] == "passed" and mq["kernel_log_bad_lines"] == "0", mq

@@ -77,7 +77,7 @@ def test_the_kernel_warning_faults_window_as_the_guest_tool_read_it() -> None:
 
 def test_util_linux_dmesg_in_the_test_image() -> None:
     """The same fault in the cloud-init test image (Debian 12, 6.1.0-50-cloud-amd64, util-linux dmesg through
-    sudo): kernel-log.txt of its limits rule on virtio-blk."""
+    sudo): kernel-log-limits.txt of its limits rule on virtio-blk."""
     check = check_kernel_log(_lines("kernel-log-warning-cloud-6.1.txt"), "dmesg")
     assert [f.line.quoted() for f in check.findings] == [
         "[   83.511999] WARNING: CPU: 1 PID: 20 at kernel/sched/core.c:741 update_rq_clock+0xb6/0x190"]

@@ -74,7 +74,7 @@ def test_a_kernel_warning_during_a_passing_rule_fails_it(tmp_path: Path) -> None
     assert record.verdict.properties["kernel_log_bad_lines"] == 1
     assert record.verdict.properties["kernel_log_new_lines"] == 34
     assert record.blame == "unknown" and "kernel-log check" in record.blame_reason
-    kept = (tmp_path / kernel_log.RAW_FILE).read_text()
+    kept = (tmp_path / kernel_log.raw_file("limits")).read_text()
     assert kept.startswith("# limits on fake:virtio-blk: the guest's kernel log after the suite's mark, read with "
                            "dmesg\n") and WARNING in kept
 
