@@ -24,7 +24,7 @@ from tests.silentserver import SilentServer
 from tests.unit.test_store import SUITE, healthy, write_run
 
 ROOT = Path(__file__).resolve().parents[2]
-#: A uuid4 as a run writes it (reports/plugin.py).
+#: A uuid4 as a run writes it (fixtures/finish.py).
 RUN_ID = "0d6c2f4e-9a43-4a59-9d55-3c8e6b1f2a77"
 #: Seconds from SIGTERM to the end of a process waiting for a silent store. Measured here: 1.6-1.9 s
 #: for a run of the gate's rules alone, 7-8 s with four at once on this 2-core machine at load 11-14
