@@ -5,10 +5,11 @@ controllers and ahci, nvme) and ``-k`` (default: queue_depth), once without work
 with ``-n WORKERS``; each worker boots its own guest and takes whole configurations
 (host x controller). Prints each run's wall time, its verdicts, and the ratio.
 
-Measured on this 2-core machine under TCG (queue-depth on 4 controllers): 63.4 s on one worker,
-43.4 s on two, ratio 1.46; the two TCG guests share the 2 cores, and each worker adds a boot. On a
-KVM host with more cores the guests barely use the host CPU and the configurations run side by
-side: expect the time to fall towards 1/N of the I/O time plus one boot.
+On a 2-core TCG host the two guests share the cores and each worker adds a boot, so the gain is
+the overlap of one guest's boot and SSH round trips with the other's I/O (the figures:
+docs/benchmarks.md, "Host pools"). On a KVM host with more cores the guests barely use the host CPU
+and the configurations run side by side: expect the time to fall towards 1/N of the I/O time plus
+one boot.
 
     python -m bench.pool [--workers 2] [--controllers virtio-scsi,virtio-blk,ahci,nvme] [-k queue_depth]
                          [--libvirt-uri URI ...]

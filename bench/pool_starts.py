@@ -1,7 +1,7 @@
 """Start the two-host pool (this machine's libvirt plus a loopback sshd standing in for a remote
 host, ``-n 2``) again and again, with one core kept busy, and count the starts in which a
-pytest-xdist worker did not start: the test of fixtures/workerstart.py's watch and of the fix
-behind it. Prints each worker's start-up time (from the suite's own "worker gwN ready in X s"
+pytest-xdist worker did not start: the test of fixtures/workerstart.py's watch, and of a worker
+start that waits on no host (the preflight runs in the controller: fixtures/preflight.py). Prints each worker's start-up time (from the suite's own "worker gwN ready in X s"
 line: from the controller's hand-over to the worker's collection report) and the hangs.
 
 Each start runs ``pytest suites --hosts INVENTORY -n 2 -k limits --controllers virtio-blk`` and

@@ -104,7 +104,7 @@ def active_vioconform_domains() -> list[str]:
 #: Exec'd in the child before pytest: SIGINT as a terminal's foreground job has it. A process
 #: started in the background (``cmd &`` in a script, as CI and nohup jobs are) inherits SIGINT
 #: *ignored*, and Python then installs no KeyboardInterrupt handler: the suite would never see
-#: the Ctrl-C the tests send it (seen: the Ctrl-C tests failed only under a backgrounded CI run).
+#: the Ctrl-C the tests send it.
 #: ``exec`` keeps the pid, which names the suite's guest (``vioconform-<pid>``).
 _FOREGROUND = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
 
@@ -148,7 +148,7 @@ def run_suite_at(results: Path, *args: str, timeout: float | None = 900, env: di
 def ctrl_c_once_the_guest_runs(proc: subprocess.Popen[str], start_timeout_s: float = 240) -> str:
     """Wait until ``proc``'s guest domain (``vioconform-<pid>``) is running, send SIGINT, and
     return the suite's output once it has ended (within 60 s). The domain is defined a second or
-    two after the start idle, but the run's start-up (Python, collection, the preflight) took over
+    two after the start idle, but the run's start-up (Python, collection, the preflight) can take over
     60 s on a CI host loaded by three workers' guests: ``start_timeout_s`` is a "never started"
     bound, not a speed goal."""
     name = f"vioconform-{proc.pid}"

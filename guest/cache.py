@@ -164,7 +164,7 @@ def _apt_state() -> list[list[int]]:
 def apt_answer(question: str, ask: Callable[[], Any]) -> Any:
     """``ask()``'s answer (JSON), remembered in the cache (``apt-answers.json``) while apt's state
     (APT_STATE_FILES) stays as it was. Every run names its image by apt's candidates (the kernel
-    package, fio's source version): asking ``apt-cache`` took 1.7 s of each run's set-up here, the
+    package, fio's source version): asking ``apt-cache`` costs 1.7 s of each run's set-up here, the
     remembered answer a millisecond. Without a writable cache, apt is asked every time."""
     path = cache_dir() / "apt-answers.json"
     state = _apt_state()

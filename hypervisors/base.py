@@ -23,6 +23,7 @@ from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
 from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
+from model.hostcpu import VcpuTimes
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
 
 log = logging.getLogger("vioconform.hypervisor")
@@ -240,6 +241,11 @@ class HypervisorBackend(ABC):
         ``qom-get`` on the device; vSphere: the VM's device config), asked before the rules run; a
         limit it does not say is None. HypervisorError where it cannot be asked. Default: nothing said."""
         return Advertised(unavailable=f"the {self.name} backend cannot say what a device advertises")
+
+    def vcpu_times(self, guest: Guest) -> VcpuTimes | None:
+        """The guest's vCPU threads' cumulative run and run-queue wait times on the host
+        (model.hostcpu), or None where the backend cannot read them. Never raises."""
+        return None
 
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> RequestTracer | None:
         """An exact per-request source for this disk, or None where the backend has none."""

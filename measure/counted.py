@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guest.tools.fio import Fio, FioJob
+from measure import hostload
 from measure.common import keep_and_parse_fio, stop_tracer
 from measure.disk import GuestDisk
 from model.blockstats import HostCountersDelta
@@ -40,6 +41,7 @@ def run_counted(disk: GuestDisk, job: FioJob, trace: bool = False, raw_dir: Path
              job.name, job.rw, job.bs_bytes, job.offered_depth, job.runtime_s, ", exact host tracing" if trace else "")
     fio = disk.tool(Fio)
     tracer = disk.backend.request_tracer(disk.guest, disk.attached) if trace else None
+    cpu0 = disk.vcpu_times()
     before = disk.host_counters()
     host_trace: HostTrace | None = None
     try:
@@ -53,5 +55,6 @@ def run_counted(disk: GuestDisk, job: FioJob, trace: bool = False, raw_dir: Path
             tracer.abort()
         raise
     after = disk.host_counters()
+    hostload.note(cpu0, disk.vcpu_times(), disk.config_id)
     result = keep_and_parse_fio(out, job, disk.kernel_name, raw_dir, tag)
     return CountedRun(job, result, HostCountersDelta.between(before, after), host_trace, gap)

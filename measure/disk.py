@@ -21,6 +21,7 @@ from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError, ParseError
 from model.faults import Fault, SysfsSetting
 from model.guestfacts import DiskFacts, DriverPresence
+from model.hostcpu import VcpuTimes
 from model.limits import GuestLimits
 from model.types import AttachedDisk
 from transport.ssh import CommandResult, GuestCommandError
@@ -110,6 +111,10 @@ class GuestDisk:
     def host_counters(self) -> HostBlockCounters:
         return self.backend.host_counters(self.guest, self.attached)
 
+    def vcpu_times(self) -> VcpuTimes | None:
+        """The guest's vCPU threads' host CPU and run-queue wait so far (model.hostcpu), or None."""
+        return self.backend.vcpu_times(self.guest)
+
     def read_limits(self) -> GuestLimits:
         self.limits = self.tool(Sysfs).limits(self.kernel_name)
         return self.limits
@@ -123,7 +128,7 @@ class GuestDisk:
     def reapply_settings(self) -> None:
         """Apply the disk's faults and --guest-setup commands again. A rule that makes the guest
         revalidate the disk (re-reading its partition table) must: Linux's sd then reads the
-        device's cache mode again and resets ``queue/write_cache`` (seen: flush-dropped undone)."""
+        device's cache mode again and resets ``queue/write_cache`` (which would undo flush-dropped)."""
         for setting in self.settings:
             self.apply(setting, check=False)
         self.read_limits()

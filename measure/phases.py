@@ -40,6 +40,12 @@ def begin_test(nodeid: str) -> None:
         _current = nodeid
 
 
+def current_test() -> str:
+    """The test whose time is being counted now (``SESSION`` outside tests)."""
+    with _lock:
+        return _current
+
+
 def end_test() -> None:
     global _current
     with _lock:

@@ -112,9 +112,12 @@ METRICS: tuple[tuple[str, MetricSpec], ...] = (
     (r"configured_queues|guest_hw_queues|queues_used", MetricSpec("queues", PARAM)),
     (r"queue\d+_count", MetricSpec("interrupts", PARAM)),
     (r"vcpus|online_cpus", MetricSpec("cpus", PARAM)),
+    # every rule: the host CPU its guest's vCPUs got and waited for in its most contended window
+    (r"host_vcpu_(wait|run)_pct", MetricSpec("%", PARAM)),
     # every rule: its repeats (--repeats) and what a stored --baseline added
     (r"repeats|repeats_passed", MetricSpec("repeats", PARAM)),
-    (r"baseline_metrics_(compared|worse)", MetricSpec("metrics", PARAM)),
+    (r"baseline_metrics_(compared|judged|not_judged|worse)", MetricSpec("metrics", PARAM)),
+    (r"baseline_not_judged", MetricSpec("", PARAM)),
     # Text the rules record beside the numbers: what the numbers came from.
     (r".*_source|evidence|notes|baseline|baseline_saved_to|guest_driver|[a-z]+_disk", MetricSpec("", PARAM)),
     # a failed verdict's layer at fault and why (model/blame.py)

@@ -52,7 +52,7 @@ from reports.a11y import (
 
 matplotlib.use("Agg")
 # matplotlib's font search logs a line per installed font at DEBUG: with the suite's live log at
-# DEBUG (-o log_cli_level=DEBUG) that buried the run's own lines at the end of every run.
+# DEBUG (-o log_cli_level=DEBUG) that would bury the run's own lines at the end of every run.
 logging.getLogger("matplotlib").setLevel(logging.INFO)
 matplotlib.rcParams.update({"svg.hashsalt": "vioconform", "svg.fonttype": "none", "font.size": 9,
                             "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False})

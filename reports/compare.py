@@ -67,7 +67,7 @@ from reports.store import (
     StoreError,
     default_url,
     metrics,
-    open_store,
+    opened_store,
     samples,
     sqlite_file,
 )
@@ -333,6 +333,15 @@ def series_arg(text: str) -> str:
     return text
 
 
+def check_output_arg(ap: argparse.ArgumentParser, what: str, path: Path, store_url: str | None) -> None:
+    """argparse's usage error, before the store is opened, for an output option (``--junit``,
+    ``-o``) that names no file to write (a directory, a device) or the store's own file."""
+    try:
+        check_outputs([(what, path), ("--store", sqlite_file(store_url or default_url()))])
+    except OutputPathError as e:
+        ap.error(str(e))
+
+
 def _not_inside_a_run(junit: Path, runs: Sequence[StoredRun]) -> None:
     """StoreError if ``junit`` lies in the results directory of a compared run: it would replace
     that run's own junit.xml or report (its record) with the comparison."""
@@ -379,30 +388,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.min_effect is not None and not 0 <= args.min_effect < float("inf"):
         ap.error(f"--min-effect {args.min_effect:g} is not a relative change; give 0 or more, e.g. 0.1 for 10 %")
     if args.junit is not None:
-        try:
-            check_outputs([("--junit", args.junit), ("--store", sqlite_file(args.store or default_url()))])
-        except OutputPathError as e:
-            ap.error(str(e))
+        check_output_arg(ap, "--junit", args.junit, args.store)
     try:
-        store = open_store(args.store, create=False)
+        with opened_store(args.store) as store:
+            if args.last is not None:
+                a, b = _last(store, args.last, args.runs[0] if args.runs else None, args.series)
+                window = args.last
+            else:
+                a, b = _resolve(store, args.runs[0]), _resolve(store, args.runs[1])
+                window = FLAKY_WINDOW
+            if args.junit is not None:
+                _not_inside_a_run(args.junit, (a, b))
+            c = compare_runs(store, a, b, window, args.min_effect, args.alpha)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    try:
-        if args.last is not None:
-            a, b = _last(store, args.last, args.runs[0] if args.runs else None, args.series)
-            window = args.last
-        else:
-            a, b = _resolve(store, args.runs[0]), _resolve(store, args.runs[1])
-            window = FLAKY_WINDOW
-        if args.junit is not None:
-            _not_inside_a_run(args.junit, (a, b))
-        c = compare_runs(store, a, b, window, args.min_effect, args.alpha)
-    except StoreError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    finally:
-        store.close()
     not_written = written = ""
     if args.junit is not None:
         try:

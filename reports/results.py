@@ -129,7 +129,7 @@ def check_not_in_run_files(outputs: Sequence[tuple[str, Path | None]], results_d
                            run_files: Sequence[str]) -> None:
     """OutputPathError for an output that is, or lies in, one of the entries the run itself makes in
     ``results_dir`` (``run_files``: names or fnmatch patterns, such as ``phases.json`` or ``raw``):
-    ``--junit-xml R/phases.json`` replaced the run's phases file with the JUnit file."""
+    ``--junit-xml R/phases.json`` would replace the run's phases file with the JUnit file."""
     for what, path in outputs:
         if path is None:
             continue

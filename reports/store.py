@@ -36,7 +36,7 @@ ends at once on Ctrl-C or SIGTERM. Tables:
   parameter, from model.metrics), known (False: a property model.metrics has no entry for);
 - ``samples``: metric, repeat, value (a number) or text (a property that is not a number).
 
-A results directory today holds ``junit.xml`` (reports/junit.py): suite properties, one case
+A results directory holds ``junit.xml`` (reports/junit.py): suite properties, one case
 per rule and configuration (``rule[config]``), the measured numbers as the case's properties.
 :func:`read_results_dir` reads that, and refuses a JUnit file vioconform did not write (another
 tool's); :meth:`Store.add_run` writes a run in one transaction, so a failure leaves nothing
@@ -55,7 +55,7 @@ import sys
 import time
 import urllib.parse
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -746,9 +746,16 @@ def _upgrade(conn: sa.Connection) -> None:
     conn.execute(meta_table.update().where(meta_table.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
 
 
-def open_store(url: str | None, create: bool = True) -> Store:
-    """The store at ``url`` (default :func:`default_url`); ``create=False`` for commands that only read."""
-    return Store(url or default_url(), create=create)
+@contextlib.contextmanager
+def opened_store(url: str | None, create: bool = False) -> Iterator[Store]:
+    """The store at ``url`` (default :func:`default_url`) for the commands (store, compare, trend),
+    closed when the block ends. ``create=False``, the commands that only read, never creates one. A
+    StoreError, opening it or in the block, is the caller's to report: each command's exit 2."""
+    store = Store(url or default_url(), create=create)
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def check_store(url: str, mode: int = STORE_FILE_MODE) -> None:
@@ -781,37 +788,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("list", help="the stored runs")
     args = ap.parse_args(argv)
     try:
-        store = open_store(args.store, create=args.command == "import")
+        with opened_store(args.store, create=args.command == "import") as store:
+            return _command(store, args)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _command(store: Store, args: argparse.Namespace) -> int:
+    """``import`` or ``list`` on an open store; the exit code (2 when a directory could not be stored)."""
     status = 0
-    try:
-        if args.command == "import":
-            for d in args.dirs:
-                try:
-                    run = read_results_dir(d)
-                    run_id, new = store.add_run(run)
-                except StoreError as e:
-                    print(f"error: {e}", file=sys.stderr)
-                    status = 2
-                    continue
-                if not new:
-                    print(f"{d}: already stored as run {run_id} (not changed)")
-                    continue
-                c = store.counts(run_id)
-                unknown = store.unknown_metrics(run_id)
-                print(f"{d}: run {run_id}{'' if run.complete else ' (INCOMPLETE: never used as a baseline)'}: "
-                      f"{c['verdicts']} verdicts, {c['metrics']} metrics, {c['samples']} samples"
-                      + (f"; stored as parameters, not in model/metrics.py: {', '.join(unknown)}" if unknown else ""))
-        else:
-            if not store.runs():
-                print(f"(no runs stored in {store.shown}; add some with python -m reports.store import DIR)")
-            for r in store.runs():
-                print(f"{r.id}\t{r.started or '-'}\t{'complete' if r.complete else 'INCOMPLETE'}\t"
-                      f"{r.options.get('hypervisor', '-')}\t{r.source or '-'}\t{r.series}")
-    finally:
-        store.close()
+    if args.command == "import":
+        for d in args.dirs:
+            try:
+                run = read_results_dir(d)
+                run_id, new = store.add_run(run)
+            except StoreError as e:
+                print(f"error: {e}", file=sys.stderr)
+                status = 2
+                continue
+            if not new:
+                print(f"{d}: already stored as run {run_id} (not changed)")
+                continue
+            c = store.counts(run_id)
+            unknown = store.unknown_metrics(run_id)
+            print(f"{d}: run {run_id}{'' if run.complete else ' (INCOMPLETE: never used as a baseline)'}: "
+                  f"{c['verdicts']} verdicts, {c['metrics']} metrics, {c['samples']} samples"
+                  + (f"; stored as parameters, not in model/metrics.py: {', '.join(unknown)}" if unknown else ""))
+    else:
+        if not store.runs():
+            print(f"(no runs stored in {store.shown}; add some with python -m reports.store import DIR)")
+        for r in store.runs():
+            print(f"{r.id}\t{r.started or '-'}\t{'complete' if r.complete else 'INCOMPLETE'}\t"
+                  f"{r.options.get('hypervisor', '-')}\t{r.source or '-'}\t{r.series}")
     return status
 
 

@@ -38,9 +38,9 @@ from model.compare import MIN_EFFECT, MIN_EFFECTS, MetricKey, Series, Spread
 from model.fingerprint import SERIES_OPTIONS, change_line, fingerprint
 from model.noise import run_to_run
 from reports.a11y import grid_headline
-from reports.compare import newest_run, series_arg
-from reports.results import OutputPathError, check_outputs, write_atomic
-from reports.store import Store, StoredRun, StoreError, default_url, open_store, sqlite_file
+from reports.compare import check_output_arg, newest_run, series_arg
+from reports.results import write_atomic
+from reports.store import Store, StoredRun, StoreError, default_url, opened_store
 
 #: The metrics drawn unless ``--all-metrics``: one or two per rule, the ones a regression moves.
 KEY_METRICS = ("qd32_host_depth", "qd32_iops", "iops_scaling", "split_factor", "host_request_bytes_mean",
@@ -158,23 +158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.last < 1:
         ap.error("--last takes 1 or more")
+    check_output_arg(ap, "-o", args.output, args.store)
     try:
-        check_outputs([("-o", args.output), ("--store", sqlite_file(args.store or default_url()))])
-    except OutputPathError as e:
-        ap.error(str(e))
-    try:
-        store = open_store(args.store, create=False)
+        with opened_store(args.store) as store:
+            runs = series_runs(store, args.run, args.last, args.series)
+            page = trend_document(store, runs, args.all_metrics)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    try:
-        runs = series_runs(store, args.run, args.last, args.series)
-        page = trend_document(store, runs, args.all_metrics)
-    except StoreError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    finally:
-        store.close()
     try:
         write_atomic(args.output, page)
     except OSError as e:

@@ -101,7 +101,7 @@ fi
 # daemon also needs virtlogd for the guests' console and QEMU logs.
 # A socket file alone proves nothing: a machine restored from a snapshot keeps
 # /run/libvirt/*-sock and /run/*.pid of daemons that are no longer running
-# (seen: "Connection refused" on every test). So ask the live process.
+# (every connection to them is refused). So ask the live process.
 daemon_alive() {  # $1 = daemon name. A killed, unreaped daemon is a zombie: not alive.
   pgrep -x -r R,S,D,I "$1" >/dev/null 2>&1
 }

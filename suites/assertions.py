@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fixtures.outcomes import RuleFailure
+from measure import hostload
 from model.blame import blame
 from model.rules.baseline import BaselineMissing, against_baseline
 from model.rules.verdict import combine_repeats
@@ -85,6 +86,9 @@ def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir:
     a plain pass: a failing verdict fails with the reason in a note, a passing one is an ERROR
     (BaselineMissing), its verdict and numbers kept in the record."""
     __tracebackhide__ = True
+    share = hostload.worst(record.nodeid)
+    if share is not None:  # the evidence a later comparison with this run needs (model/hostcpu.py)
+        record.add(host_vcpu_wait_pct=share.wait_pct, host_vcpu_run_pct=share.run_pct)
     if baseline is None:
         conclude(verdict, record, config, raw_dir, trails)
         return
@@ -94,6 +98,10 @@ def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir:
     verdict = against_baseline(verdict, {**record.properties, **verdict.properties}, series, source, missing)
     if not missing and verdict.properties.get("baseline_metrics_compared") == 0:
         missing = baseline.missing(verdict.rule, config, "it holds none of the metrics this run measured")
+    elif (not missing and verdict.properties.get("baseline_metrics_judged") == 0
+          and verdict.properties.get("baseline_metrics_not_judged")):
+        missing = (f"no metric of {verdict.rule} on {config} could be judged against {source}: "
+                   f"{verdict.properties.get('baseline_not_judged')}; run it on a quieter host")
     conclude(verdict, record, config, raw_dir, trails)
     if missing:
         raise BaselineMissing(f"{missing}. The rule itself passed; the comparison --baseline asked for was not "

@@ -339,9 +339,9 @@ class SshTransport:
             no_sftp = str(e) or type(e).__name__
             log.info("no SFTP in the guest (%s): copying %s through cat", no_sftp, local.name)
             if not self._connected():
-                # Seen once in 11 pushes into the embedded guest under load: after dropbear's failed
-                # sftp subsystem the next channel open failed with paramiko's "Unable to open
-                # channel.", which it says when the connection has closed. A new one serves the copy.
+                # Under load, dropbear may close the connection after its failed sftp subsystem: the
+                # next channel open then fails with paramiko's "Unable to open channel.", which it
+                # says when the connection has closed. A new one serves the copy.
                 log.warning("the SSH connection closed after the SFTP attempt; connecting again")
                 self._reconnect()
         else:

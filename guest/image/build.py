@@ -48,22 +48,22 @@ MODULES = (
 #: Host binaries copied into the guest with their shared-library closure.
 BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey")
 #: fio is the suite's static build of Debian's fio source (guest/image/fio_static.py), not Debian's
-#: binary: Debian's links ceph, rdma, gnutls, ICU and more, 71 MB of libraries that made the
+#: binary: Debian's links ceph, rdma, gnutls, ICU and more, 71 MB of libraries that would make the
 #: initramfs 93 MB (33.6 MB zstd), all decompressed into guest RAM at every boot, slowly under TCG.
-#: The static fio is 2.8 MB; the initramfs shrank to about 15 MB (see docs/benchmarks.md).
+#: The static fio is 2.8 MB, and the initramfs about 5 MB zstd (docs/benchmarks.md).
 GUEST_FIO = "/usr/bin/fio"
 REQUIRED_MODULES = ("virtio_pci", "virtio_net")
 #: The kernel command line of every boot of the embedded guest (the host adds the run's
 #: ``vioconform.key=`` and ``vioconform.drivers=``, see guest/image/init). The kernel's crypto
 #: self-tests are skipped: ``cryptomgr.notests`` (the tests of every registered algorithm at
-#: boot) and the SP800-108 KDF's own test (an initcall that only tests). Measured with
-#: ``initcall_debug`` under TCG: 174 ms and 221 ms of every boot; the kernel's boot to init went
-#: from 1.73-1.85 s to 1.38-1.52 s (3 boots each). The guest's storage path uses no kernel crypto
-#: but the CRC checksums (crc32c, crc-t10dif), which are not self-tested this way.
+#: boot) and the SP800-108 KDF's own test (an initcall that only tests): measured with
+#: ``initcall_debug`` under TCG, they cost 174 ms and 221 ms of every boot. The guest's storage
+#: path uses no kernel crypto but the CRC checksums (crc32c, crc-t10dif), which are not self-tested
+#: this way.
 #: ``no_timer_check``: the kernel's check that the timer interrupt arrives through the IO-APIC
-#: waits a few ticks; on a loaded TCG host they came too late, and the kernel panicked ("IO-APIC +
-#: timer doesn't work!", seen once on a CI run with the host about 25 % slower than usual). Virtual
-#: machines skip that check (RHEL's cloud images boot with it too).
+#: waits a few ticks; on a loaded TCG host they can come too late, and the kernel panics ("IO-APIC
+#: + timer doesn't work!") before init. Virtual machines skip that check (RHEL's cloud images boot
+#: with it too).
 KERNEL_ARGS = "console=ttyS0 quiet no_timer_check cryptomgr.notests initcall_blacklist=crypto_kdf108_init"
 HOST_PACKAGES = ("busybox-static", "dropbear-bin", "libc6")
 KERNEL_META_PACKAGE = "linux-image-amd64"

@@ -13,8 +13,8 @@ each, QEMU started by hand (``-kernel``, ``-initrd``, 2 vCPUs): QEMU start to th
 2.56-2.62 s with the bzImage, 0.30-0.51 s with the PVH ELF; to ``Run /init`` 4.08-4.20 s against
 1.71-2.08 s. KVM boots the same ELF the same way (the decompressor costs little there).
 
-A kernel without the note, or compressed in a way this module cannot undo, boots from its bzImage
-as before: the reason is logged and remembered beside it (``vmlinux.pvh.none``).
+A kernel without the note, or compressed in a way this module cannot undo, boots from its bzImage:
+the reason is logged and remembered beside it (``vmlinux.pvh.none``).
 """
 
 from __future__ import annotations

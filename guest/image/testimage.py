@@ -33,20 +33,12 @@ controllers QEMU emulates: ``virtio_blk`` and ``virtio_scsi`` (modules), ``nvme`
 it lacks ``ahci``, ``sym53c8xx``, ``megaraid_sas`` and ``mptsas``. The suite uses that: a
 controller whose driver the image lacks is a skip naming the module.
 
-Measured on this project's machine (2 cores, no KVM, QEMU 7.2 TCG; guest 1 vCPU, 1 GiB; other
-jobs sharing the CPU), by ``python -m guest.image.testimage`` and by booting the cached file under
-an overlay with a NoCloud seed, timing from QEMU's start to the first SSH login (pinned host key):
-
-- build: 88-114 s with the host otherwise idle, 233-281 s while other guests ran (debootstrap is
-  most of it); qcow2 123 MB on disk (zstd clusters; 363 MB without), 2 GiB virtual;
-- boot to SSH, plain QEMU: BIOS 36-47 s, UEFI 45-51 s (OVMF itself takes about 5 s) at a host
-  load of 1.5-3; through libvirt (transient domain): BIOS 46-55 s, UEFI 49-53 s; 80-89 s when the
-  host's load average was 5-8. Where a BIOS boot's 35 s go: GRUB reading kernel and initramfs
-  4.5 s, kernel 2.4 s, initramfs 4 s, systemd start 2 s, cloud-init's first stage 11 s (9 s of it
-  Python importing cloud-init), its second stage 7 s, then sshd.
-- Seen under libvirt with OVMF: Linux found no device behind the seed CD-ROM on the IDE
-  secondary channel (hdc), though plain QEMU with OVMF and the same channel did; a seed on
-  virtio-blk (read-only) worked under BIOS and UEFI alike.
+Its build takes minutes under TCG (debootstrap is most of it) and its boot to SSH tens of seconds
+(cloud-init's first stage, mostly Python importing cloud-init, the largest part): the figures, and
+where a boot's time goes, are on docs/benchmarks.md ("Your own image and the test image"). Under
+libvirt with OVMF, Linux finds no device behind a seed CD-ROM on the IDE secondary channel (hdc),
+though plain QEMU with OVMF and the same channel does; a seed on virtio-blk (read-only) works under
+BIOS and UEFI alike.
 
 Build by hand: ``python -m guest.image.testimage`` prints the image path, build time and size.
 """
@@ -148,14 +140,13 @@ CLOUD_CFG = {
     "cloud_init_modules": ["seed_random", "bootcmd", "write_files", "set_hostname", "update_hostname",
                            "update_etc_hosts", "users_groups", "ssh"],
     # Where no seed gives ssh_keys (the host-key test), cloud-init makes the host keys itself: one
-    # type, not its default rsa, ecdsa and ed25519. That test took 42.2-42.4 s instead of 44.9-46.3 s
-    # (2 runs each, idle host, TCG), the RSA key's generation under TCG.
+    # type, not its default rsa, ecdsa and ed25519, whose RSA key takes seconds to generate under TCG.
     "ssh_genkeytypes": ["ed25519"],
 }
 
 #: cloud-init's generator runs ds-identify before udev has seen every disk. Under libvirt with
-#: OVMF the seed CD-ROM was not there yet: ds-identify found no datasource and turned cloud-init
-#: off for that boot (seen: no SSH, no cloud-init line on the console). With notfound=enabled
+#: OVMF the seed CD-ROM may not be there yet: ds-identify then finds no datasource and turns
+#: cloud-init off for that boot (no SSH, no cloud-init line on the console). With notfound=enabled
 #: cloud-init still runs and its own NoCloud search, seconds later, finds the seed.
 DS_IDENTIFY_CFG = "policy: search,found=all,maybe=all,notfound=enabled\n"
 
@@ -419,7 +410,7 @@ def _configure_root(root: Path, root_uuid: str, partuuid: str) -> str:
             else:
                 p.unlink()
     # Python's byte code must be there: without it every cloud-init stage compiles its imports
-    # first, which took 55 s of the first stage under TCG (measured). Debian's packages compile
+    # first, 55 s of the first stage under TCG. Debian's packages compile
     # theirs at install; this makes sure nothing is missing (it skips what is up to date).
     _chroot(root, "python3", "-m", "compileall", "-q", "-j", "2", "/usr/lib/python3", "/usr/lib/python3.11")
     return kver
@@ -498,8 +489,8 @@ def _make_disk(root: Path, dest: Path, work: Path, say: Callable[[str], None]) -
     _copy_into(raw, ESP_START * SECTOR, esp)
     _run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "root", "-U", root_uuid, "-d", str(root),
           "-E", f"offset={ROOT_START * SECTOR}", str(raw), f"{root_sectors // 2}k"])
-    # zstd-compressed clusters: 123 MB instead of 363 MB, 2.4 s more, and no slower boot seen
-    # (the file is only ever read, as an overlay's backing file).
+    # zstd-compressed clusters: a third of the size on disk for 2.4 s more build time, and no slower
+    # boot (the file is only ever read, as an overlay's backing file).
     _run(["qemu-img", "convert", "-c", "-o", "compression_type=zstd", "-f", "raw", "-O", "qcow2",
           str(raw), str(dest / "disk.qcow2")])
     return kver

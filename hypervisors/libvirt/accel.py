@@ -28,12 +28,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("vioconform.libvirt")
 
 #: A KVM guest reaches the probe marker in about 2 s where KVM works; under TCG the same guest
-#: needed about 6.5 s here with the bzImage (about 4.5 s of QEMU, SeaBIOS and kernel loading, then
+#: needs about 6.5 s with the bzImage (about 4.5 s of QEMU, SeaBIOS and kernel loading, then
 #: init at 1.9 s of the guest's uptime, where the marker is printed: bench.time_to_verdict's
-#: timeline), about 2.3 s less since the kernel boots as its PVH ELF (guest.image.pvh). Where KVM cannot boot a guest, it often
-#: hangs rather than fails (seen on this machine's nested KVM on 2026-11-25: no marker, no error),
-#: so this bound is what a forced ``--accel kvm`` waits before its error. 15 s (30 s until then):
-#: 7x KVM's time and 2.5x emulation's, and a KVM guest slower than emulation is not a KVM that works.
+#: timeline), about 2.3 s less as its PVH ELF (guest.image.pvh). Where KVM cannot boot a guest, it
+#: often hangs rather than fails (a nested KVM: no marker, no error), so this bound is what a forced
+#: ``--accel kvm`` waits before its error. 15 s: 7x KVM's time and 2.5x emulation's, and a KVM
+#: guest slower than emulation is not a KVM that works.
 PROBE_TIMEOUT_S = 15.0
 
 

@@ -59,6 +59,7 @@ from hypervisors.libvirt.qmp import DomainQmp
 from model.advertised import Advertised
 from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError, ParseError
+from model.hostcpu import VcpuTimes, from_domain_stats
 from model.types import AttachedDisk, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.libvirt")
@@ -212,9 +213,9 @@ class LibvirtBackend(HypervisorBackend):
         ]
         # Entropy from the host (QEMU's own getrandom, no device file). Without it the guest's first
         # getrandom() (the SSH host key) waits for the kernel's jitter entropy: 'crng init done' at
-        # 3.06 s of uptime, a second of busy loop under TCG, and on a loaded host a boot stalled
-        # there for over 100 s (soft lockup in dropbearkey, seen once in CI). With it: 2.10-2.20 s,
-        # right after init loads virtio_rng (measured, embedded guest, PVH and bzImage alike).
+        # 3.06 s of uptime, a second of busy loop under TCG, and on a loaded host a boot can stall
+        # there for over 100 s (a soft lockup in dropbearkey). With it: 2.10-2.20 s, right after
+        # init loads virtio_rng (measured, embedded guest, PVH and bzImage alike).
         qemu_args: list[str] = ["-object", "rng-builtin,id=vioc-rng",
                                 "-device", f"virtio-rng-pci,rng=vioc-rng,{pci_addr(RNG_PCI_SLOT)}"]
         overrides = ""
@@ -263,8 +264,8 @@ class LibvirtBackend(HypervisorBackend):
                 return self.conn.createXML(xml, 0)
         except libvirt.libvirtError as e:
             said = e.get_error_message()
-            # libvirt does not always pass on QEMU's own words: seen under load, QEMU exited on a
-            # taken forwarded port and libvirt said only "failed to connect to monitor socket:
+            # libvirt does not always pass on QEMU's own words: under load, when QEMU exits on a
+            # taken forwarded port, libvirt may say only "failed to connect to monitor socket:
             # Connection refused". The domain's QEMU log has them (this start's part of it).
             cause = qemulog.qemu_cause(said) or qemulog.qemu_cause(qemulog.last_start(self._qemu_log(name)))
             raise HypervisorError(f"libvirt refused to start {name}: {cause or said.splitlines()[0]}"
@@ -354,7 +355,7 @@ class LibvirtBackend(HypervisorBackend):
                 host_key = self.wait_for_console(dom, console, "VIOCONFORM-READY", request.boot_timeout_s)
                 break
             except GuestStoppedDuringBoot as e:
-                # QEMU 7.2 under TCG segfaulted about once in 10 boots of a 9-controller guest here
+                # QEMU 7.2 under TCG can segfault while a guest with many controllers boots
                 # (memory_region_dispatch_write, vCPU 1). One retry; a second stop is reported.
                 if attempt >= 2:
                     raise
@@ -455,6 +456,18 @@ class LibvirtBackend(HypervisorBackend):
 
     def host_counters(self, guest: Guest, disk: AttachedDisk) -> HostBlockCounters:
         return self.channel(guest, disk).counters()
+
+    def vcpu_times(self, guest: Guest) -> VcpuTimes | None:
+        """libvirt's ``vcpu.N.time`` and ``vcpu.N.delay`` of the guest's domain (local or remote)."""
+        try:
+            dom = self.conn.lookupByName(guest.name)
+            sent = time.monotonic()
+            stats = self.conn.domainListGetStats([dom], libvirt.VIR_DOMAIN_STATS_VCPU)
+            at = (sent + time.monotonic()) / 2
+        except libvirt.libvirtError as e:
+            log.debug("%s: no vCPU statistics: %s", guest.name, e)
+            return None
+        return from_domain_stats(dict(stats[0][1]), at) if stats else None
 
     def guest_dead_reason(self, guest: Guest) -> str | None:
         try:

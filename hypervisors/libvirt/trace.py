@@ -190,7 +190,7 @@ class QemuTracer:
                                           scsi_block_bytes=self.logical_block_bytes))
         # Compared with the counters: data requests (QEMU 7.2's NVMe does not count its flushes in
         # query-blockstats) that completed between the two counter reads (the counters count
-        # completions). The events were on a few QMP round trips longer than that: on a busy
+        # completions). The events are on a few QMP round trips longer than that: on a busy
         # 2-core TCG host 2.8 % more requests than the counters' window at depth 16.
         edges = counter_window(requests, self._read0, read1)
         what = f"trace of {self.channel.device} in {self.domain}"
@@ -237,8 +237,8 @@ def completed_between(requests: Iterable[TracedRequest], t0_us: int, t1_us: int)
 @dataclass(frozen=True)
 class CounterRead:
     """When one read of the disk's counters happened: somewhere in [before_us, after_us], the
-    QMP round trip (a few ms on an idle host; on a loaded 2-core TCG host long enough that a
-    clean-clone CI run saw the middle-of-round-trip counts 4.3 % off the counters' delta)."""
+    QMP round trip (a few ms on an idle host; on a loaded 2-core TCG host long enough to put the
+    count between the round trips' middles several percent off the counters' delta)."""
 
     before_us: int
     after_us: int

@@ -207,3 +207,19 @@ def test_the_issue_regression_fails_against_last(tmp_path: Path, store_url: str)
     assert base.run.id == 1
     with pytest.raises(RuleFailure, match=r"worse than the baseline run 1 .*: qd32_host_depth: 20 -> 13 requests"):
         conclude_against(_verdict(13.0), Record("n", "queue-depth", QD), QD, tmp_path, base)
+
+
+def test_a_comparison_the_busy_host_left_nothing_to_judge_is_an_error(tmp_path: Path, store_url: str) -> None:
+    """Every number of the rule with a direction follows the host's CPU, and this run's vCPUs waited
+    30 % of a window: no comparison was made, so the pass is no pass (model/rules/baseline.py)."""
+    _stored(store_url, write_run(tmp_path, "20261120-020000", healthy()))
+    base = resolve_baseline("1", store_url, SERIES)
+    rec = Record("n", "queue-depth", QD, {"host_vcpu_wait_pct": 30.0})
+    with pytest.raises(BaselineMissing, match=r"no metric of queue-depth on .* could be judged against run 1 .*"
+                                              r"waited for a host CPU 30 % in this run.*run it on a quieter host"):
+        conclude_against(_verdict(13.0), rec, QD, tmp_path, base)
+    assert rec.verdict is not None and rec.verdict.passed and rec.verdict.properties["baseline_metrics_not_judged"] == 1
+    # the same numbers on a quiet host are judged: 25 -> 13 requests is a regression
+    with pytest.raises(RuleFailure, match="qd32_host_depth"):
+        conclude_against(_verdict(13.0), Record("n", "queue-depth", QD, {"host_vcpu_wait_pct": 5.0}), QD, tmp_path,
+                         base)

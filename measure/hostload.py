@@ -1,0 +1,44 @@
+"""The host CPU each test's guest got over its measured windows (model/hostcpu.py).
+
+Every measured window (measure/window.py) and every whole counted run (measure/counted.py) reads
+the guest's vCPU times on the host at its two ends and notes the shares here, under the test that
+runs (measure/phases.py's current test). A test's figure is its most contended window: the one
+whose vCPUs waited longest for a host CPU. suites/assertions.py records it with the test's numbers
+(``host_vcpu_wait_pct``, ``host_vcpu_run_pct``), so that every stored run carries the evidence a
+later ``--baseline`` comparison needs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from measure import phases
+from model.hostcpu import HostCpuShare, VcpuTimes
+
+log = logging.getLogger("vioconform.measure")
+
+_lock = threading.Lock()
+_worst: dict[str, HostCpuShare] = {}
+
+
+def note(first: VcpuTimes | None, last: VcpuTimes | None, what: str) -> HostCpuShare | None:
+    """The shares between two reads (None where either is unknown), kept for the current test
+    if they are its most contended so far."""
+    share = HostCpuShare.between(first, last) if first is not None and last is not None else None
+    if share is None:
+        return None
+    log.debug("%s: the guest's vCPUs ran %.0f %% and waited for a host CPU %.0f %% of the window", what,
+              share.run_pct, share.wait_pct)
+    test = phases.current_test()
+    with _lock:
+        old = _worst.get(test)
+        if old is None or share.wait_pct > old.wait_pct:
+            _worst[test] = share
+    return share
+
+
+def worst(test: str) -> HostCpuShare | None:
+    """``test``'s most contended window, or None when no window of it had the figures."""
+    with _lock:
+        return _worst.get(test)
