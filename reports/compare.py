@@ -16,7 +16,8 @@ run's median lies outside the other's spread, the change is at least ``--min-eff
 repeats says so. An interrupted run is never a baseline (A).
 
 Exit code: 1 when B has a regression (passed -> failed), 0 otherwise, 2 on bad input (a store
-that cannot be opened, a run id that does not exist, an incomplete baseline) and on a usage error
+that cannot be opened, a run id that does not exist, an incomplete baseline, a run B in which no
+rule reached a verdict: nothing was compared, so it is never a 0) and on a usage error
 (argparse's code: ``--alpha`` outside (0, 1), a negative ``--min-effect``, a ``--junit`` path that
 is a directory, a device or the store's own file), which is reported before anything is read or
 written, so a usage error is never mistaken for a regression. ``--junit PATH``
@@ -400,6 +401,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.junit is not None:
                 _not_inside_a_run(args.junit, (a, b))
             c = compare_runs(store, a, b, window, args.min_effect, args.alpha)
+            if not any(outcome in ("passed", "failed") for outcome in store.verdicts(b.id).values()):
+                raise StoreError(f"run {b.id} reached no verdict (each rule an error, a skip or not run): there is "
+                                 "nothing to compare; its own results say why"
+                                 + (f" ({b.source})" if b.source else ""))
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

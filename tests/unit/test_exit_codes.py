@@ -81,3 +81,17 @@ def test_the_results_directory_keeps_its_own_junit_when_junit_xml_is_elsewhere(t
     Store(url).close()
     assert compare(["--store", url, str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     assert "Regressions (passed -> failed): 0" in capsys.readouterr().out
+
+
+def test_compare_with_a_run_of_errors_only_is_no_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, ``compare A B`` where every rule of B was an ERROR exited 0 ("Regressions: 0"): nothing
+    had been compared, and a script read it as "as good as A"."""
+    a = _run(tmp_path, "--results-dir", str(tmp_path / "a"), "--store", "none", "-k", "passes")
+    b = _run(tmp_path, "--results-dir", str(tmp_path / "b"), "--store", "none", "-k", "fio_error")
+    assert (a.returncode, b.returncode) == (0, 10), a.stdout + b.stdout
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    Store(url).close()
+    assert compare(["--store", url, str(tmp_path / "a"), str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "run 2 reached no verdict (each rule an error, a skip or not run): there is nothing to compare" in err, err
+    assert compare(["--store", url, "2", "1"]) == 2  # as a baseline it is incomplete: refused as before
