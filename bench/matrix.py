@@ -17,14 +17,15 @@ import time
 
 from fixtures.options_measure import _depths, _window_s
 from guest.image.build import ensure_image
-from guest.image.errors import ImageBuildError
+from guest.image.build_error import ImageBuildError
 from guest.tools.fio import FioJob
 from hypervisors.libvirt.controllers import CONTROLLERS
 from measure.standalone import standalone_guest
-from measure.window import depth_point, guest_path, measure
+from measure.window import measure
 from model.disks import suite_disks
 from model.errors import FioError, HypervisorError
 from model.rules.queue_depth import judge_queue_depth
+from suites.test_queue_depth import depth_point, guest_path
 
 GOAL_S = 300.0
 

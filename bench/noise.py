@@ -7,9 +7,9 @@
 Each run is a whole suite run (its own guest and boot), written to a results store of the
 benchmark's own (a temporary SQLite file unless ``--store`` names one); the table then gives,
 per metric and configuration, the runs, the mean of the runs' medians, and the CV across runs
-(model/noise.py). The last table is per metric name: the noisiest configuration's CV and the
+(model/across/run_to_run.py). The last table is per metric name: the noisiest configuration's CV and the
 minimum effect ``compare`` should require for it (3 x sqrt 2 x CV, floor 2 %, and at least the
-widest change seen between two of the runs; model/noise.py says why). Only metrics with a direction (higher- or lower-better) are listed: parameters are settings.
+widest change seen between two of the runs; model/across/run_to_run.py says why). Only metrics with a direction (higher- or lower-better) are listed: parameters are settings.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench.suite_run import run_suite_at
-from model.noise import MIN_EFFECT_FLOOR, run_to_run, worst_by_name
+from model.across.run_to_run import MIN_EFFECT_FLOOR, run_to_run, worst_by_name
 from reports.store import Store, StoreError
 
 CONTROLLERS = "virtio-scsi,virtio-blk"

@@ -1,4 +1,4 @@
-"""Where the default suite's time goes: per rule and controller, per phase (measure/phases.py).
+"""Where the default suite's time goes: per rule and controller, per phase (measure/phase_times.py).
 
 Runs the default suite (every rule on virtio-scsi and virtio-blk, one guest) as a user does and
 prints, from the run's ``phases.json``: boot, set-up, fio start, ramp, measured window, fio stop,
@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.suite_run import run_suite_at
-from measure.phases import PHASES
+from measure.phase_times import PHASES
 
 COLUMNS = (*PHASES, "other", "total")
 

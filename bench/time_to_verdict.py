@@ -18,6 +18,7 @@ import re
 import time
 from pathlib import Path
 
+from bench.testimage import ensure_test_image
 from fixtures.options_guest import (
     EMBEDDED_BOOT_TIMEOUT_S,
     EMBEDDED_MEMORY_MIB,
@@ -26,14 +27,14 @@ from fixtures.options_guest import (
 )
 from fixtures.options_measure import DEFAULT_WINDOW_S
 from guest.image.build import ensure_image
-from guest.image.testimage import ensure_test_image
 from guest.image.user import inspect_image
 from guest.tools.fio import FioJob
 from hypervisors.base import ImageRequest
 from measure.standalone import standalone_guest
-from measure.window import depth_point, guest_path, measure
+from measure.window import measure
 from model.rules.queue_depth import judge_queue_depth
 from model.types import DiskSpec
+from suites.test_queue_depth import depth_point, guest_path
 
 GOAL_S = 60.0
 #: Issue goal for a Debian cloud image under TCG: boot to SSH and the first verdict.

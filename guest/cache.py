@@ -5,6 +5,7 @@ A read-only HOME gets an error that names the way out (``XDG_CACHE_HOME``), not 
 
 Every change of a recipe (a new kernel in apt, a new vioconform, another ``--guest-kernel-deb``)
 makes a new entry beside the old ones: 14-76 MB for a guest image here, 123 MB for the test image.
+``cached_or_built`` finds an entry or builds it, once per host, under its lock.
 ``use_entry`` stamps the entry a run uses and removes the entries of its kind that no run has
 used for ``STALE_AFTER_S``.
 """
@@ -18,8 +19,9 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +144,52 @@ def use_entry(entry: Path, log: Callable[[str], None]) -> None:
     if removed:
         log(f"removed {len(removed)} cache entr{'y' if len(removed) == 1 else 'ies'} no run used for "
             f"{STALE_AFTER_S / 86400:.0f} days from {entry.parent}: {', '.join(p.name for p in removed)}")
+
+
+#: The file that makes a directory a complete cache entry: its recipe and what the build recorded,
+#: written last, before the entry is renamed into place.
+RECIPE_FILE = "recipe.json"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A complete cache entry: its directory and its ``recipe.json``."""
+
+    path: Path
+    recipe: dict[str, Any]
+    build_seconds: float  # 0.0 when it came from the cache
+
+
+def cached_or_built(dest: Path, what: str, build: Callable[[Path, Path], Mapping[str, Any]],
+                    log: Callable[[str], None]) -> Entry:
+    """The cache entry ``dest``, built first if it is not there: the one lookup of every builder
+    (the embedded guest image, the static fio, the test image).
+
+    An entry is complete once its ``recipe.json`` exists. A build runs under ``build_lock(dest)``:
+    a second process that needs the same entry waits and then finds it. ``build(staging, work)``
+    makes the directory ``staging`` inside the temporary directory ``work``, which lies beside the
+    entry, and returns what ``recipe.json`` records; the staging directory is renamed to ``dest``
+    whole, so a killed build leaves no entry. ``what`` names the cache in CacheNotWritable's
+    message ("image cache"). The entry is stamped as used (``use_entry``) either way."""
+    meta = dest / RECIPE_FILE
+    took = 0.0
+    if not meta.exists():
+        writable_dir(dest.parent, what)
+        with build_lock(dest):
+            if not meta.exists():  # else another process built it while this one waited
+                t0 = time.monotonic()
+                with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
+                    staging = Path(tmp) / "out"
+                    recorded = build(staging, Path(tmp))
+                    (staging / RECIPE_FILE).write_text(json.dumps(dict(recorded), indent=2))
+                    try:
+                        staging.rename(dest)
+                    except OSError:
+                        if not meta.exists():  # not another run's build that finished first
+                            raise
+                took = time.monotonic() - t0
+    use_entry(dest, log)
+    return Entry(dest, json.loads(meta.read_text()), took)
 
 
 #: What apt's answers depend on: the package lists (``apt-get update`` rewrites them and the

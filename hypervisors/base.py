@@ -21,9 +21,9 @@ from typing import ClassVar, Protocol, Self
 
 from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
-from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
-from model.hostcpu import VcpuTimes
+from model.parse.blockstats import HostBlockCounters
+from model.parse.hostcpu import VcpuTimes
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
 
 log = logging.getLogger("vioconform.hypervisor")
@@ -244,7 +244,7 @@ class HypervisorBackend(ABC):
 
     def vcpu_times(self, guest: Guest) -> VcpuTimes | None:
         """The guest's vCPU threads' cumulative run and run-queue wait times on the host
-        (model.hostcpu), or None where the backend cannot read them. Never raises."""
+        (model.parse.hostcpu), or None where the backend cannot read them. Never raises."""
         return None
 
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> RequestTracer | None:
@@ -252,7 +252,7 @@ class HypervisorBackend(ABC):
         return None
 
     def environment(self, guest: Guest) -> dict[str, str]:
-        """The running guest's environment fingerprint entries (model/fingerprint.py: the
+        """The running guest's environment fingerprint entries (model/across/fingerprint.py: the
         hypervisor's build, its machine and accelerator). Default: nothing known."""
         return {}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from guest.tools.fio import FioJob, FioOutput
 from hypervisors.base import RequestTracer
 from model.errors import TraceIncomplete
-from model.fio import FioResult, parse_fio_run
+from model.parse.fio_json import FioResult, parse_fio_run
 from model.types import HostTrace
 
 log = logging.getLogger("vioconform.measure")

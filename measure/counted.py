@@ -10,8 +10,8 @@ from guest.tools.fio import Fio, FioJob
 from measure import hostload
 from measure.common import keep_and_parse_fio, stop_tracer
 from measure.disk import GuestDisk
-from model.blockstats import HostCountersDelta
-from model.fio import FioResult
+from model.parse.blockstats import HostCountersDelta
+from model.parse.fio_json import FioResult
 from model.types import HostTrace
 
 log = logging.getLogger("vioconform.measure")

@@ -9,20 +9,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from guest.tools.base import GuestTool, GuestTools
 from guest.tools.facts import GuestFacts
 from guest.tools.fio import Fio
 from guest.tools.sysfs import Sysfs
+from guest.tools.tool import GuestTool, GuestTools
 from hypervisors import guest_driver
 from hypervisors.base import Guest, HypervisorBackend
 from model.advertised import Advertised
 from model.blame import Trail, disk_trails
-from model.blockstats import HostBlockCounters
+from model.device_limits import GuestLimits
 from model.errors import HypervisorError, ParseError
 from model.faults import Fault, SysfsSetting
-from model.guestfacts import DiskFacts, DriverPresence
-from model.hostcpu import VcpuTimes
-from model.limits import GuestLimits
+from model.parse.blockstats import HostBlockCounters
+from model.parse.guestfacts import DiskFacts, DriverPresence
+from model.parse.hostcpu import VcpuTimes
 from model.types import AttachedDisk
 from transport.ssh import CommandResult, GuestCommandError
 
@@ -112,7 +112,7 @@ class GuestDisk:
         return self.backend.host_counters(self.guest, self.attached)
 
     def vcpu_times(self) -> VcpuTimes | None:
-        """The guest's vCPU threads' host CPU and run-queue wait so far (model.hostcpu), or None."""
+        """The guest's vCPU threads' host CPU and run-queue wait so far (model.parse.hostcpu), or None."""
         return self.backend.vcpu_times(self.guest)
 
     def read_limits(self) -> GuestLimits:

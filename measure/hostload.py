@@ -1,8 +1,8 @@
-"""The host CPU each test's guest got over its measured windows (model/hostcpu.py).
+"""The host CPU each test's guest got over its measured windows (model/parse/hostcpu.py).
 
 Every measured window (measure/window.py) and every whole counted run (measure/counted.py) reads
 the guest's vCPU times on the host at its two ends and notes the shares here, under the test that
-runs (measure/phases.py's current test). A test's figure is its most contended window: the one
+runs (measure/phase_times.py's current test). A test's figure is its most contended window: the one
 whose vCPUs waited longest for a host CPU. suites/assertions.py records it with the test's numbers
 (``host_vcpu_wait_pct``, ``host_vcpu_run_pct``), so that every stored run carries the evidence a
 later ``--baseline`` comparison needs.
@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from measure import phases
-from model.hostcpu import HostCpuShare, VcpuTimes
+from measure import phase_times
+from model.parse.hostcpu import HostCpuShare, VcpuTimes
 
 log = logging.getLogger("vioconform.measure")
 
@@ -30,7 +30,7 @@ def note(first: VcpuTimes | None, last: VcpuTimes | None, what: str) -> HostCpuS
         return None
     log.debug("%s: the guest's vCPUs ran %.0f %% and waited for a host CPU %.0f %% of the window", what,
               share.run_pct, share.wait_pct)
-    test = phases.current_test()
+    test = phase_times.current_test()
     with _lock:
         old = _worst.get(test)
         if old is None or share.wait_pct > old.wait_pct:

@@ -1,11 +1,11 @@
 """What a disk's virtual device really advertises, as the hypervisor itself answers, beside what
 the suite asked for.
 
-The suite asks for a device (``model.limits.ConfiguredLimits``: the queue depth, block sizes,
+The suite asks for a device (``model.device_limits.ConfiguredLimits``: the queue depth, block sizes,
 queues... it expects), but the hypervisor may give the guest something else: a QEMU build with
 another default, or a ``-global virtio-scsi-pci.cmd_per_lun=1`` in a wrapper the suite never saw.
 So before the rules run the backend asks the running hypervisor what each disk's device
-advertises (QEMU: QMP ``qom-get`` on the device, ``hypervisors/libvirt/advertised.py``; vSphere:
+advertises (QEMU: QMP ``qom-get`` on the device, ``hypervisors/libvirt/qom.py``; vSphere:
 the VM's device config) and the answer is an :class:`Advertised`. A limit the hypervisor does not
 say is None: it is never filled in from what was asked, so a failure is blamed on "the hypervisor
 advertised X" only where the hypervisor said X (``model/blame.py``).

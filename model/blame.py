@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from model.advertised import Advertised
-from model.limits import ConfiguredLimits, GuestLimits
+from model.device_limits import ConfiguredLimits, GuestLimits
 
 Layer = Literal["hypervisor", "guest driver", "guest configuration", "unknown"]
 #: The layers in the order they are blamed: the first that changed a setting is the cause.

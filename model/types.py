@@ -1,4 +1,5 @@
-"""Shared types below every layer: what a disk is, how a guest is reached, what the host traced.
+"""Shared types below every layer: what a disk is, how a guest is reached, what the host traced,
+what a rule's test ended as.
 
 Pure data, importable from anywhere (model, transport, guest tools, hypervisors, measure).
 """
@@ -10,11 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from model.histogram import HistogramKind, HistogramSet
-from model.limits import ConfiguredLimits
-from model.qemutrace import TracedRequest
+from model.device_limits import ConfiguredLimits
+from model.parse.histogram import HistogramKind, HistogramSet
+from model.parse.qemutrace import TracedRequest
 
 GIB = 1024**3
+
+#: What a rule's test ended as: in a run's records (reports/per_test.py), its JUnit file and the store.
+Outcome = Literal["passed", "failed", "error", "skipped", "not run"]
 
 
 @dataclass(frozen=True)

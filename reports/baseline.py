@@ -1,7 +1,7 @@
-"""``--baseline REF``: a stored run every rule compares its numbers with (model/rules/baseline.py).
+"""``--baseline REF``: a stored run every rule compares its numbers with (model/rules/against_baseline.py).
 
 REF is a run id in the results store, a results directory (imported into the store on the way,
-once), or ``last``: the newest complete stored run of the run's series (model/series.py: ``--series``
+once), or ``last``: the newest complete stored run of the run's series (model/across/series.py: ``--series``
 or the default derived from the job; whatever QEMU, libvirt, kernel, machine type, image or fio it
 ran on) that reached a verdict, and for each rule and configuration the newest such run with a
 verdict for it.
@@ -11,7 +11,7 @@ which no rule reached a verdict (every rule an error or a skip: ``--machine none
 one is refused with the reason.
 
 A verdict is a pass or a failure. A rule whose own verdict was reached but whose comparison found
-no baseline is stored as an error (model.rules.baseline.BaselineMissing), and its numbers are a
+no baseline is stored as an error (model.rules.against_baseline.BaselineMissing), and its numbers are a
 baseline all the same: else a rule new to a pipeline that always passes ``--baseline last`` would
 never get one. Any other error or a skip is no verdict: its numbers may be partial.
 """
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from model.compare import Key, Series
-from model.rules.baseline import BaselineMissing
+from model.across.moves import Key, Series
+from model.rules.against_baseline import BaselineMissing
 from reports.store import Store, StoredRun, StoreError, verdicts
 
 
@@ -42,7 +42,7 @@ class StoredBaseline:
     gaps: Mapping[Key, str] = field(default_factory=dict)
     #: ``last``: how many older complete runs of the same series were searched as well
     searched_older: int = 0
-    #: The series (model/series.py) of the run that compares with it ("": not known)
+    #: The series (model/across/series.py) of the run that compares with it ("": not known)
     own_series: str = ""
 
     @property

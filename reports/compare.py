@@ -6,12 +6,12 @@
 
 A and B are run ids in the results store (reports/store.py) or results directories (imported
 into the store on the fly, once). ``--last N`` compares a run (default: the newest complete run,
-of ``--series NAME`` if given) with the previous complete run of its series (model/series.py:
+of ``--series NAME`` if given) with the previous complete run of its series (model/across/series.py:
 the job, whatever QEMU, libvirt, kernel, machine type, image or fio it ran on), and judges
 flakiness over the series' last N runs. Every comparison begins with what changed between the
-two runs (``run 41 -> 42: qemu.version 7.2.22 -> 8.0.0; unchanged: ...``, model.fingerprint
+two runs (``run 41 -> 42: qemu.version 7.2.22 -> 8.0.0; unchanged: ...``, model.across.fingerprint
 change_line); two runs of different series are compared only after a first line that says so.
-The arithmetic is model/compare.py: verdict flips are exact; a metric moved only when both
+The arithmetic is model/across/moves.py: verdict flips are exact; a metric moved only when both
 run's median lies outside the other's spread, the change is at least ``--min-effect`` and a rank test over the
 repeats says so. An interrupted run is never a baseline (A).
 
@@ -43,7 +43,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from model.compare import (
+from model.across.fingerprint import change_line, differences
+from model.across.moves import (
     ALPHA,
     FLAKY_MIN_FLIPS,
     FLAKY_WINDOW,
@@ -58,8 +59,7 @@ from model.compare import (
     repeats_needed,
     verdict_flips,
 )
-from model.fingerprint import change_line, differences
-from model.series import series_problem
+from model.across.series import series_problem
 from reports.results import OutputPathError, check_outputs, not_regular, write_atomic
 from reports.store import (
     RUN_ID_KEY,
@@ -155,7 +155,7 @@ class Comparison:
     flaky: dict[Key, int]
     history: int  # runs the flakiness was judged over
     moved: list[Moved]
-    fingerprint_diff: list[tuple[str, str, str]]  # the environment (model.fingerprint): QEMU, libvirt, image...
+    fingerprint_diff: list[tuple[str, str, str]]  # the environment (model.across.fingerprint): QEMU, libvirt, image...
     tested_diff: list[tuple[str, str, str]]  # the rest of what was tested (drivers, disk names, boot settings)
     min_effect: float | None  # None: each metric's measured minimum effect (MIN_EFFECTS)
     alpha: float
@@ -164,7 +164,7 @@ class Comparison:
 
     @property
     def changed(self) -> str:
-        """What changed between the runs, one line (model.fingerprint.change_line)."""
+        """What changed between the runs, one line (model.across.fingerprint.change_line)."""
         return change_line(self.a.id, self.b.id, self.a.fingerprint, self.b.fingerprint, self.a.revision,
                            self.b.revision)
 
@@ -188,7 +188,7 @@ def compare_runs(store: Store, a: StoredRun, b: StoredRun, flaky_window: int = F
                  min_effect: float | None = None, alpha: float = ALPHA) -> Comparison:
     """Run ``b`` against the baseline ``a``; StoreError if ``a`` is incomplete (an interrupted run
     is never a baseline). ``min_effect`` None: each metric's measured minimum effect
-    (model.compare.MIN_EFFECTS); a number: that one for every metric."""
+    (model.across.moves.MIN_EFFECTS); a number: that one for every metric."""
     if not a.complete:
         raise StoreError(f"run {a.id} is incomplete (interrupted): it is never used as a baseline; "
                          f"compare against a complete run")
@@ -258,7 +258,7 @@ def print_comparison(c: Comparison, written: str = "") -> None:
     for (rule, config), n in c.flaky.items():
         print(f"  {rule}[{config}]: {n} flips")
     effect = (f"{c.min_effect:.0%}" if c.min_effect is not None
-              else f"the metric's measured minimum effect (model/compare.py MIN_EFFECTS; {MIN_EFFECT:.0%} if unmeasured)")
+              else f"the metric's measured minimum effect (model/across/moves.py MIN_EFFECTS; {MIN_EFFECT:.0%} if unmeasured)")
     print(f"Metrics moved beyond the noise (each median outside the other run's spread, |change| >= {effect}, rank test "
           f"p <= {c.alpha:g}): {len(c.moved)}")
     for m in c.moved:
@@ -327,7 +327,7 @@ def _last(store: Store, n: int, ref: str | None, series: str | None = None) -> t
 
 
 def series_arg(text: str) -> str:
-    """``--series``: a name a series can have (model.series), else argparse's usage error."""
+    """``--series``: a name a series can have (model.across.series), else argparse's usage error."""
     problem = series_problem(text)
     if problem is not None:
         raise argparse.ArgumentTypeError(f"{text!r}: {problem}")

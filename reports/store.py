@@ -24,7 +24,7 @@ ends at once on Ctrl-C or SIGTERM. Tables:
 - ``runs``: id, run_uid (the run's own identity, the ``vioconform_run_id`` JUnit property a run
   writes; unique: a copy of its results directory imported again is the same run), source (the
   results directory, unique: importing it again returns the same run; the identity of runs
-  written before run ids), series (the job the run belongs to, model/series.py: its ``series``
+  written before run ids), series (the job the run belongs to, model/across/series.py: its ``series``
   suite property; a run written before series were recorded, and every run of a store upgraded
   from schema 2, gets the default series derived from its options and fingerprint), started,
   finished, fingerprint (JSON: what was tested, the JUnit suite properties), options (JSON:
@@ -33,7 +33,7 @@ ends at once on Ctrl-C or SIGTERM. Tables:
 - ``verdicts``: run, rule, config, outcome (passed / failed / error / skipped / not run: a
   conformance failure, a harness error and a skip are different words), message;
 - ``metrics``: run, rule, config, name, unit, direction (higher-better / lower-better /
-  parameter, from model.metrics), known (False: a property model.metrics has no entry for);
+  parameter, from model.across.metrics), known (False: a property model.across.metrics has no entry for);
 - ``samples``: metric, repeat, value (a number) or text (a property that is not a number).
 
 A results directory holds ``junit.xml`` (reports/junit.py): suite properties, one case
@@ -63,11 +63,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from model.compare import Key, MetricKey, Series
-from model.fingerprint import OPTIONS_KEY, REVISION_KEY, SERIES_OPTIONS
-from model.metrics import as_number, describe
+from model.across.fingerprint import OPTIONS_KEY, REVISION_KEY, SERIES_OPTIONS
+from model.across.metrics import as_number, describe
+from model.across.moves import Key, MetricKey, Series
+from model.across.series import MAX_SERIES_CHARS, SERIES_KEY, series_problem, stored_series
 from model.secret import password_holds_at, redact_url, register_url, scrub
-from model.series import MAX_SERIES_CHARS, SERIES_KEY, series_problem, stored_series
 from reports.results import DEFAULT_PARENT
 
 #: 2 added ``runs.run_uid``; 3 added ``runs.series``.
@@ -89,7 +89,7 @@ CASE_CLASS_PREFIX = "vioconform."
 #: Seconds to open a connection to the store (TCP, TLS, authentication). A server on the LAN
 #: answers in milliseconds; 10 s also covers a slow VPN, and a server that accepts connections
 #: and never answers ends the run within the 30 s the suite allows for a bad input. As
-#: hypervisors/libvirt/preflight.py's CONNECT_TIMEOUT_S.
+#: hypervisors/libvirt/host_checks.py's CONNECT_TIMEOUT_S.
 STORE_CONNECT_TIMEOUT_S = 10.0
 #: Seconds one statement may run on a PostgreSQL store (its ``statement_timeout``). The largest
 #: statement is a run's samples, inserted in batches of 1,000 rows: milliseconds on the private
@@ -286,7 +286,7 @@ class RunData:
     source: str | None = None
     #: The run's own identity (its ``vioconform_run_id``); None for runs written before run ids
     run_uid: str | None = None
-    #: The run's series (model/series.py); "": derived from ``options`` and ``fingerprint`` when stored
+    #: The run's series (model/across/series.py); "": derived from ``options`` and ``fingerprint`` when stored
     series: str = ""
     verdicts: dict[Key, tuple[str, str]] = field(default_factory=dict)  # (outcome, message)
     #: (rule, config, property name as written, e.g. "qd1_iops.r2") -> value as written
@@ -405,7 +405,7 @@ class StoredRun:
     revision: str
     complete: bool
     run_uid: str | None = None
-    #: The job the run belongs to (model/series.py)
+    #: The job the run belongs to (model/across/series.py)
     series: str = ""
 
 
@@ -647,7 +647,7 @@ class Store:
         return [r for r in self.runs() if r.complete and r.series == series]
 
     def last_runs(self, like: StoredRun, n: int, before: StoredRun | None = None) -> list[StoredRun]:
-        """The last ``n`` complete runs of ``like``'s series (model/series.py: whatever their
+        """The last ``n`` complete runs of ``like``'s series (model/across/series.py: whatever their
         fingerprints), oldest first, up to and including ``before``."""
         same = self.series_runs(like.series)
         if before is not None:
@@ -677,7 +677,7 @@ class Store:
         return out
 
     def unknown_metrics(self, run_id: int) -> list[str]:
-        """Names of the run's properties model.metrics has no entry for (stored as parameters)."""
+        """Names of the run's properties model.across.metrics has no entry for (stored as parameters)."""
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(metrics.c.name).distinct()
                                 .where(metrics.c.run_id == run_id, metrics.c.known.is_(False)).order_by(metrics.c.name))
@@ -731,7 +731,7 @@ def _upgrade(conn: sa.Connection) -> None:
     """An older store brought up to :data:`SCHEMA_VERSION` in the caller's transaction, each step
     skipped where done. Version 1 -> 2: ``runs.run_uid`` and its unique index. 2 -> 3:
     ``runs.series``, each stored run's the default derived from its stored options and fingerprint
-    (model.series.stored_series, as a results directory without a series is stored), and its index."""
+    (model.across.series.stored_series, as a results directory without a series is stored), and its index."""
     have = {c["name"] for c in sa.inspect(conn).get_columns("runs")}
     if "run_uid" not in have:
         conn.execute(sa.text("ALTER TABLE runs ADD COLUMN run_uid VARCHAR(64)"))
@@ -814,7 +814,7 @@ def _command(store: Store, args: argparse.Namespace) -> int:
             unknown = store.unknown_metrics(run_id)
             print(f"{d}: run {run_id}{'' if run.complete else ' (INCOMPLETE: never used as a baseline)'}: "
                   f"{c['verdicts']} verdicts, {c['metrics']} metrics, {c['samples']} samples"
-                  + (f"; stored as parameters, not in model/metrics.py: {', '.join(unknown)}" if unknown else ""))
+                  + (f"; stored as parameters, not in model/across/metrics.py: {', '.join(unknown)}" if unknown else ""))
     else:
         if not store.runs():
             print(f"(no runs stored in {store.shown}; add some with python -m reports.store import DIR)")

@@ -2,9 +2,9 @@
 
     python -m reports.trend [--store URL] [--last N] [--run ID | --series NAME] [-o trend.html] [--all-metrics]
 
-A series is one nightly job (model/series.py: ``--series NAME``, or derived from the hypervisor,
+A series is one nightly job (model/across/series.py: ``--series NAME``, or derived from the hypervisor,
 hosts, controllers, faults, disk and image name), followed across every change of QEMU, libvirt,
-kernel, machine type, image or fio: those are its fingerprint (model/fingerprint.py), what
+kernel, machine type, image or fio: those are its fingerprint (model/across/fingerprint.py), what
 changed between its runs. The page shows:
 
 - which series it is (its name and options), then what changed between its runs: one line per
@@ -14,8 +14,8 @@ changed between its runs. The page shows:
   its outcome and the outcome written in it (passed, failed, error, skipped, not run; empty where
   a run did not have it), and the grid in words beside it (reports/a11y.py);
 - the key metrics as time series: each run's median with its repeats' min..max, and the noise
-  band: the series' median +- the metric's minimum effect (model/noise.py over the shown runs when
-  there are 3 or more, else the measured table in model/compare.py). A point outside the band
+  band: the series' median +- the metric's minimum effect (model/across/run_to_run.py over the shown runs when
+  there are 3 or more, else the measured table in model/across/moves.py). A point outside the band
   moved beyond the noise. Both mark each run whose fingerprint changed (a dashed line before it).
 
 Without ``--run`` or ``--series`` the series is the newest complete run's. Exit code 2 on bad input (a store that
@@ -34,9 +34,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from model.compare import MIN_EFFECT, MIN_EFFECTS, MetricKey, Series, Spread
-from model.fingerprint import SERIES_OPTIONS, change_line, fingerprint
-from model.noise import run_to_run
+from model.across.fingerprint import SERIES_OPTIONS, change_line, fingerprint
+from model.across.moves import MIN_EFFECT, MIN_EFFECTS, MetricKey, Series, Spread
+from model.across.run_to_run import run_to_run
 from reports.a11y import grid_headline
 from reports.compare import check_output_arg, newest_run, series_arg
 from reports.results import write_atomic

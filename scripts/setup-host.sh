@@ -46,7 +46,7 @@ TEST_PACKAGES=(
   # A remote libvirt host is tested through a private sshd on loopback (tests/sshserver.py); the
   # system sshd is not started (nor configured) by the suite.
   openssh-server
-  # The cloud-init test image (guest/image/testimage.py): debootstrap, GRUB for BIOS and UEFI,
+  # The cloud-init test image (bench/testimage.py): debootstrap, GRUB for BIOS and UEFI,
   # the EFI system partition's FAT tools, ext4.
   debootstrap grub-pc-bin grub-efi-amd64-bin mtools dosfstools e2fsprogs
   # The results store's PostgreSQL path is tested against a private server from Debian's binaries

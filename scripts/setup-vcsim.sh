@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the vCenter simulators the vSphere backend's tests run against:
 #   - govmomi's stock vcsim (go install github.com/vmware/govmomi/vcsim@v0.46.3);
-#   - vioconform-vcsim, built from tools/vcsim/: the same simulator with a
+#   - vioconform-vcsim, built from tests/vsphere/vcsim/: the same simulator with a
 #     test-controlled virtualDisk perf source and a VscsiStats service.
 # Idempotent: a binary already built from the same sources is kept.
 # Binaries go to ${XDG_CACHE_HOME:-~/.cache}/vioconform/bin (override: VIOCONFORM_BIN_DIR).
@@ -97,14 +97,14 @@ else
 fi
 
 # The project's simulator: rebuild when its sources changed (hash of the Go files and go.sum).
-src="$repo/tools/vcsim"
+src="$repo/tests/vsphere/vcsim"
 hash=$(cat "$src"/*.go "$src/go.mod" "$src/go.sum" | sha256sum | cut -d' ' -f1)
 stamp="$bin_dir/.vioconform-vcsim-hash"
 if [ -x "$bin_dir/vioconform-vcsim" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ]; then
     echo "setup-vcsim: vioconform-vcsim is up to date"
 else
     need_go
-    echo "setup-vcsim: building tools/vcsim ($go_version)"
+    echo "setup-vcsim: building tests/vsphere/vcsim ($go_version)"
     # -mod=readonly: the committed go.sum pins every module; a mismatch is an error, not an update.
     (cd "$src" && "$go_bin" build -mod=readonly -trimpath -o "$bin_dir/vioconform-vcsim.new" . )
     mv "$bin_dir/vioconform-vcsim.new" "$bin_dir/vioconform-vcsim"

@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING
 from fixtures.outcomes import RuleFailure
 from measure import hostload
 from model.blame import blame
-from model.rules.baseline import BaselineMissing, against_baseline
+from model.rules.against_baseline import BaselineMissing, against_baseline
 from model.rules.verdict import combine_repeats
-from reports.records import raw_dir
+from reports.per_test import raw_dir
 
 if TYPE_CHECKING:
     from measure.disk import GuestDisk
     from model.blame import Trail
     from model.rules.verdict import RuleVerdict
     from reports.baseline import StoredBaseline
-    from reports.records import Record
+    from reports.per_test import Record
 
 
 def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir: Path) -> None:
@@ -35,7 +35,7 @@ def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir:
 
 def raw_dir_for(results_dir: Path, config_id: str) -> Path:
     """Where a configuration's raw measurements go: ``results/raw/libvirt_virtio-scsi_latency5ms``
-    (reports.records.raw_dir, which the JUnit file names too)."""
+    (reports.per_test.raw_dir, which the JUnit file names too)."""
     return raw_dir(results_dir, config_id)
 
 
@@ -87,7 +87,7 @@ def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir:
     (BaselineMissing), its verdict and numbers kept in the record."""
     __tracebackhide__ = True
     share = hostload.worst(record.nodeid)
-    if share is not None:  # the evidence a later comparison with this run needs (model/hostcpu.py)
+    if share is not None:  # the evidence a later comparison with this run needs (model/parse/hostcpu.py)
         record.add(host_vcpu_wait_pct=share.wait_pct, host_vcpu_run_pct=share.run_pct)
     if baseline is None:
         conclude(verdict, record, config, raw_dir, trails)

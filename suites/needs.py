@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import pytest
 
-from guest.tools.base import GuestTool, ToolMissing
+from guest.tools.tool import GuestTool, ToolMissing
 from measure.disk import GuestDisk
 
 T = TypeVar("T", bound=GuestTool)

@@ -26,7 +26,7 @@ from model.rules.alignment import (
 )
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.records import Record
+from reports.per_test import Record
 from suites.assertions import judge_repeated, raw_dir_for
 from suites.needs import needed
 

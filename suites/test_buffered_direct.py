@@ -23,7 +23,7 @@ from measure.window import measure
 from model.errors import ParseError
 from model.rules.buffered_direct import RegimeSample, RegimeSeries, judge_regime, merge_baseline, parse_baseline
 from reports.baseline import StoredBaseline
-from reports.records import Record
+from reports.per_test import Record
 from reports.results import file_mode, write_atomic
 from suites.assertions import conclude_against, raw_dir_for, trails_of
 from suites.needs import needed

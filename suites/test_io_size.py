@@ -16,11 +16,12 @@ import pytest
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
 from measure.disk import GuestDisk
-from measure.window import histogram_figure, measure, save_measurement
+from measure.window import measure, save_measurement
+from model.rules.figures import histogram_figure
 from model.rules.io_size import REQUEST_BYTES, IoSizeMeasurement, judge_io_size
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.records import Record
+from reports.per_test import Record
 from suites.assertions import judge_repeated, raw_dir_for
 
 #: Requests in flight: enough to keep a latency disk busy, few enough that a 1 MiB request
@@ -66,4 +67,5 @@ def _measure_and_judge(disk: GuestDisk, suite_options: SuiteOptions, record: Rec
         fio_iops=m.fio.jobs[0].total_iops, host_request_bytes_p50=host_p50,
         guest_max_segments=disk.limits.max_segments))
     record.add(guest_avg_request_bytes=round(m.guest.avg_request_size_bytes))
-    return dataclasses.replace(verdict, figures=(*verdict.figures, histogram_figure(m, "io-size, 1 MiB reads")))
+    window = histogram_figure("io-size, 1 MiB reads", m.fio.jobs[0], m.host_trace, m.host_trace_gap)
+    return dataclasses.replace(verdict, figures=(*verdict.figures, window))

@@ -11,7 +11,7 @@ from fixtures.options import SuiteOptions
 from measure.disk import GuestDisk
 from model.rules.limits import judge_limits
 from reports.baseline import StoredBaseline
-from reports.records import Record
+from reports.per_test import Record
 from suites.assertions import judge_repeated, raw_dir_for
 
 

@@ -16,7 +16,7 @@ from measure.window import measure
 from model.rules.multi_queue import judge_multiqueue
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.records import Record
+from reports.per_test import Record
 from suites.assertions import judge_repeated, raw_dir_for
 from suites.needs import needed
 

@@ -18,15 +18,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import CacheNotWritable, apt_answer, build_lock, cache_dir, use_entry, writable_dir
+from guest.cache import CacheNotWritable, apt_answer, cache_dir, cached_or_built, writable_dir
 from guest.image import fio_static
-from guest.image.errors import ImageBuildError
+from guest.image.build_error import ImageBuildError
 
 HERE = Path(__file__).resolve().parent
 
@@ -309,28 +307,15 @@ def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | No
     r = recipe(kernel_deb)
     h = recipe_hash(r)
     dest = cache_root() / h
-    meta = dest / "recipe.json"
-    if meta.exists():
-        info = json.loads(meta.read_text())
-        use_entry(dest, say)
-        return GuestImage(dest / "vmlinuz", dest / "initrd.img", info["kernel_version"], h, 0.0)
-    writable_dir(dest.parent, "image cache")
-    with build_lock(dest):
-        if meta.exists():  # built by another process while this one waited
-            return ensure_image(log, kernel_deb)
+
+    def build(staging: Path, work: Path) -> dict[str, object]:
         say(f"building guest image {h} (kernel {r['kernel'][1]}); cached afterwards in {dest}")  # type: ignore[index]
-        t0 = time.monotonic()
-        # Build beside the cache entry so the final rename is atomic: a killed build leaves no entry.
-        with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
-            staging = Path(tmp) / "out"
-            kver = _build(staging, r, Path(tmp), kernel_deb, say)
-            (staging / "recipe.json").write_text(json.dumps({**r, "kernel_version": kver}, indent=2))
-            staging.rename(dest)
-        took = time.monotonic() - t0
-    say(f"guest image built in {took:.1f} s")
-    use_entry(dest, say)
-    info = json.loads(meta.read_text())
-    return GuestImage(dest / "vmlinuz", dest / "initrd.img", info["kernel_version"], h, took)
+        return {**r, "kernel_version": _build(staging, r, work, kernel_deb, say)}
+
+    entry = cached_or_built(dest, "image cache", build, say)
+    if entry.build_seconds:
+        say(f"guest image built in {entry.build_seconds:.1f} s")
+    return GuestImage(dest / "vmlinuz", dest / "initrd.img", entry.recipe["kernel_version"], h, entry.build_seconds)
 
 
 def main(argv: list[str] | None = None) -> int:

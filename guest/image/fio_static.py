@@ -29,15 +29,14 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from guest.cache import apt_answer, build_lock, cache_dir, use_entry, writable_dir
-from guest.image.errors import ImageBuildError
+from guest.cache import apt_answer, cache_dir, cached_or_built
+from guest.image.build_error import ImageBuildError
 
 #: The Debian binary package whose source is built.
 PACKAGE = "fio"
@@ -280,53 +279,26 @@ def _build(work: Path, version: str, out: Path) -> str:
     return said
 
 
-def _cached(dest: Path) -> StaticFio | None:
-    meta = dest / "recipe.json"
-    if not meta.exists():
-        return None
-    info = json.loads(meta.read_text())
-    return StaticFio(dest / "fio", info["fio_version"], info["sha256"], 0.0)
-
-
 def ensure_static_fio(log: Callable[[str], None] | None = None) -> StaticFio:
     """The cached static fio for the current recipe, built first if needed (ImageBuildError or
     guest.cache.CacheNotWritable with a one-line cause if it cannot be)."""
     say = log or (lambda _m: None)
     r = recipe()
-    h = recipe_hash(r)
-    dest = cache_root() / h
-    have = _cached(dest)
-    if have is not None:
-        use_entry(dest, say)
-        return have
-    writable_dir(dest.parent, "static fio cache")
-    with build_lock(dest):
-        have = _cached(dest)
-        if have is not None:  # built by another process while this one waited
-            use_entry(dest, say)
-            return have
-        version: str = r["source"][1]  # type: ignore[index]
+    dest = cache_root() / recipe_hash(r)
+    version: str = r["source"][1]  # type: ignore[index]
+
+    def build(staging: Path, work: Path) -> dict[str, object]:
         say(f"building a static fio from Debian's source package {PACKAGE} {version}; cached afterwards in {dest}")
         t0 = time.monotonic()
-        # Built beside the cache entry so the final rename is atomic: a killed build leaves no entry.
-        with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
-            staging = Path(tmp) / "out"
-            staging.mkdir()
-            fio_version = _build(Path(tmp), version, staging / "fio")
-            took = time.monotonic() - t0
-            digest = sha256_of(staging / "fio")
-            (staging / "recipe.json").write_text(json.dumps({**r, "fio_version": fio_version, "sha256": digest,
-                                                             "build_seconds": round(took, 1)}, indent=2))
-            try:
-                staging.rename(dest)
-            except OSError:
-                if _cached(dest) is None:  # not another run's build that finished first
-                    raise
-        say(f"static fio built in {took:.1f} s ({(dest / 'fio').stat().st_size / 1e6:.1f} MB)")
-    built = _cached(dest)
-    assert built is not None
-    use_entry(dest, say)
-    return StaticFio(built.path, built.version, built.sha256, took)
+        staging.mkdir()
+        fio_version = _build(work, version, staging / "fio")
+        took = time.monotonic() - t0
+        return {**r, "fio_version": fio_version, "sha256": sha256_of(staging / "fio"), "build_seconds": round(took, 1)}
+
+    entry = cached_or_built(dest, "static fio cache", build, say)
+    if entry.build_seconds:
+        say(f"static fio built in {entry.build_seconds:.1f} s ({(dest / 'fio').stat().st_size / 1e6:.1f} MB)")
+    return StaticFio(dest / "fio", entry.recipe["fio_version"], entry.recipe["sha256"], entry.build_seconds)
 
 
 def main(argv: list[str] | None = None) -> int:

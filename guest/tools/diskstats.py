@@ -7,8 +7,8 @@ import logging
 from dataclasses import dataclass
 from typing import ClassVar
 
-from guest.tools.base import GuestShell, GuestTool
-from model.diskstats import DiskStats, diskstats_for
+from guest.tools.tool import GuestShell, GuestTool
+from model.parse.proc_diskstats import DiskStats, diskstats_for
 
 log = logging.getLogger("vioconform.diskstats")
 
@@ -95,7 +95,7 @@ class InflightSampling:
 
     def stop(self) -> str:
         """Stop sampling; the samples, one ``<uptime s> <reads> <writes>`` line each
-        (``model.diskstats.inflight_in_window`` reads them). The file is removed."""
+        (``model.parse.proc_diskstats.inflight_in_window`` reads them). The file is removed."""
         return self.shell.run(self.stop_command, check=False).stdout
 
     def abandon(self) -> None:

@@ -1,7 +1,7 @@
 """What was tested, read from the guest: its OS release and kernel, each disk's drivers and their
 versions, the block-layer settings the image chose at boot, and whether its kernel has a driver.
 
-Each is one guest command that reads files and prints ``@@ section`` blocks (model/guestfacts.py
+Each is one guest command that reads files and prints ``@@ section`` blocks (model/parse/guestfacts.py
 parses them). Only POSIX shell and programs every Linux guest has (cat, readlink, sed, grep,
 find); ``modinfo`` is asked where the guest has it (kmod on a distribution, busybox's applet in
 the embedded guest) and its absence is no error. A file a kernel does not have is left out, so
@@ -19,9 +19,9 @@ import dataclasses
 import re
 import shlex
 
-from guest.tools.base import GuestTool
 from guest.tools.sysfs import valid_disk
-from model.guestfacts import (
+from guest.tools.tool import GuestTool
+from model.parse.guestfacts import (
     BOOT_SETTINGS,
     DiskFacts,
     DriverPresence,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from guest.image.fio_static import sha256_of
-from guest.tools.base import GuestTool, ToolMissing
+from guest.tools.tool import GuestTool, ToolMissing
 
 log = logging.getLogger("vioconform.fio")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from guest.tools.base import GuestTool
 from guest.tools.sysfs import valid_disk
-from model.rules.multi_queue import parse_cpu_list, parse_queue_interrupts
+from guest.tools.tool import GuestTool
+from model.parse.proc_interrupts import parse_cpu_list, parse_queue_interrupts
 
 
 class Interrupts(GuestTool):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 from typing import ClassVar
 
-from guest.tools.base import GuestTool
+from guest.tools.tool import GuestTool
 from transport.ssh import GuestCommandError
 
 MIB = 1 << 20

@@ -12,8 +12,8 @@ re-read is retried after ``udevadm settle``, where the guest has udev."""
 
 from __future__ import annotations
 
-from guest.tools.base import GuestTool
 from guest.tools.sysfs import Sysfs, valid_disk
+from guest.tools.tool import GuestTool
 from transport.ssh import CommandResult
 
 

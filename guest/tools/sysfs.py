@@ -1,6 +1,6 @@
 """A disk's files under ``/sys/block``: its limits, finding it by serial or WWN, its settings.
 
-The limits are printed as ``key=value`` lines that ``model.limits.parse_guest_limits`` reads
+The limits are printed as ``key=value`` lines that ``model.device_limits.parse_guest_limits`` reads
 (the parser stays pure, in model/). A setting is a path relative to ``/sys/block/<disk>/`` and a
 value; only plain sysfs names are accepted, so no caller can slip a shell command in.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from guest.tools.base import GuestTool
-from model.limits import GuestLimits, GuestPathLimits, parse_guest_limits, parse_guest_path_limits
+from guest.tools.tool import GuestTool
+from model.device_limits import GuestLimits, GuestPathLimits, parse_guest_limits, parse_guest_path_limits
 from transport.ssh import CommandResult
 
 #: Prints the ``key=value`` lines parse_guest_limits understands; ``{disk}`` is the kernel name
@@ -40,7 +40,7 @@ drv=$(readlink $d/device/driver 2>/dev/null || readlink $d/device/device/driver 
 echo driver=${drv##*/}
 """
 
-#: What the guest's configuration lets be in flight on the disk's path (model.limits.GuestPathLimits):
+#: What the guest's configuration lets be in flight on the disk's path (model.device_limits.GuestPathLimits):
 #: its depth settings, its SCSI host (the ``hostN`` above the disk, however deep: SAS adds ports and
 #: end devices), the active I/O scheduler and its async_depth, and the io.max
 #: entries for the disk in the cgroup v2 of this shell (which fio's shell shares: one SSH session)

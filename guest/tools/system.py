@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guest.tools.base import GuestTool
+from guest.tools.tool import GuestTool
 
 #: Where the suite keeps the files of a background fio and the in-flight samples in the guest:
 #: a small tmpfs of the suite's own, so a guest whose /tmp or root filesystem is full (a

@@ -1,4 +1,4 @@
-"""The libvirt backend (backend.py) and what it needs: the connection's checks (preflight.py), the
+"""The libvirt backend (backend.py) and what it needs: the connection's checks (host_checks.py), the
 remote host's SSH (hostlink.py), the domain XML and the QEMU it runs."""
 
 from __future__ import annotations

@@ -36,9 +36,8 @@ from guest.image.pvh import PVH_NAME, pvh_kernel
 from guest.image.user import UserImageError
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend, ImageRequest, kernel_panic
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
-from hypervisors.libvirt import accel, environment, imageboot, leftovers, machine, preflight, qemulog, trace
+from hypervisors.libvirt import accel, environment, host_checks, imageboot, leftovers, machine, qemulog, trace
 from hypervisors.libvirt.accel import PROBE_TIMEOUT_S, ProbeResult
-from hypervisors.libvirt.advertised import read_advertised
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
     NET_PCI_SLOT,
@@ -50,16 +49,17 @@ from hypervisors.libvirt.controllers import (
     guest_drivers,
     pci_addr,
 )
+from hypervisors.libvirt.host_checks import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR, ConsoleMirror, HostFiles, LocalFiles, RemoteFiles
 from hypervisors.libvirt.hostlink import HostAddress, HostLink
 from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.machine import DEFAULT_MACHINE
-from hypervisors.libvirt.preflight import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.qmp import DomainQmp
+from hypervisors.libvirt.qom import read_advertised
 from model.advertised import Advertised
-from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError, ParseError
-from model.hostcpu import VcpuTimes, from_domain_stats
+from model.parse.blockstats import HostBlockCounters
+from model.parse.hostcpu import VcpuTimes, from_domain_stats
 from model.types import AttachedDisk, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.libvirt")
@@ -124,7 +124,7 @@ class LibvirtBackend(HypervisorBackend):
 
     @classmethod
     def validate_options(cls, opts: BackendOptions) -> None:
-        preflight.validate_options(opts)
+        host_checks.validate_options(opts)
 
     @classmethod
     def from_options(cls, cleanup: CleanupStack, opts: BackendOptions) -> Self:
@@ -485,7 +485,7 @@ class LibvirtBackend(HypervisorBackend):
         return f"its domain {guest.name} is {_DOMAIN_STATES.get(state, f'in libvirt state {state}')}"
 
     def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
-        """QEMU's answer: QMP ``qom-get`` on the disk's device and its HBA (hypervisors/libvirt/advertised.py)."""
+        """QEMU's answer: QMP ``qom-get`` on the disk's device and its HBA (hypervisors/libvirt/qom.py)."""
         return read_advertised(self.conn, guest.name, disk.spec)
 
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> trace.QemuTracer | None:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from hypervisors.libvirt.trace import qemu_user
+from model.device_limits import ConfiguredLimits
 from model.errors import HypervisorError
-from model.limits import ConfiguredLimits
 from model.types import DiskSpec
 
 #: First PCI slot used for the suite's own devices; libvirt fills slots from 0x02 upward,
@@ -58,7 +58,7 @@ class Controller:
     max_transfer_bytes: int | None
     multiqueue: bool = False
     #: which QEMU trace events carry this controller's requests: "virtio-blk", "scsi", "nvme", "ahci"
-    #: (see model/qemutrace.py); None where QEMU has no usable per-request events
+    #: (see model/parse/qemutrace.py); None where QEMU has no usable per-request events
     trace_family: str | None = None
     #: how a disk hangs on it: "virtio" (one virtio-blk-pci per disk), "scsi" (scsi-hd on the
     #: HBA), "sata" (ide-hd on an AHCI port), "ide" (ide-hd on the built-in PIIX IDE),

@@ -1,4 +1,4 @@
-"""The environment a libvirt run records (its fingerprint, model/fingerprint.py) and the QEMU
+"""The environment a libvirt run records (its fingerprint, model/across/fingerprint.py) and the QEMU
 libvirt uses by default; hypervisors/libvirt/machine.py checks ``--emulator`` and ``--machine``."""
 
 from __future__ import annotations

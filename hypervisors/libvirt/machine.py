@@ -1,5 +1,5 @@
 """The hypervisor under test: which QEMU binary (``--emulator``), which machine type (``--machine``),
-and the environment a run records about them (its fingerprint, model/fingerprint.py).
+and the environment a run records about them (its fingerprint, model/across/fingerprint.py).
 
 - ``--emulator PATH`` must be an executable whose ``--version`` says it is QEMU; libvirt then runs
   the domain with it (``<devices><emulator>``). Without it libvirt picks the host's default

@@ -15,8 +15,8 @@ from typing import Any
 import libvirt
 import libvirt_qemu
 
-from model.blockstats import HostBlockCounters, parse_qmp_blockstats
 from model.errors import HypervisorError
+from model.parse.blockstats import HostBlockCounters, parse_qmp_blockstats
 
 
 def qmp(conn: libvirt.virConnect, domain: str, command: dict[str, object]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Exact host-side I/O on KVM/QEMU: QEMU's per-request trace events, switched on for a window.
 
 QEMU's ``log`` trace backend writes one line per event to its log file. The events for one
-controller family (virtio-blk, SCSI, NVMe, AHCI; see model/qemutrace.py) are enabled at run time
+controller family (virtio-blk, SCSI, NVMe, AHCI; see model/parse/qemutrace.py) are enabled at run time
 through the monitor (QMP ``trace-event-set-state``, via libvirt's monitor passthrough), only
 for the measured window, and paired into requests, from which vscsiStats-style histograms
 are built. Nothing is traced outside a window, so the guest runs at full speed otherwise.
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Protocol
 
-from model.blockstats import HostBlockCounters, HostCountersDelta
 from model.errors import HypervisorError, TraceIncomplete
-from model.qemutrace import END_EVENTS, TracedRequest, histograms_from_requests, parse_qemu_trace
+from model.parse.blockstats import HostBlockCounters, HostCountersDelta
+from model.parse.qemutrace import END_EVENTS, TracedRequest, histograms_from_requests, parse_qemu_trace
 from model.types import HostTrace
 
 #: The start/detail/end events of each controller family, as in QEMU 7.2's trace-events.

@@ -64,8 +64,8 @@ from hypervisors.vsphere.tracer import VscsiStatsTracer
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsSource, open_source
 from model.advertised import Advertised
-from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
+from model.parse.blockstats import HostBlockCounters
 from model.secret import PASSWORD_ENV
 from model.types import AttachedDisk, GuestDiskId, SshEndpoint
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pyVmomi import vim
 
 from model.advertised import LIMIT_FIELDS, Advertised, DeviceProperty
+from model.device_limits import ConfiguredLimits
 from model.errors import HypervisorError
-from model.limits import ConfiguredLimits
 from model.types import DiskSpec
 
 KIB = 1024

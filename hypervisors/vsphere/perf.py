@@ -23,8 +23,8 @@ from hypervisors.vsphere.perfdata import (
     parse_perf_csv,
 )
 from hypervisors.vsphere.vcenter import VCenter
-from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
+from model.parse.blockstats import HostBlockCounters
 
 #: vCenter's realtime interval id; ESXi keeps about an hour of these 20 s samples.
 REALTIME_INTERVAL_ID = 20

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from model.blockstats import HostBlockCounters
 from model.errors import HypervisorError
+from model.parse.blockstats import HostBlockCounters
 
 NS_PER_S = 1_000_000_000
 

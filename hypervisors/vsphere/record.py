@@ -7,7 +7,7 @@ Usage::
 
 Output (stdout or FILE): first, for each disk, the counters as ``name,value`` lines under a
 ``Counters:`` title; then each disk's histograms of the interval in vscsiStats's ``-p all -c``
-CSV form, so ``model.vscsistats.parse_vscsistats_csv`` reads the file back (it skips what
+CSV form, so ``model.parse.vscsistats_csv.parse_vscsistats_csv`` reads the file back (it skips what
 comes before the first histogram)::
 
     Counters: vCenter realtime virtualDisk,virtual machine,my-vm,virtual disk,scsi0:1,samples,3,seconds,60
@@ -38,7 +38,7 @@ from hypervisors.vsphere.perfdata import PerfWindowSummary
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsInterval, open_source
 from model.errors import HypervisorError
-from model.histogram import HistogramSet
+from model.parse.histogram import HistogramSet
 
 
 def counters_block(vm: str, disk: str, summary: PerfWindowSummary) -> str:

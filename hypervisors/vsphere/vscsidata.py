@@ -1,4 +1,4 @@
-"""Parsers for what ESXi's vscsiStats says besides the CSV histograms (which ``model.vscsistats`` parses).
+"""Parsers for what ESXi's vscsiStats says besides the CSV histograms (which ``model.parse.vscsistats_csv`` parses).
 
 Pure code, tested on recorded-format text:
 
@@ -26,7 +26,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from model.errors import HypervisorError, ParseError
-from model.histogram import TITLE_TO_KIND, Histogram, HistogramSet
+from model.parse.histogram import TITLE_TO_KIND, Histogram, HistogramSet
 
 _WORLD = re.compile(r"worldGroupID:\s*(?P<w>\d+),\s*Virtual Machine Display Name:\s*(?P<name>.*?),"
                     r"\s*Virtual Machine Config File:\s*(?P<vmx>.*?),\s*\{\s*$")

@@ -25,9 +25,9 @@ from hypervisors.vsphere.config import VSphereConfig
 from hypervisors.vsphere.vcenter import VCenter, fault_text
 from hypervisors.vsphere.vscsidata import VscsiDisk, find_disk, parse_fetch_all_histograms, parse_vscsistats_list
 from model.errors import HypervisorError, ParseError
-from model.histogram import HistogramSet
+from model.parse.histogram import HistogramSet
+from model.parse.vscsistats_csv import parse_vscsistats_csv
 from model.types import SshEndpoint
-from model.vscsistats import parse_vscsistats_csv
 
 #: Exit status of a shell asked to run a command it cannot find.
 COMMAND_NOT_FOUND = 127

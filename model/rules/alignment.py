@@ -15,11 +15,12 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from model.blame import Blame
 from model.rules.figures import Pair, pair_figure
+from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "alignment"
@@ -30,10 +31,27 @@ RULE = "alignment"
 #: 2 % leaves room for a few metadata writes of the filesystem and is 50x below the fault.
 MAX_CROSSING_FRACTION = 0.02
 
-#: The partition starts the rule creates: 1 MiB (what fdisk and parted do today) and the
+#: The partition starts the rule creates: 1 MiB (what fdisk and parted do by default) and the
 #: DOS-era sector 63 of the misaligned fault.
 HEALTHY_START_SECTOR = 2048
 MISALIGNED_START_SECTOR = 63
+
+#: What the rule records (model/rules/spec.py): fewer requests off the grid is better; the grid and
+#: the partition's start are parameters.
+METRICS: Metrics = (
+    (r"misaligned_requests|extra_stripe_requests", MetricSpec("requests", LOWER)),
+    (r"crossing_fraction", MetricSpec("fraction", LOWER)),
+    (r"partition_start_bytes|physical_block_bytes|optimal_io_bytes", MetricSpec("bytes", PARAM)),
+)
+
+#: compare's minimum effect per metric (model/across/moves.py's MIN_EFFECTS says how each is derived from
+#: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
+#: windows, and the configuration each came from. None moved (every request aligned): the 2 % floor.
+MIN_EFFECTS: Mapping[str, float] = {
+    "crossing_fraction": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "extra_stripe_requests": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "misaligned_requests": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+}
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,19 @@ Example::
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from model.errors import ParseError
 from model.rules.figures import Pair, pair_figure
+from model.rules.spec import HIGHER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib, spread
 
 RULE = "buffered-direct"
 MODES = ("buffered", "direct")
-METRICS = ("request_bytes", "depth")
+#: What each copy is measured by on the host: its mean request size and its mean depth.
+QUANTITIES = ("request_bytes", "depth")
 
 #: A change smaller than this fraction of the baseline's median never fails, whatever the
 #: spread. Request size: measured here (Debian 6.1 guest, TCG, 5 ms disk, 3 runs of 2 s) the
@@ -35,6 +38,39 @@ METRICS = ("request_bytes", "depth")
 REL_FLOOR = {"request_bytes": 0.25, "depth": 0.5}
 #: Absolute floor: depths differ by less than half a request only in noise.
 ABS_FLOOR = {"request_bytes": 4096.0, "depth": 0.5}
+
+_MODE = r"(buffered|direct)_"  # each copy's prefix
+
+#: What the rule records (model/rules/spec.py): the medians and spreads of the host's request size and
+#: depth per copy mode (larger requests and depths: the regime the baseline had); the baseline's
+#: medians and the change allowed are the verdict's parameters. The suite adds where it saved a
+#: baseline (``--save-baseline``).
+METRICS: Metrics = (
+    (_MODE + r"request_bytes_(baseline_median|allowed_change)", MetricSpec("bytes", PARAM)),
+    (_MODE + r"depth_(baseline_median|allowed_change)", MetricSpec("requests", PARAM)),
+    (_MODE + r"request_bytes_(median|min|max)", MetricSpec("bytes", HIGHER)),
+    (_MODE + r"depth_(median|min|max)", MetricSpec("requests", HIGHER)),
+    (_MODE + r"runs", MetricSpec("runs", PARAM)),
+    (r"baseline|baseline_saved_to", MetricSpec("", PARAM)),
+)
+
+#: compare's minimum effect per metric (model/across/moves.py's MIN_EFFECTS says how each is derived from
+#: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
+#: windows, and the configuration each came from.
+MIN_EFFECTS: Mapping[str, float] = {
+    "buffered_depth_max": 0.092,  # CV 2.17 % / 1.65 %, widest 8.0 % / 6.6 % (virtio-scsi / virtio-blk)
+    "buffered_depth_median": 0.132,  # CV 3.12 % / 1.56 %, widest 9.8 % / 5.9 % (virtio-scsi / virtio-blk)
+    "buffered_depth_min": 0.249,  # CV 5.87 % / 2.45 %, widest 22.9 % / 7.4 % (virtio-scsi / virtio-scsi)
+    "buffered_request_bytes_max": 0.063,  # CV 1.49 % / 0.18 %, widest 4.0 % / 0.5 % (virtio-blk / virtio-blk)
+    "buffered_request_bytes_median": 0.062,  # CV 1.45 % / 0.57 %, widest 4.3 % / 1.6 % (virtio-scsi / virtio-scsi)
+    "buffered_request_bytes_min": 0.146,  # CV 3.44 % / 0.85 %, widest 12.7 % / 3.0 % (virtio-blk / virtio-blk)
+    "direct_depth_max": 0.147,  # CV 3.48 % / 1.30 %, widest 10.5 % / 3.4 % (virtio-blk / virtio-scsi)
+    "direct_depth_median": 0.129,  # CV 3.04 % / 1.36 %, widest 9.3 % / 4.6 % (virtio-blk / virtio-scsi)
+    "direct_depth_min": 0.133,  # CV 3.13 % / 1.58 %, widest 8.1 % / 5.8 % (virtio-blk / virtio-scsi)
+    "direct_request_bytes_max": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "direct_request_bytes_median": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "direct_request_bytes_min": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+}
 
 
 @dataclass(frozen=True)
@@ -74,7 +110,7 @@ def _fmt(metric: str, v: float) -> str:
 
 def describe(series: RegimeSeries) -> str:
     parts = []
-    for metric in METRICS:
+    for metric in QUANTITIES:
         med, lo, hi = series.stats(metric)
         parts.append(f"{metric.replace('_bytes', '')} {_fmt(metric, med)} ({_fmt(metric, lo)}-{_fmt(metric, hi)})")
     return f"{series.mode} copy, {len(series.samples)} runs: host " + ", ".join(parts)
@@ -88,7 +124,7 @@ def judge_regime(now: dict[str, RegimeSeries], baseline: dict[str, RegimeSeries]
     notes: list[str] = []
     props: dict[str, Number] = {}
     for m, series in now.items():
-        for metric in METRICS:
+        for metric in QUANTITIES:
             med, lo, hi = series.stats(metric)
             props.update({f"{m}_{metric}_median": round(med, 2), f"{m}_{metric}_min": round(lo, 2),
                           f"{m}_{metric}_max": round(hi, 2)})
@@ -105,7 +141,7 @@ def judge_regime(now: dict[str, RegimeSeries], baseline: dict[str, RegimeSeries]
         lines.append("baseline " + describe(base))
         pairs.append(Pair(f"{m} size: baseline / now", base.stats("request_bytes")[0] / 1024,
                           series.stats("request_bytes")[0] / 1024, "KiB"))
-        for metric in METRICS:
+        for metric in QUANTITIES:
             bmed, nmed = base.stats(metric)[0], series.stats(metric)[0]
             allowed = allowed_change(metric, base, series)
             props[f"{m}_{metric}_baseline_median"] = round(bmed, 2)

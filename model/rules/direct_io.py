@@ -14,9 +14,11 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model.rules.figures import Pair, pair_figure
+from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "direct-io"
@@ -30,6 +32,30 @@ ONE_FOR_ONE_TOLERANCE = 0.01
 #: Host flushes per guest sync (O_DSYNC write or fsync) that make the writes durable. No
 #: tolerance: a sync the host never saw as a flush (or FUA) is data a power loss takes.
 MIN_FLUSHES_PER_SYNC = 1.0
+
+_RUN = r"[a-z0-9]+_"  # each counted run's prefix (w1k_, w4k_, dsync_, fsync_)
+
+#: What the rule records (model/rules/spec.py): the latency the host path adds is lower-better; the
+#: write and flush counts are the evidence of the exact checks, parameters.
+METRICS: Metrics = (
+    (r"latency_(guest|host|added)_(p50|min)_us", MetricSpec("us", LOWER)),
+    (_RUN + r"(guest|host)_writes|" + _RUN + r"guest_syncs|" + _RUN + r"host_flushes", MetricSpec("requests", PARAM)),
+    (r"w\d+k_ratio", MetricSpec("x", PARAM)),  # host writes per guest write: 1 is right, either way is wrong
+    (r"w\d+k_host_mean_bytes", MetricSpec("bytes", PARAM)),
+    (r"volatile_write_cache", MetricSpec("bool", PARAM)),
+)
+
+#: compare's minimum effect per metric (model/across/moves.py's MIN_EFFECTS says how each is derived from
+#: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
+#: windows, and the configuration each came from. Latencies of tens of microseconds under TCG jump
+#: between runs (a vCPU's scheduling dominates them): far from normal, so the widest change decides.
+MIN_EFFECTS: Mapping[str, float] = {
+    "latency_added_p50_us": 9.211,  # CV 89.22 % / 36.08 %, widest 921.1 % / 234.0 % (virtio-blk / virtio-blk)
+    "latency_guest_min_us": 9.047,  # CV 89.64 % / 107.08 %, widest 904.7 % / 608.7 % (virtio-scsi / virtio-blk)
+    "latency_guest_p50_us": 1.474,  # CV 33.91 % / 15.61 %, widest 147.4 % / 73.0 % (virtio-blk / virtio-scsi)
+    "latency_host_min_us": 0.873,  # CV 17.21 % / 18.80 %, widest 63.5 % / 87.3 % (virtio-blk / virtio-scsi)
+    "latency_host_p50_us": 0.866,  # CV 15.64 % / 20.42 %, widest 60.3 % / 83.1 % (virtio-blk / virtio-scsi)
+}
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,14 @@
 """What the report draws for a verdict: typed figures each rule's judge builds from its own inputs.
 
 The report reads these fields, never the JUnit property names, so renaming a property cannot
-break a picture. Two kinds:
+break a picture. Three kinds:
 
 - :class:`DepthFigure`, the queue-depth picture: for each offered depth, what the workload
   offered, what the guest's block layer held (aqu-sz) and what the host saw in flight;
 - :class:`PairFigure`, the other rules' picture: labelled pairs a reader compares, the
-  expected or guest side against the host side (or two like figures, such as two queues).
+  expected or guest side against the host side (or two like figures, such as two queues);
+- :class:`HistogramFigure`, one measured window as vscsiStats shows it (:func:`histogram_figure`),
+  which the queue-depth and io-size suites add to their verdicts.
 
 Example::
 
@@ -16,6 +18,10 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from model.parse.fio_json import FioJob
+from model.parse.histogram import HistogramKind
+from model.types import HostTrace
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,26 @@ class HistogramFigure:
 
 
 Figure = DepthFigure | PairFigure | HistogramFigure
+
+
+def histogram_figure(label: str, job: FioJob, host_trace: HostTrace | None,
+                     host_trace_gap: str = "") -> HistogramFigure:
+    """One window as vscsiStats shows it: the host's histograms from its per-request trace
+    (``host_trace``; None: ``host_trace_gap`` says why there is none) beside fio's own view of the
+    same window (``job``: its submitted depths and completion latency percentiles)."""
+    guest_depth = tuple((k, round(v, 1)) for k, v in job.iodepth_level_pct.items() if v > 0)
+    clat = job.read.clat_percentiles_us if job.read.io_count else job.write.clat_percentiles_us
+    guest_clat = tuple((f"p{p:g}", round(v, 1)) for p, v in sorted(clat.items()) if p in (1.0, 10.0, 50.0, 90.0, 99.0))
+    if host_trace is None:
+        return HistogramFigure(label, "", (), (), (), guest_depth, guest_clat,
+                               host_missing=host_trace_gap or "this backend has no per-request host trace")
+    h = host_trace.histograms
+
+    def of(kind: HistogramKind, unit: str = "") -> Buckets:
+        x = h.get(kind)
+        return buckets(x.bucket_limits, x.counts, unit)
+    return HistogramFigure(label, host_trace.source, of(HistogramKind.OUTSTANDING_IOS),
+                           of(HistogramKind.IO_LENGTH), of(HistogramKind.LATENCY_US, "us"), guest_depth, guest_clat)
 
 
 def buckets(limits: tuple[int, ...], counts: tuple[int, ...], unit: str = "") -> Buckets:

@@ -14,9 +14,11 @@ Example::
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model.rules.figures import Pair, pair_figure
+from model.rules.spec import HIGHER, LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "io-size"
@@ -41,6 +43,31 @@ MAX_SPLIT_OVER_EXPECTED = 1.25
 #: of 1 MiB, split 1.25, while the embedded initramfs guest, with fresh unfragmented memory,
 #: gives 1.00. Fragmentation is the guest's memory state, not a fault: the bound allows it.
 PAGE_BYTES = 4096
+
+#: What the rule records (model/rules/spec.py): bigger requests at the host (fewer splits) are better;
+#: the expected and allowed split, the request sizes asked for and the guest's limits are parameters.
+#: The suite adds the guest's mean request size over the window.
+METRICS: Metrics = (
+    (r"allowed_split|expected_split", MetricSpec("x", PARAM)),
+    (r"expected_request_bytes", MetricSpec("bytes", PARAM)),
+    (r"split_factor", MetricSpec("x", LOWER)),
+    (r"host_request_bytes_(mean|p50)|guest_avg_request_bytes", MetricSpec("bytes", HIGHER)),
+    (r"fio_iops", MetricSpec("IO/s", HIGHER)),
+    (r"request_bytes|max_transfer_bytes", MetricSpec("bytes", PARAM)),
+    (r"guest_max_(sectors_kb|hw_sectors_kb)", MetricSpec("KiB", PARAM)),
+    (r"guest_max_segments", MetricSpec("segments", PARAM)),
+)
+
+#: compare's minimum effect per metric (model/across/moves.py's MIN_EFFECTS says how each is derived from
+#: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
+#: windows, and the configuration each came from. Request sizes and the split never moved: the 2 % floor.
+MIN_EFFECTS: Mapping[str, float] = {
+    "fio_iops": 0.082,  # CV 1.92 % / 0.86 %, widest 5.6 % / 3.2 % (virtio-blk / virtio-blk)
+    "guest_avg_request_bytes": 0.020,  # CV 0.00 % / 0.02 %, widest 0.0 % / 0.1 % (virtio-blk / virtio-blk)
+    "host_request_bytes_mean": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "host_request_bytes_p50": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "split_factor": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+}
 
 
 @dataclass(frozen=True)

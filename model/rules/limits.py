@@ -19,15 +19,30 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model.advertised import Advertised
 from model.blame import LIMIT_KEYS, Trail, blame, disk_trails
-from model.limits import ConfiguredLimits, GuestLimits
+from model.device_limits import ConfiguredLimits, GuestLimits
+from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "limits"
+
+#: The roles of the disks the rule reads (model/disks.py: the disk under test and the scratch disk).
+ROLES = ("dut", "scratch")
+_ROLE = "(" + "|".join(ROLES) + ")_"
+
+#: What the rule records (model/rules/spec.py), as text: per disk role and limit (model/blame.py's
+#: LIMIT_KEYS) the guest's view, the asked ("configured") value and the hypervisor's answer, and
+#: the disk's kernel name.
+METRICS: Metrics = (
+    (_ROLE + "(" + "|".join(LIMIT_KEYS) + ")_(guest|configured|advertised)", MetricSpec("", PARAM)),
+    (_ROLE + "disk", MetricSpec("", PARAM)),
+)
+#: Nothing the rule records is a measured quantity: no minimum effect to measure.
+MIN_EFFECTS: Mapping[str, float] = {}
 
 
 @dataclass(frozen=True)

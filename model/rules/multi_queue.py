@@ -13,11 +13,10 @@ Example::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
-from model.errors import ParseError
 from model.rules.figures import Pair, pair_figure
+from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "multi-queue"
@@ -28,34 +27,22 @@ RULE = "multi-queue"
 #: carries 10 % is used by more than stray housekeeping.
 MIN_QUEUE_SHARE = 0.10
 
+#: What the rule records (model/rules/spec.py): the queues and CPUs, and each queue's share of the
+#: completions as its interrupt count; all parameters (an even spread is right, not a larger count).
+METRICS: Metrics = (
+    (r"configured_queues|guest_hw_queues|queues_used", MetricSpec("queues", PARAM)),
+    (r"queue\d+_count", MetricSpec("interrupts", PARAM)),
+    (r"vcpus|online_cpus", MetricSpec("cpus", PARAM)),
+    (r"evidence", MetricSpec("", PARAM)),
+)
 
-#: /proc/interrupts names of request virtqueue vectors: virtio-scsi "virtio1-request" (every
-#: request queue alike, Linux 4.18 to 6.x), virtio-blk "virtio2-req.0" (multi-queue, Linux 4.10+)
-#: or "virtio2-requests" (single queue, older kernels). Queues are numbered by the order of their
-#: vectors, which is the order of the queues. The chip column differs ("PCI-MSI 294915-edge" from
-#: 4.x, "IR-PCI-MSI", "PCI-MSIX-0000:00:12.0 3-edge" on recent kernels with per-device MSI domains):
-#: only the counts before it and the name at the end are read. A device whose queues share one
-#: vector ("virtio1-virtqueues", no MSI-X vector per queue) has no per-queue line at all.
-_VQ = re.compile(r"^\s*\d+:\s+((?:\d+\s+)+).*\s(virtio\d+)-(?:request|requests|req)(?:\.\d+)?\s*$")
-
-
-def parse_queue_interrupts(text: str, virtio_dev: str) -> dict[int, int]:
-    """Interrupts per request queue of one virtio device in ``/proc/interrupts``, summed over CPUs."""
-    counts = [sum(int(x) for x in m.group(1).split())
-              for m in map(_VQ.match, text.splitlines()) if m and m.group(2) == virtio_dev]
-    return dict(enumerate(counts))
-
-
-def parse_cpu_list(text: str) -> list[int]:
-    """A kernel CPU list (``/sys/devices/system/cpu/online``: "0-1", "0,2-3") as CPU numbers."""
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        lo, _, hi = part.partition("-")
-        try:
-            cpus.extend(range(int(lo), int(hi or lo) + 1))
-        except ValueError:
-            raise ParseError(f"CPU list {text.strip()!r}: {part!r} is not a CPU number or range") from None
-    return cpus
+#: compare's minimum effect per metric (model/across/moves.py's MIN_EFFECTS says how each is derived from
+#: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
+#: windows, and the configuration each came from. An interrupt count moves with the IOPS of its window.
+MIN_EFFECTS: Mapping[str, float] = {
+    "queue0_count": 0.251,  # CV 5.92 % / 4.48 %, widest 19.8 % / 15.7 % (virtio-blk / virtio-blk)
+    "queue1_count": 0.335,  # CV 6.14 % / 7.89 %, widest 19.2 % / 25.8 % (virtio-scsi / virtio-blk)
+}
 
 
 def judge_multiqueue(configured_queues: int, guest_hw_queues: int, vcpus: int,

@@ -12,11 +12,13 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model.blame import Blame
-from model.limits import DepthLimit, GuestLimits, GuestPathLimits, IoMax
+from model.device_limits import DepthLimit, GuestLimits, GuestPathLimits, IoMax
 from model.rules.figures import DepthFigure, DepthGroup
+from model.rules.spec import HIGHER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "queue-depth"
@@ -58,7 +60,7 @@ IOPS_SCALING_MIN_FRACTION = 0.4
 #: entered late).
 IOPS_SCALING_ABSOLUTE_MIN_FRACTION = 0.1
 
-#: The guest's busiest vCPU must have been busy (not idle: model/cpustat.py) at least this share
+#: The guest's busiest vCPU must have been busy (not idle: model/parse/proc_stat.py) at least this share
 #: of the window for a guest that held less than offered in its block layer to excuse the device.
 #: Measured here (TCG, 2 vCPUs, 3 s windows at depth 32, host at load 9-12 on its 2 cores): healthy
 #: guests holding 21-27 of 32 were busy 40-68 % (11 windows, both virtio controllers), 86-98 %
@@ -73,6 +75,71 @@ GUEST_CPU_BUSY_MIN_PCT = 30.0
 #: The host may not see more than was offered; above this factor the measurement is broken
 #: (counters of the wrong disk, or a clock problem), which is reported as a failure too.
 HOST_DEPTH_MAX_OVER_OFFERED = 1.25
+
+_QD = r"qd\d+_"  # each offered depth's prefix (qd1_, qd32_)
+
+#: What the rule records (model/rules/spec.py): what reaches the host is the rule's point (higher is
+#: better); the bars it derived, the guest's settings and its CPU are the verdict's parameters. The
+#: suite adds each window's exact figures (``host_exact_*``: measure.window's exact_summary), its
+#: Little's-law depth and the guest's own queue limits and driver.
+METRICS: Metrics = (
+    (r"iops_scaling_required(_from_(offered|guest))?", MetricSpec("x", PARAM)),
+    (_QD + r"host_required(_from_(offered|guest))?", MetricSpec("requests", PARAM)),
+    (_QD + r"iops", MetricSpec("IO/s", HIGHER)),
+    (_QD + r"host_depth(_min|_max)?", MetricSpec("requests", HIGHER)),
+    (_QD + r"host_average_depth", MetricSpec("requests", HIGHER)),
+    (_QD + r"host_exact_depth_(median|p90)", MetricSpec("requests", HIGHER)),
+    (_QD + r"host_exact_io_length_mean", MetricSpec("bytes", PARAM)),
+    (_QD + r"host_exact_requests", MetricSpec("requests", PARAM)),
+    (_QD + r"guest_(aqu_sz|inflight_mean)", MetricSpec("requests", HIGHER)),
+    (_QD + r"fio_depth_mode", MetricSpec("requests", PARAM)),
+    (r"iops_scaling", MetricSpec("x", HIGHER)),
+    (r"device_queue_depth|device_queue_depth_advertised|guest_queue_depth|guest_nr_requests",
+     MetricSpec("requests", PARAM)),
+    # the evidence for a guest that held less than offered: its CPU and its own limits
+    (_QD + r"(guest_cpu_(busy|all)|fio_cpu)_pct|guest_cpu_busy_min_pct", MetricSpec("%", PARAM)),
+    (r"guest_limit_[a-z_]+|guest_async_depth", MetricSpec("requests", PARAM)),
+    (r"guest_scheduler|guest_cgroup|guest_io_max|guest_driver", MetricSpec("", PARAM)),
+)
+
+#: compare's minimum effect per metric (model/across/moves.py's MIN_EFFECTS says how each is derived from
+#: run-to-run noise). Each comment: the CV and the widest change between two healthy runs with 3 s / 2 s
+#: windows, and the configuration each came from. The maximum and 90th percentile of the depth at 32
+#: never moved in those runs (31); in 9 healthy virtio-blk runs of this rule on a host at load average
+#: 4-14 they were 30 or 31 (the third figures on their lines): 3 x sqrt 2 x 1.46 % = 6.2 %, and one
+#: request of 31 is 3.2 %, so the 2 % floor would fail a healthy run against a healthy baseline on
+#: 31 -> 30. The bars (``*_required``) and the traced request counts are counts of what happened:
+#: they move with the IOPS of their window.
+MIN_EFFECTS: Mapping[str, float] = {
+    "iops_scaling": 0.124,  # CV 2.93 % / 1.28 %, widest 8.9 % / 4.7 % (virtio-blk / virtio-scsi)
+    "qd1_guest_aqu_sz": 0.080,  # CV 1.89 % / 0.91 %, widest 5.4 % / 3.2 % (virtio-blk / virtio-scsi)
+    "qd1_guest_inflight_mean": 0.887,  # CV 14.14 % / 13.90 %, widest 56.2 % / 88.7 % (virtio-scsi / virtio-scsi)
+    "qd1_host_average_depth": 0.152,  # CV 3.57 % / 1.50 %, widest 9.2 % / 4.5 % (virtio-blk / virtio-blk)
+    "qd1_host_depth": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd1_host_depth_max": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd1_host_depth_min": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd1_host_exact_depth_median": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd1_host_exact_depth_p90": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
+    "qd1_iops": 0.109,  # CV 2.57 % / 1.08 %, widest 6.5 % / 3.4 % (virtio-blk / virtio-blk)
+    "qd32_guest_aqu_sz": 0.067,  # CV 1.58 % / 0.98 %, widest 4.1 % / 3.2 % (virtio-scsi / virtio-blk)
+    "qd32_guest_inflight_mean": 0.502,  # CV 7.17 % / 10.42 %, widest 25.3 % / 50.2 % (virtio-blk / virtio-blk)
+    "qd32_host_average_depth": 0.091,  # CV 2.14 % / 1.16 %, widest 6.8 % / 3.4 % (virtio-scsi / virtio-blk)
+    "qd32_host_depth": 0.130,  # CV 2.94 % / 2.81 %, widest 8.3 % / 13.0 % (virtio-scsi / virtio-blk)
+    "qd32_host_depth_max": 0.062,  # CV 0.00 % / 0.00 % / 1.46 %, widest 0.0 % / 0.0 % / 3.3 % (virtio-blk x3)
+    "qd32_host_depth_min": 0.400,  # CV 6.68 % / 9.11 %, widest 18.2 % / 40.0 % (virtio-scsi / virtio-blk)
+    "qd32_host_exact_depth_median": 0.130,  # CV 2.94 % / 2.81 %, widest 8.3 % / 13.0 % (virtio-scsi / virtio-blk)
+    "qd32_host_exact_depth_p90": 0.062,  # CV 0.00 % / 0.00 % / 1.46 %, widest 0.0 % / 0.0 % / 3.3 % (virtio-blk x3)
+    "qd32_iops": 0.078,  # CV 1.85 % / 1.35 %, widest 5.6 % / 4.3 % (virtio-scsi / virtio-blk)
+    # counts of what happened
+    "iops_scaling_required": 0.102,  # CV 2.41 % / 1.19 %, widest 7.3 % / 3.6 % (virtio-blk / virtio-scsi)
+    "iops_scaling_required_from_guest": 0.102,  # CV 2.41 % / 1.19 %, widest 7.3 % / 3.6 % (virtio-blk / virtio-scsi)
+    "qd1_host_exact_requests": 0.116,  # CV 2.73 % / 1.24 %, widest 7.9 % / 3.9 % (virtio-blk / virtio-blk)
+    "qd1_host_required": 0.091,  # CV 2.15 % / 1.32 %, widest 5.4 % / 2.6 % (virtio-blk / virtio-scsi)
+    "qd1_host_required_from_guest": 0.091,  # CV 2.15 % / 1.32 %, widest 5.4 % / 2.6 % (virtio-blk / virtio-scsi)
+    "qd32_host_exact_requests": 0.069,  # CV 1.64 % / 1.38 %, widest 4.5 % / 4.9 % (virtio-scsi / virtio-blk)
+    "qd32_host_required": 0.067,  # CV 1.58 % / 0.98 %, widest 4.1 % / 3.2 % (virtio-scsi / virtio-blk)
+    "qd32_host_required_from_guest": 0.067,  # CV 1.58 % / 0.98 %, widest 4.1 % / 3.2 % (virtio-scsi / virtio-blk)
+}
 
 
 @dataclass(frozen=True)
@@ -97,7 +164,7 @@ class DepthPoint:
 @dataclass(frozen=True)
 class GuestPath:
     """The guest's own limits on the disk's I/O path, as the rule judges them: each depth setting
-    with the value the driver gave it (model.limits.DepthLimit), the cgroup io.max entries for the
+    with the value the driver gave it (model.device_limits.DepthLimit), the cgroup io.max entries for the
     disk, the I/O scheduler and its async_depth (writes and async requests only: never on the
     path of the rule's synchronous reads), and the rule's request size (io.max's byte limits
     become reads per second with it)."""

@@ -15,12 +15,12 @@ from collections.abc import Iterator
 import pytest
 
 from guest.image.fio_static import StaticFio, ensure_static_fio
-from guest.tools.base import GuestTools
 from guest.tools.fio import Fio, FioJob
 from guest.tools.fio_push import FIO_BIN_DIR, FioBinary
+from guest.tools.tool import GuestTools
 from measure.disk import GuestDisk
 from measure.standalone import standalone_guest
-from model.fio import parse_fio_run
+from model.parse.fio_json import parse_fio_run
 from model.types import DiskSpec
 from tests.e2e.conftest import RunSuite
 from transport.ssh import GuestCopyError, SshTransport

@@ -1,7 +1,7 @@
 """--image end to end on real libvirt: a user's image boots by its own bootloader on an overlay and
 runs the rules; the user's file is never written; bad input is one clear error that leaves nothing.
 
-The booting tests use the project's test image (guest.image.testimage: Debian 12, cloud-init, sshd,
+The booting tests use the project's test image (bench.testimage: Debian 12, cloud-init, sshd,
 sudo, the cloud kernel; built once, then cached). It has no fio: the rules' runs need the suite's
 pushed static fio (guest.tools). Cheap tests (no boot) come first.
 """
@@ -56,9 +56,9 @@ def no_bootloader(path: Path) -> Path:
 def test_image() -> Path:
     """The project's cloud-init test image (built once, then cached)."""
     try:
-        from guest.image.testimage import ensure_test_image  # type: ignore[import-not-found,unused-ignore]
+        from bench.testimage import ensure_test_image  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
-        pytest.skip("guest.image.testimage (the project's test image) is not on this branch yet")
+        pytest.skip("bench.testimage (the project's test image) is not on this branch yet")
     path: Path = ensure_test_image(logging.getLogger("vioconform.test").info).path
     return path
 

@@ -28,7 +28,7 @@ from guest.cache import build_lock, cache_dir, use_entry
 from model.rules.figures import HistogramFigure, buckets
 from reports.a11y import GUEST, HOST, OUTCOME_FILLS
 from reports.html import write_html
-from reports.records import Record, settle
+from reports.per_test import Record, settle
 from reports.store import Store
 from reports.trend import main as trend_main
 from tests.unit.test_compare_recorded import HEALTHY, HEALTHY2

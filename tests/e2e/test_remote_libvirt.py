@@ -33,18 +33,18 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.testimage import ensure_test_image
+from bench.testimage import ensure_test_image
 from guest.tools.fio import Fio, FioJob
 from guest.tools.system import WorkDir
 from hypervisors.cleanup import OWNER_FILE, RUN_DIR_PREFIX
 from hypervisors.libvirt import backend as backend_module
-from hypervisors.libvirt.preflight import open_connection
+from hypervisors.libvirt.host_checks import open_connection
 from hypervisors.libvirt.qemulog import log_path
 from measure.standalone import standalone_guest
 from model.errors import HypervisorError
-from model.histogram import HistogramKind
+from model.parse.histogram import HistogramKind
+from model.parse.vscsistats_csv import parse_vscsistats_csv
 from model.types import DiskSpec
-from model.vscsistats import parse_vscsistats_csv
 from tests.e2e.conftest import ROOT, Apart, SuiteRun, active_vioconform_domains, run_dirs_of, start_suite
 from tests.e2e.test_image_boot import PATIENT, fingerprint
 from tests.e2e.test_setup_errors import CLEAR_ERROR_WITHIN_S, assert_usage_error, run_timed

@@ -18,9 +18,9 @@ from measure.disk import GuestDisk
 from measure.standalone import standalone_guest
 from measure.window import measure
 from model.errors import HypervisorError
-from model.histogram import HistogramKind
+from model.parse.histogram import HistogramKind
+from model.parse.vscsistats_csv import parse_vscsistats_csv
 from model.types import DiskSpec
-from model.vscsistats import parse_vscsistats_csv
 from tests.e2e.conftest import ROOT
 
 #: Traced requests completed between the two counter reads vs the disk's QMP counter delta. A

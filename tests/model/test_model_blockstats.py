@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from model.blockstats import HostBlockCounters, HostCountersDelta, parse_libvirt_block_stats, parse_qmp_blockstats
 from model.errors import ParseError
+from model.parse.blockstats import HostBlockCounters, HostCountersDelta, parse_libvirt_block_stats, parse_qmp_blockstats
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

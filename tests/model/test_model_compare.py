@@ -8,7 +8,9 @@ import random
 
 import pytest
 
-from model.compare import (
+from model.across.fingerprint import differences
+from model.across.metrics import describe
+from model.across.moves import (
     MIN_EFFECTS,
     Series,
     Spread,
@@ -21,9 +23,7 @@ from model.compare import (
     smallest_p,
     verdict_flips,
 )
-from model.fingerprint import differences
-from model.metrics import describe
-from model.noise import MIN_EFFECT_FLOOR
+from model.across.run_to_run import MIN_EFFECT_FLOOR
 
 QD = ("queue-depth", "libvirt:virtio-scsi:latency5ms")
 IO = ("io-size", "libvirt:virtio-blk:file")
@@ -149,7 +149,7 @@ def test_relative_effect_and_fingerprint_differences() -> None:
     ("buffered_request_bytes_median", "buffered_request_bytes_median", 0, "bytes", "higher-better", True),
     ("buffered_depth_allowed_change", "buffered_depth_allowed_change", 0, "requests", "parameter", True),
     ("qd1_host_exact_source", "qd1_host_exact_source", 0, "", "parameter", True),
-    ("data_logical_block_size_guest", "data_logical_block_size_guest", 0, "", "parameter", True),
+    ("scratch_logical_block_size_guest", "scratch_logical_block_size_guest", 0, "", "parameter", True),
     ("mystery_number", "mystery_number", 0, "", "parameter", False),
 ])
 def test_metric_table(prop: str, name: str, repeat: int, unit: str, direction: str, known: bool) -> None:

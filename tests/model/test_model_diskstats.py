@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from model.diskstats import DiskStats, DiskStatsDelta, diskstats_for, parse_diskstats
 from model.errors import ParseError
+from model.parse.proc_diskstats import DiskStats, DiskStatsDelta, diskstats_for, parse_diskstats
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ELAPSED_MS = 2440  # measured around the recorded fio run

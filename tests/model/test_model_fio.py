@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from model.errors import FioError, ParseError
-from model.fio import IODEPTH_LEVEL_KEYS, parse_fio_json, parse_fio_run
+from model.parse.fio_json import IODEPTH_LEVEL_KEYS, parse_fio_json, parse_fio_run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from model.cpustat import CpuBusy, cpu_busy_between, parse_proc_stat_cpus
+from model.device_limits import DepthLimit, IoMax, parse_guest_limits, parse_guest_path_limits
 from model.errors import ParseError
-from model.limits import DepthLimit, IoMax, parse_guest_limits, parse_guest_path_limits
+from model.parse.proc_stat import CpuBusy, cpu_busy_between, parse_proc_stat_cpus
 from model.rules.queue_depth import GuestPath
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "guest"

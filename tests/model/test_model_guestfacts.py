@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from model.errors import ParseError
-from model.guestfacts import (
+from model.parse.guestfacts import (
     EMBEDDED_OS,
     ModuleFacts,
     disk_properties,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from model.errors import ParseError
-from model.histogram import DIRECTIONS, Histogram, HistogramKind, HistogramSet
-from model.vscsistats import parse_vscsistats_csv
+from model.parse.histogram import DIRECTIONS, Histogram, HistogramKind, HistogramSet
+from model.parse.vscsistats_csv import parse_vscsistats_csv
 
 
 def test_buckets_follow_vscsistats_semantics() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from model.rules.multi_queue import parse_queue_interrupts
+from model.parse.proc_interrupts import parse_queue_interrupts
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "guest"
 

@@ -1,4 +1,4 @@
-"""Run-to-run noise (model/noise.py): one value per run, the CV across runs, the effect it implies."""
+"""Run-to-run noise (model/across/run_to_run.py): one value per run, the CV across runs, the effect it implies."""
 
 from __future__ import annotations
 
@@ -6,8 +6,15 @@ import math
 
 import pytest
 
-from model.compare import Series
-from model.noise import EFFECT_PER_CV, MIN_EFFECT_FLOOR, min_effect_for, run_to_run, run_value, worst_by_name
+from model.across.moves import Series
+from model.across.run_to_run import (
+    EFFECT_PER_CV,
+    MIN_EFFECT_FLOOR,
+    min_effect_for,
+    run_to_run,
+    run_value,
+    worst_by_name,
+)
 
 
 def s(*values: float) -> Series:

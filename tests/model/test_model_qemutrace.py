@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from model.errors import ParseError
-from model.histogram import HistogramKind
-from model.qemutrace import TracedRequest, histograms_from_requests, parse_qemu_trace
+from model.parse.histogram import HistogramKind
+from model.parse.qemutrace import TracedRequest, histograms_from_requests, parse_qemu_trace
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 T0 = 1_700_000_000_000_000

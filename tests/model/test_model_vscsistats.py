@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from model.errors import ParseError
-from model.histogram import HistogramKind
-from model.vscsistats import parse_vscsistats_csv
+from model.parse.histogram import HistogramKind
+from model.parse.vscsistats_csv import parse_vscsistats_csv
 
 OIO_ROWS = "551,1\n44,2\n47,4\n23,6\n13,8\n40,12\n30,16\n9,20\n8,24\n8,28\n8,32\n12,64\n0,64\n"
 LAT_ROWS = "0,1\n0,10\n3,100\n4,500\n1,1000\n0,5000\n0,15000\n0,30000\n0,50000\n0,100000\n0,100000\n"

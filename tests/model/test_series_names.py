@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from model.fingerprint import change_line, changes
-from model.series import (
+from model.across.fingerprint import change_line, changes
+from model.across.series import (
     MAX_SERIES_CHARS,
     SeriesInputs,
     default_series,

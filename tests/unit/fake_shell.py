@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar, Self
 
-from guest.tools.base import GuestTools
+from guest.tools.tool import GuestTools
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack
 from measure.disk import GuestDisk
-from model.blockstats import HostBlockCounters
-from model.limits import ConfiguredLimits, parse_guest_limits
+from model.device_limits import ConfiguredLimits, parse_guest_limits
+from model.parse.blockstats import HostBlockCounters
 from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
 from transport.ssh import CommandResult, GuestCommandError
 

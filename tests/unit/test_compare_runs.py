@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reports.compare import main
-from reports.records import Record, RunStatus, settle
+from reports.per_test import Record, RunStatus, settle
 from reports.store import Store
 from tests.unit.test_store import BLK, QD, SERIES, SUITE, healthy, write_run
 
@@ -107,8 +107,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, store_url: str, capsys
     assert "nowhere: neither a run id in the store nor a results directory" in capsys.readouterr().err
     assert main(["--store", f"sqlite:///{tmp_path / 'no' / 'v.db'}", "1", "2"]) == 2
     assert "does not exist" in capsys.readouterr().err
-    assert main(["--store", url, str(ok), str(cut)]) == 0  # an incomplete run may be compared, as B
-    assert "B: run 1, started 2026-11-20 02:00:00, INCOMPLETE (interrupted)" in capsys.readouterr().out
+    # an incomplete run may be compared, as B, for the verdicts it reached; one that reached none is no B
+    assert main(["--store", url, str(ok), str(cut)]) == 2
+    assert "run 1 reached no verdict (each rule an error, a skip or not run): there is nothing to compare" in \
+        capsys.readouterr().err
+    records, status = settle([Record("m", "io-size", QD, outcome="passed", started=True),
+                              Record("n", "queue-depth", QD, started=True)], "SIGINT")
+    part = write_run(tmp_path, "20261122-020000", records, status)
+    assert main(["--store", url, str(ok), str(part)]) == 0
+    assert "B: run 3, started 2026-11-22 02:00:00, INCOMPLETE (interrupted)" in capsys.readouterr().out
 
 
 def test_tested_mode_still_prints_junit_files_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str],

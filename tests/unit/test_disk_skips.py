@@ -11,16 +11,16 @@ from typing import ClassVar
 
 import pytest
 
-from guest.tools.base import GuestTools
 from guest.tools.facts import GuestFacts
 from guest.tools.mkfs import Filesystem, FilesystemUnsupported
 from guest.tools.partitioning import Partitioning
+from guest.tools.tool import GuestTools
 from hypervisors.base import Guest
 from measure.disk import DiskSkip, DriverMissing, FaultNotApplicable, GuestDisk, SettingMissing, prepare_disk
+from model.device_limits import ConfiguredLimits
 from model.errors import HypervisorError
 from model.faults import FAULTS
-from model.guestfacts import DiskFacts
-from model.limits import ConfiguredLimits
+from model.parse.guestfacts import DiskFacts
 from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
 from tests.unit.fake_shell import DATA, FakeBackend, FakeShell, Reply
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from guest.image import fio_static
-from guest.image.errors import ImageBuildError
+from guest.image.build_error import ImageBuildError
 from guest.image.fio_static import deb_src_sources, host_apt_sources, is_static_elf, source_version
 
 #: Debian 12's default /etc/apt/sources.list.d/debian.sources, the mirror's name replaced.

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from model.diskstats import DiskStatsDelta, diskstats_for
+from model.device_limits import parse_guest_limits
 from model.errors import ParseError
-from model.fio import parse_fio_json
-from model.limits import parse_guest_limits
+from model.parse.fio_json import parse_fio_json
+from model.parse.proc_diskstats import DiskStatsDelta, diskstats_for
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "guest"
 

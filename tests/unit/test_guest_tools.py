@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from guest.tools.base import GuestTools, ToolMissing
 from guest.tools.diskstats import InflightSampler, ProcDiskStats, SleepInflightSampler, UsleepInflightSampler
 from guest.tools.fio import Fio, FioOutput
 from guest.tools.fio_push import FioIdentity
 from guest.tools.partitioning import FdiskPartitioning, Partitioning, SfdiskPartitioning
 from guest.tools.sysfs import Sysfs
+from guest.tools.tool import GuestTools, ToolMissing
 from model.errors import FioError, ParseError
 from model.faults import FAULTS
-from model.fio import parse_fio_run
-from model.rules.multi_queue import parse_cpu_list
+from model.parse.fio_json import parse_fio_run
+from model.parse.proc_interrupts import parse_cpu_list
 from suites.needs import needed
 from tests.unit.fake_shell import DATA, FakeShell, fake_disk
 

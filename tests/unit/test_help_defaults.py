@@ -29,7 +29,7 @@ from fixtures.options_measure import DEFAULT_CONTROLLERS, DEFAULT_DEPTHS, DEFAUL
 from fixtures.options_results import DEFAULT_REPEATS, DEFAULT_REPEATS_OTHERWISE
 from fixtures.options_target import DEFAULT_LIBVIRT_URI, DEFAULT_MACHINE
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR
-from model.series import SERIES_FORMAT
+from model.across.series import SERIES_FORMAT
 from reports.results import DEFAULT_DIR_MODE, DEFAULT_PARENT
 from reports.store import default_url
 

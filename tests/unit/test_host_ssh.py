@@ -20,6 +20,7 @@ import paramiko
 import pytest
 
 from hypervisors.libvirt import FALLBACK_URI, default_uri
+from hypervisors.libvirt.host_checks import open_error
 from hypervisors.libvirt.hostlink import (
     WRAPPER_DIR,
     HostAddress,
@@ -29,7 +30,6 @@ from hypervisors.libvirt.hostlink import (
     libvirt_uri,
     wrapper_script,
 )
-from hypervisors.libvirt.preflight import open_error
 from tests.unit.suite_options import opts_line, run_suite_options
 
 pytest_plugins = ["pytester"]

@@ -59,7 +59,7 @@ def test_a_missing_inventory_is_said_so(tmp_path: Path) -> None:
 
 
 def test_a_pools_fingerprint_is_per_host() -> None:
-    from model.fingerprint import change_line, differences, fingerprint
+    from model.across.fingerprint import change_line, differences, fingerprint
 
     a = {"kvm7:qemu.version": "7.2.22", "kvm8:qemu.version": "9.2.0", "kvm7:disk.sda": "x", "guest.kernel": "6.1"}
     b = {**a, "kvm8:qemu.version": "9.2.1"}

@@ -10,7 +10,7 @@ the other. Narrow Protocols in the lower layer take their place (``hypervisors.b
 The layers, lowest first: a module may import its own package and the packages listed
 below its own, never a sibling or a higher one::
 
-    model                       pure data, parsers, verdicts
+    model                       pure data: parse/ (foreign formats), rules/ (verdicts), across/ (across runs)
     transport                   SSH to a guest
     guest                       the guest image, its cache, the tools run in it
     hypervisors                 the backends
@@ -18,6 +18,9 @@ below its own, never a sibling or a higher one::
     fixtures                    the pytest plugin: options, hooks, fixtures
     suites                      the rules
     bench, conftest             entry points that wire the rest together
+
+Inside ``model``, the parsers (``model.parse``) import nothing of the project but ``model.errors``
+and each other: reading a format never depends on how it is judged.
 
 ``reports`` (typed records, JUnit, HTML, charts, the results directory, the store) reads typed
 records only: it imports ``model`` and nothing else, and only ``fixtures``, ``suites`` and the
@@ -193,6 +196,14 @@ def test_model_and_reports_import_no_pytest() -> None:
     bad = pytest_imports(project_modules())
     assert not bad, f"pytest is imported where it has no place ({', '.join(PYTEST_FREE)}: the plugin is " \
                     "fixtures/):\n" + "\n".join(bad)
+
+
+def test_parsers_import_only_model_errors_and_each_other() -> None:
+    graph = import_graph()
+    bad = [f"{importer} imports {target} at line {line}" for importer, edges in sorted(graph.items())
+           if importer.startswith("model.parse") for target, line in sorted(edges.items())
+           if not (target == "model.errors" or target.startswith("model.parse"))]
+    assert not bad, "a parser (model/parse/) imports beyond model.errors and the other parsers:\n" + "\n".join(bad)
 
 
 # The checker itself, on small graphs: it must see what it is meant to see.

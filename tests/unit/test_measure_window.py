@@ -13,8 +13,8 @@ import pytest
 from guest.tools.fio import PART_LINE as PART
 from guest.tools.fio import FioJob
 from measure import window
-from model.blockstats import HostBlockCounters
 from model.errors import FioError
+from model.parse.blockstats import HostBlockCounters
 from tests.unit.fake_shell import DATA, FakeBackend, FakeShell, Reply, fake_disk
 
 #: the fake disk: completions per second once fio's requests flow, each taking 5 ms (depth 4)

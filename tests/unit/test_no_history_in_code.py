@@ -30,10 +30,6 @@ PRODUCT_DIRS = ("model", "transport", "guest", "hypervisors", "measure", "fixtur
                 "bench", "scripts", "tools")
 PRODUCT_FILES = ("conftest.py", "tox.ini", "pyproject.toml", ".ci/run")
 
-#: Files h-rules restructures and cleans itself (issue 27, Must 1); the lead removes this on merge.
-CLEANED_BY_H_RULES = ("model/metrics.py", "model/compare.py", "model/noise.py", "model/rules/*.py",
-                      "measure/window.py")
-
 #: Suffixes whose comments start with ``#``, and with ``//``; a file without a suffix is read as
 #: shell when its first line is a ``#!`` line (guest/image/init, .ci/run).
 HASH_COMMENT_SUFFIXES = (".sh", ".ini", ".toml", ".cfg")
@@ -155,13 +151,11 @@ def block_hits(run: list[tuple[int, str]]) -> Iterator[tuple[int, str, str]]:
             yield number, name, text
 
 
-def history_hits(root: Path = ROOT, skip: tuple[str, ...] = CLEANED_BY_H_RULES) -> list[str]:
+def history_hits(root: Path = ROOT) -> list[str]:
     """``file:line: phrase: text`` for each comment line of the product code that narrates history."""
     hits: list[tuple[str, int, str]] = []
     for path in product_files(root):
         relative = path.relative_to(root)
-        if any(relative.match(pattern) for pattern in skip):
-            continue
         for run in blocks(list(comments_of(path))):
             hits.extend((str(relative), number, f"{name}: {text.strip()}") for number, name, text in block_hits(run))
     return [f"{file}:{number}: {what}" for file, number, what in sorted(set(hits))]
@@ -217,7 +211,7 @@ def test_hits_name_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "s.sh").write_text("#!/bin/sh\necho '# 2026-11-24 is not a comment here' # but this, 2026-11-24\n")
     (tmp_path / "model" / "y.py").write_text("# the boot went\n# from 1.8 s to 1.4 s\n")
-    assert history_hits(tmp_path, skip=()) == [
+    assert history_hits(tmp_path) == [
         "model/x.py:3: until <then/date>: # s (30 s until then)",
         "model/x.py:5: today / yesterday: Measured today.",
         "model/y.py:1: an old timing: # the boot went",

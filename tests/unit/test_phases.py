@@ -1,4 +1,4 @@
-"""Per-phase timing (measure/phases.py) and bench.phases' table."""
+"""Per-phase timing (measure/phase_times.py) and bench.phases' table."""
 
 from __future__ import annotations
 
@@ -7,31 +7,31 @@ import time
 import pytest
 
 from bench.phases import render, rows_of
-from measure import phases
+from measure import phase_times
 
 
 @pytest.fixture(autouse=True)
 def clean() -> None:
-    phases.reset()
+    phase_times.reset()
 
 
 def test_phases_add_up_per_test_and_the_rest_is_other() -> None:
-    phases.begin_test("suites/test_queue_depth.py::test_q[libvirt:virtio-scsi:latency5ms]")
-    with phases.phase("ramp"):
+    phase_times.begin_test("suites/test_queue_depth.py::test_q[libvirt:virtio-scsi:latency5ms]")
+    with phase_times.phase("ramp"):
         time.sleep(0.02)
-    with phases.phase("ramp"):
+    with phase_times.phase("ramp"):
         time.sleep(0.02)
-    with pytest.raises(RuntimeError), phases.phase("window"):
+    with pytest.raises(RuntimeError), phase_times.phase("window"):
         raise RuntimeError("still counted")
-    phases.add_duration("suites/test_queue_depth.py::test_q[libvirt:virtio-scsi:latency5ms]", 1.0)
-    phases.end_test()
-    with phases.phase("teardown"):
+    phase_times.add_duration("suites/test_queue_depth.py::test_q[libvirt:virtio-scsi:latency5ms]", 1.0)
+    phase_times.end_test()
+    with phase_times.phase("teardown"):
         pass
-    table = phases.table()
+    table = phase_times.table()
     row = table["suites/test_queue_depth.py::test_q[libvirt:virtio-scsi:latency5ms]"]
     assert 0.04 <= row["ramp"] < 0.5 and "window" in row and row["total"] == 1.0
-    assert "teardown" in table[phases.SESSION]
-    rows = rows_of({k: v for k, v in table.items() if k != phases.SESSION})
+    assert "teardown" in table[phase_times.SESSION]
+    rows = rows_of({k: v for k, v in table.items() if k != phase_times.SESSION})
     r = rows["queue-depth[libvirt:virtio-scsi:latency5ms]"]
     assert r["other"] == pytest.approx(1.0 - r["ramp"] - r["window"])
     text = render(rows, 12.5, markdown=True)

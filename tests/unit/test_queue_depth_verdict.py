@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from model.limits import DepthLimit, IoMax
+from model.device_limits import DepthLimit, IoMax
 from model.rules.figures import DepthFigure, DepthGroup
 from model.rules.queue_depth import (
     GUEST_CPU_BUSY_MIN_PCT,
@@ -185,7 +185,7 @@ def test_needs_a_point() -> None:
 
 
 # Recorded on a loaded host (load 9-10 on the 2 cores), 3 s windows, the CPU figure as
-# model/cpustat.py computes it (tests/data/guest/cpustat-qd32-*.txt).
+# model/parse/proc_stat.py computes it (tests/data/guest/cpustat-qd32-*.txt).
 # Healthy virtio-blk: no excuse needed, 23.0 >= 12.8.
 LOADED_HEALTHY_BLK = [point(1, 55, 1.0, 0.9, 0.8, cpu=34), point(32, 1154, 23.0, 21.3, 20.0, cpu=68)]
 # --guest-setup 'echo 8 > /sys/block/{disk}/queue/nr_requests': the block layer held 5.8-6.2 and

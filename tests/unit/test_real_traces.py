@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from model.histogram import HistogramKind
-from model.qemutrace import histograms_from_requests, parse_qemu_trace
+from model.parse.histogram import HistogramKind
+from model.parse.qemutrace import histograms_from_requests, parse_qemu_trace
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from model.rules.verdict import RuleVerdict
-from reports.records import Record, settle
+from model.rules.verdict import Number, RuleVerdict, repeat_properties
+from reports.per_test import Record, settle
 
 
 def _rec(name: str, **kw: object) -> Record:
@@ -51,3 +51,23 @@ def test_a_record_keeps_its_verdict_and_measures_its_numbers_and_the_verdicts() 
     assert rec.measured() == {"qd32_host_exact_requests": 153, "qd32_host_depth": 1.0, "notes": "no command queuing"}
     settled, _ = settle([rec], "SIGINT")
     assert settled[0].verdict is verdict and settled[0].outcome == "error"  # cut short after its verdict: kept
+
+
+def test_a_records_repeats_fold_as_the_verdicts_repeats_do() -> None:
+    """One folding: the numbers a test adds itself over its repeats (``NAME.rK``) get the same medians
+    and text as the verdicts' properties (model.rules.verdict.repeat_properties), a number missing from
+    one repeat included."""
+    per_repeat: list[dict[str, Number]] = [{"qd1_iops": 150.0, "guest_driver": "sd", "depth": 4},
+                                          {"qd1_iops": 170.0, "guest_driver": "sd"},
+                                          {"qd1_iops": 160.0, "guest_driver": "virtio_blk", "depth": 6}]
+    rec = _rec("queue-depth")
+    for k, props in enumerate(per_repeat, 1):
+        rec.repeat = k
+        rec.add(**props)
+    rec.repeat = 0
+    rec.fold_repeats()
+    folded = repeat_properties(per_repeat)
+    assert {n: rec.properties[n] for n in ("qd1_iops", "guest_driver", "depth")} == {
+        n: folded[n] for n in ("qd1_iops", "guest_driver", "depth")} == {
+        "qd1_iops": 160.0, "guest_driver": "sd", "depth": 5.0}
+    assert rec.properties["depth.r3"] == 6 and "depth.r2" not in rec.properties

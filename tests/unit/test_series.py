@@ -265,7 +265,7 @@ def test_the_recorded_options_keep_what_the_default_series_is_made_of() -> None:
     """A run's options JSON (fixtures/options.py recorded) holds every input of the default series a
     store derives for a run without one, so the derivation from stored options is the run's own."""
     from fixtures.options import SuiteOptions
-    from model.series import default_series, stored_series
+    from model.across.series import default_series, stored_series
 
     opts = SuiteOptions("libvirt", None, "qemu:///system", "auto", ("virtio-scsi", "virtio-blk"), "file", 2.5,
                         (1, 32), 2.0, ("tcq-off",), (), False, None, 120.0, Path("r"), Path("r/j.xml"),

@@ -9,14 +9,14 @@ import pytest
 import sqlalchemy as sa
 
 from reports.junit import write_junit
-from reports.records import Record, RunStatus, settle
+from reports.per_test import Record, RunStatus, settle
 from reports.store import Store, StoreError, main, meta_table, read_results_dir
 
 QD = "libvirt:virtio-scsi:latency5ms"
 BLK = "libvirt:virtio-blk:latency5ms"
 SUITE = {"hypervisor": "libvirt", "controllers": "virtio-scsi,virtio-blk", "inject": "none",
          "guest.kernel": "6.1.0-28-cloud-amd64", "fio_version": "fio-3.33"}
-#: The default series of SUITE's runs (model/series.py): no series property, no options JSON
+#: The default series of SUITE's runs (model/across/series.py): no series property, no options JSON
 SERIES = "libvirt_local_virtio_blk_virtio_scsi_lat5ms_embedded"
 
 
@@ -115,7 +115,7 @@ def test_import_command(tmp_path: Path, store_url: str, capsys: pytest.CaptureFi
     d = write_run(tmp_path, "20261120-020000", healthy())
     assert main(["--store", url, "import", str(d), str(tmp_path / "nothing")]) == 2
     out, err = capsys.readouterr()
-    assert f"{d}: run 1: 4 verdicts, 5 metrics, 8 samples; stored as parameters, not in model/metrics.py: " \
+    assert f"{d}: run 1: 4 verdicts, 5 metrics, 8 samples; stored as parameters, not in model/across/metrics.py: " \
            "mystery_number" in out
     assert "nothing: no junit.xml in it" in err
     assert main(["--store", url, "import", str(d)]) == 0

@@ -1,5 +1,5 @@
 """The test image's pure parts: MBR bytes, the apt mirror read from /etc/apt, the recipe hash,
-the mount guard. (Building it needs root and a mirror: ``python -m guest.image.testimage``.)"""
+the mount guard. (Building it needs root and a mirror: ``python -m bench.testimage``.)"""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from guest.image import testimage
-from guest.image.errors import ImageBuildError
-from guest.image.testimage import Partition, apt_mirror, mbr, mounts_under, recipe, recipe_hash
+from bench import testimage
+from bench.testimage import Partition, apt_mirror, mbr, mounts_under, recipe, recipe_hash
+from guest.image.build_error import ImageBuildError
 
 
 def test_mbr_layout_on_a_small_disk_file(tmp_path: Path) -> None:

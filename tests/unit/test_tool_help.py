@@ -87,6 +87,6 @@ def test_data_script_answers_help_without_work(script: str, tmp_path: Path) -> N
 
 def test_the_tools_are_found() -> None:
     """The discovery finds the tools the docs name (a guard written another way would hide one)."""
-    assert {"guest.image.testimage", "guest.image.build", "guest.image.fio_static", "reports.compare",
+    assert {"bench.testimage", "guest.image.build", "guest.image.fio_static", "reports.compare",
             "reports.store", "reports.trend", "bench.rules", "hypervisors.libvirt.record"} <= set(module_tools())
     assert "tests/data/record_qemu.py" in script_tools()

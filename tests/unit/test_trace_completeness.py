@@ -10,7 +10,7 @@ import pytest
 
 from hypervisors.libvirt.trace import CounterRead, check_complete, check_isolated, completed_between, counter_window
 from model.errors import HypervisorError, TraceIncomplete
-from model.qemutrace import TracedRequest
+from model.parse.qemutrace import TracedRequest
 
 
 def test_a_trace_missing_the_counted_requests_is_incomplete() -> None:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from hypervisors.libvirt.trace import END_EVENTS_BY_FAMILY, FAMILY_EVENTS, QemuTracer
-from model.blockstats import HostBlockCounters
-from model.qemutrace import END_EVENTS, START_EVENTS
+from model.parse.blockstats import HostBlockCounters
+from model.parse.qemutrace import END_EVENTS, START_EVENTS
 
 
 class RecordingMonitor:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from model.compare import Series
-from model.noise import EFFECT_PER_CV
+from model.across.moves import Series
+from model.across.run_to_run import EFFECT_PER_CV
 from reports.store import Store
 from reports.trend import main, noise_bands
 from tests.unit.test_compare_recorded import HEALTHY, HEALTHY2, RUNS

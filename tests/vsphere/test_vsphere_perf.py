@@ -10,8 +10,8 @@ import pytest
 from hypervisors.base import Guest, GuestRequest
 from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.perfdata import NS_PER_S, PerfWindowSummary
-from model.blockstats import HostCountersDelta
 from model.errors import HypervisorError
+from model.parse.blockstats import HostCountersDelta
 from model.types import DiskSpec
 from tests.vsphere.vsphere_sim import SAMPLE_S, Sim
 

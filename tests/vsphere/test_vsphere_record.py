@@ -9,9 +9,9 @@ import pytest
 from hypervisors.base import Guest
 from hypervisors.vsphere import record
 from hypervisors.vsphere.backend import VSphereBackend
-from model.histogram import HistogramKind
+from model.parse.histogram import HistogramKind
+from model.parse.vscsistats_csv import parse_vscsistats_csv
 from model.secret import PASSWORD_ENV
-from model.vscsistats import parse_vscsistats_csv
 from tests.vsphere.vsphere_sim import EsxiFactory, Sim, write_target
 
 

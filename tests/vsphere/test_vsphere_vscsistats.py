@@ -14,7 +14,7 @@ from hypervisors.vsphere.backend import VSphereBackend
 from hypervisors.vsphere.vscsidata import find_disk, parse_fetch_all_histograms, parse_vscsistats_list
 from hypervisors.vsphere.vscsistats import VscsiStatsInterval
 from model.errors import HypervisorError
-from model.histogram import HistogramKind, HistogramSet
+from model.parse.histogram import HistogramKind, HistogramSet
 from tests.vsphere.vsphere_sim import DATA, SAMPLE_VM, EsxiFactory, Sim, closed_port
 from tests.vsphere.vsphere_sshd import LoopbackSshd
 

@@ -1,4 +1,4 @@
-"""Runs the project's extended vcsim (tools/vcsim) for the tests and talks to it from the test side.
+"""Runs the project's extended vcsim (tests/vsphere/vcsim) for the tests and talks to it from the test side.
 
 The simulator is a real vCenter API server (govmomi's), started on a random loopback port with
 a login user and password, a JSON file feeding its virtualDisk counters and a file its
@@ -155,7 +155,7 @@ def start_sim(directory: Path) -> Sim:
         proc.kill()
         err = (directory / "vcsim.stderr").read_text(errors="replace")[-1500:]
         raise RuntimeError(f"unexpected first line from vioconform-vcsim: {line!r}; stderr: {err} "
-                           f"(is the binary older than tools/vcsim? run scripts/setup-vcsim.sh)")
+                           f"(is the binary older than tests/vsphere/vcsim? run scripts/setup-vcsim.sh)")
     sim = Sim(int(m.group(1)), password, perf, xml, proc, stderr)
     _make_template(sim)
     return sim

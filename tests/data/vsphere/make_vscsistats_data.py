@@ -1,7 +1,7 @@
 """Write the vscsiStats test data in this directory (deterministic; rerun after changing it).
 
 There is no ESXi host here, so the files are built from known I/O streams in the formats the
-real tools print: ``vscsiStats -l``, ``vscsiStats -p all -c`` (via model.histogram's writer, whose
+real tools print: ``vscsiStats -l``, ``vscsiStats -p all -c`` (via model.parse.histogram's writer, whose
 titles and bucket limits are those of real captures) and the ServiceManager's FetchAllHistograms
 XML (layout of published client code; see hypervisors/vsphere/vscsidata.py). Two cumulative
 snapshots per format: the second adds a known workload to the first, so tests can check the
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from model.histogram import Histogram, HistogramKind, HistogramSet
+from model.parse.histogram import Histogram, HistogramKind, HistogramSet
 
 HERE = Path(__file__).resolve().parent
 VM = "vioc-sample"

@@ -20,7 +20,7 @@ import libvirt
 
 from guest.cache import CacheNotWritable
 from guest.image.build import check_image_cache, check_kernel_deb
-from guest.image.errors import ImageBuildError
+from guest.image.build_error import ImageBuildError
 from guest.image.user import Reader, UserImageError, check_image, check_space
 from hypervisors.base import BackendOptions
 from hypervisors.libvirt import accel, environment, imageboot, machine

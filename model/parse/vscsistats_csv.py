@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from model.errors import ParseError
-from model.histogram import TITLE_TO_KIND, Histogram, HistogramSet
+from model.parse.histogram import TITLE_TO_KIND, Histogram, HistogramSet
 
 _TITLE = re.compile(
     r"^Histogram:\s*(?P<title>.+?)\s*(?:(?:"

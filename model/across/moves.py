@@ -11,8 +11,9 @@ A metric **moved** when all of these hold (:func:`metric_moved`):
 
 1. each run's median lies outside the other run's spread (a run's spread is its samples'
    min..max), on the side it moved to;
-2. the medians differ by at least the metric's minimum relative effect (:data:`MIN_EFFECTS`,
-   measured run-to-run noise; :data:`MIN_EFFECT` for a metric it has no entry for);
+2. the medians differ by at least the metric's minimum relative effect (:data:`MIN_EFFECTS`:
+   measured run-to-run noise, which each rule module declares for the metrics it records;
+   :data:`MIN_EFFECT` for a metric with no entry);
 3. an exact two-sided Mann-Whitney U (Wilcoxon rank-sum) test over the repeats gives
    p <= :data:`ALPHA`. With few repeats the test cannot reach ALPHA at all (3 against 3
    samples: the smallest possible p is 2/20 = 0.1); the move is then reported as
@@ -36,11 +37,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from model.metrics import Direction
+from model.rules import RULE_MODULES
+from model.rules.spec import Direction
 
-Outcome = Literal["passed", "failed", "error", "skipped", "not run"]
-#: The outcomes a stored verdict may have: the same words as reports.records.Outcome.
-OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "error", "skipped", "not run")
 #: (rule, configuration id): one JUnit case.
 Key = tuple[str, str]
 FlipKind = Literal["regression", "fix", "error", "changed"]
@@ -50,83 +49,32 @@ FlipKind = Literal["regression", "fix", "error", "changed"]
 ALPHA = 0.05
 #: Smallest relative change of a median that is reported for a metric :data:`MIN_EFFECTS` has no
 #: entry for (vSphere counters, controllers and rules outside the default suite): 10 %, a
-#: parameter (``--min-effect``). The measured table below is the default for the others.
+#: parameter (``--min-effect``). The measured minimum effects are the default for the others.
 MIN_EFFECT = 0.10
-#: Per metric name, the smallest relative change of a median that ``compare`` reports, derived
-#: from the run-to-run noise measured twice on this machine (2 cores, QEMU 7.2 TCG, the default
-#: suite: every rule on virtio-scsi and virtio-blk, every rule passed in every run): with
-#: ``python -m bench.noise --runs 10`` on 2026-11-24 (3 s windows, 3 buffered-direct copies, runs of
-#: about 120 s) and from the 11 healthy runs of ``python -m bench.rules --repeats 10`` on 2026-11-25
-#: (2 s windows, 2 copies, runs of 85 s). Each measurement gives model/noise.py's NoiseRow.min_effect:
-#: 3 x sqrt 2 x the CV of the noisier of the two configurations (so two healthy runs exceed it
-#: with about 0.27 % probability per metric if the noise were normal), at least the widest change
-#: seen between two of the runs (the TCG latencies are not normal: they jump by up to 9x), and
-#: at least 2 % where the metric never moved (exact request sizes and depths); the entry is the
-#: larger of the two. The comment on each line gives the CV and the widest change, 11-24 / 11-25.
-#: The depth maximum and 90th percentile at 32 never moved in those runs (31); in 9 healthy
-#: virtio-blk queue-depth runs with the load average at 4-14 they were 30 or 31 (a third entry on
-#: their lines): one request of 31 is 3.2 %, above the 2 % floor, so 31 -> 30 had failed a healthy
-#: run against a healthy baseline.
-MIN_EFFECTS: Mapping[str, float] = {
-    "buffered_depth_max": 0.092,  # CV 2.17 % / 1.65 %, widest 8.0 % / 6.6 % (virtio-scsi / virtio-blk)
-    "buffered_depth_median": 0.132,  # CV 3.12 % / 1.56 %, widest 9.8 % / 5.9 % (virtio-scsi / virtio-blk)
-    "buffered_depth_min": 0.249,  # CV 5.87 % / 2.45 %, widest 22.9 % / 7.4 % (virtio-scsi / virtio-scsi)
-    "buffered_request_bytes_max": 0.063,  # CV 1.49 % / 0.18 %, widest 4.0 % / 0.5 % (virtio-blk / virtio-blk)
-    "buffered_request_bytes_median": 0.062,  # CV 1.45 % / 0.57 %, widest 4.3 % / 1.6 % (virtio-scsi / virtio-scsi)
-    "buffered_request_bytes_min": 0.146,  # CV 3.44 % / 0.85 %, widest 12.7 % / 3.0 % (virtio-blk / virtio-blk)
-    "crossing_fraction": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "direct_depth_max": 0.147,  # CV 3.48 % / 1.30 %, widest 10.5 % / 3.4 % (virtio-blk / virtio-scsi)
-    "direct_depth_median": 0.129,  # CV 3.04 % / 1.36 %, widest 9.3 % / 4.6 % (virtio-blk / virtio-scsi)
-    "direct_depth_min": 0.133,  # CV 3.13 % / 1.58 %, widest 8.1 % / 5.8 % (virtio-blk / virtio-scsi)
-    "direct_request_bytes_max": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "direct_request_bytes_median": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "direct_request_bytes_min": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "extra_stripe_requests": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "fio_iops": 0.082,  # CV 1.92 % / 0.86 %, widest 5.6 % / 3.2 % (virtio-blk / virtio-blk)
-    "guest_avg_request_bytes": 0.020,  # CV 0.00 % / 0.02 %, widest 0.0 % / 0.1 % (virtio-blk / virtio-blk)
-    "host_request_bytes_mean": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "host_request_bytes_p50": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "iops_scaling": 0.124,  # CV 2.93 % / 1.28 %, widest 8.9 % / 4.7 % (virtio-blk / virtio-scsi)
-    "latency_added_p50_us": 9.211,  # CV 89.22 % / 36.08 %, widest 921.1 % / 234.0 % (virtio-blk / virtio-blk)
-    "latency_guest_min_us": 9.047,  # CV 89.64 % / 107.08 %, widest 904.7 % / 608.7 % (virtio-scsi / virtio-blk)
-    "latency_guest_p50_us": 1.474,  # CV 33.91 % / 15.61 %, widest 147.4 % / 73.0 % (virtio-blk / virtio-scsi)
-    "latency_host_min_us": 0.873,  # CV 17.21 % / 18.80 %, widest 63.5 % / 87.3 % (virtio-blk / virtio-scsi)
-    "latency_host_p50_us": 0.866,  # CV 15.64 % / 20.42 %, widest 60.3 % / 83.1 % (virtio-blk / virtio-scsi)
-    "misaligned_requests": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "qd1_guest_aqu_sz": 0.080,  # CV 1.89 % / 0.91 %, widest 5.4 % / 3.2 % (virtio-blk / virtio-scsi)
-    "qd1_guest_inflight_mean": 0.887,  # CV 14.14 % / 13.90 %, widest 56.2 % / 88.7 % (virtio-scsi / virtio-scsi)
-    "qd1_host_average_depth": 0.152,  # CV 3.57 % / 1.50 %, widest 9.2 % / 4.5 % (virtio-blk / virtio-blk)
-    "qd1_host_depth": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "qd1_host_depth_max": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "qd1_host_depth_min": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "qd1_host_exact_depth_median": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "qd1_host_exact_depth_p90": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    "qd1_iops": 0.109,  # CV 2.57 % / 1.08 %, widest 6.5 % / 3.4 % (virtio-blk / virtio-blk)
-    "qd32_guest_aqu_sz": 0.067,  # CV 1.58 % / 0.98 %, widest 4.1 % / 3.2 % (virtio-scsi / virtio-blk)
-    "qd32_guest_inflight_mean": 0.502,  # CV 7.17 % / 10.42 %, widest 25.3 % / 50.2 % (virtio-blk / virtio-blk)
-    "qd32_host_average_depth": 0.091,  # CV 2.14 % / 1.16 %, widest 6.8 % / 3.4 % (virtio-scsi / virtio-blk)
-    "qd32_host_depth": 0.130,  # CV 2.94 % / 2.81 %, widest 8.3 % / 13.0 % (virtio-scsi / virtio-blk)
-    "qd32_host_depth_max": 0.062,  # CV 0.00 % / 0.00 % / 1.46 %, widest 0.0 % / 0.0 % / 3.3 % (virtio-blk x3)
-    "qd32_host_depth_min": 0.400,  # CV 6.68 % / 9.11 %, widest 18.2 % / 40.0 % (virtio-scsi / virtio-blk)
-    "qd32_host_exact_depth_median": 0.130,  # CV 2.94 % / 2.81 %, widest 8.3 % / 13.0 % (virtio-scsi / virtio-blk)
-    "qd32_host_exact_depth_p90": 0.062,  # CV 0.00 % / 0.00 % / 1.46 %, widest 0.0 % / 0.0 % / 3.3 % (virtio-blk x3)
-    "qd32_iops": 0.078,  # CV 1.85 % / 1.35 %, widest 5.6 % / 4.3 % (virtio-scsi / virtio-blk)
-    "split_factor": 0.020,  # CV 0.00 % / 0.00 %, widest 0.0 % / 0.0 % (virtio-blk / virtio-blk)
-    # Parameters that are themselves counts of what happened (python -m bench.noise --all lists
-    # them): a request or interrupt count moves with the IOPS of its window. Settings (block
-    # sizes, queue depths, max_sectors_kb) never moved: any change of theirs is reported at 10 %.
+#: The minimum effect of a metric two rules record alike (model/across/metrics.py's SHARED_METRICS), in the
+#: form of a rule module's MIN_EFFECTS: a request count moves with the IOPS of its window (io-size's;
+#: alignment counts a fixed number of writes).
+SHARED_MIN_EFFECTS: Mapping[str, float] = {
     "host_requests": 0.065,  # CV 1.53 % / 0.89 %, widest 4.3 % / 2.5 % (virtio-blk / virtio-blk)
-    "iops_scaling_required": 0.102,  # CV 2.41 % / 1.19 %, widest 7.3 % / 3.6 % (virtio-blk / virtio-scsi)
-    "iops_scaling_required_from_guest": 0.102,  # CV 2.41 % / 1.19 %, widest 7.3 % / 3.6 % (virtio-blk / virtio-scsi)
-    "qd1_host_exact_requests": 0.116,  # CV 2.73 % / 1.24 %, widest 7.9 % / 3.9 % (virtio-blk / virtio-blk)
-    "qd1_host_required": 0.091,  # CV 2.15 % / 1.32 %, widest 5.4 % / 2.6 % (virtio-blk / virtio-scsi)
-    "qd1_host_required_from_guest": 0.091,  # CV 2.15 % / 1.32 %, widest 5.4 % / 2.6 % (virtio-blk / virtio-scsi)
-    "qd32_host_exact_requests": 0.069,  # CV 1.64 % / 1.38 %, widest 4.5 % / 4.9 % (virtio-scsi / virtio-blk)
-    "qd32_host_required": 0.067,  # CV 1.58 % / 0.98 %, widest 4.1 % / 3.2 % (virtio-scsi / virtio-blk)
-    "qd32_host_required_from_guest": 0.067,  # CV 1.58 % / 0.98 %, widest 4.1 % / 3.2 % (virtio-scsi / virtio-blk)
-    "queue0_count": 0.251,  # CV 5.92 % / 4.48 %, widest 19.8 % / 15.7 % (virtio-blk / virtio-blk)
-    "queue1_count": 0.335,  # CV 6.14 % / 7.89 %, widest 19.2 % / 25.8 % (virtio-scsi / virtio-blk)
 }
+#: Per metric name, the smallest relative change of a median that ``compare`` reports: what each rule
+#: module declares beside the metrics it records (its MIN_EFFECTS; model/rules/__init__.py lists the
+#: modules), and :data:`SHARED_MIN_EFFECTS`. Every entry is derived from the run-to-run noise of whole
+#: runs of the default suite (every rule on virtio-scsi and virtio-blk, every rule passed in every run),
+#: measured twice on a 2-core TCG host: ``python -m bench.noise --runs 10`` with 3 s windows and 3
+#: buffered-direct copies (runs of about 120 s), and the 11 healthy runs of ``python -m bench.rules
+#: --repeats 10`` with 2 s windows and 2 copies (runs of 85 s). Each measurement gives model/across/run_to_run.py's
+#: NoiseRow.min_effect: 3 x sqrt 2 x the CV of the noisier of the two configurations (so two healthy
+#: runs exceed it with about 0.27 % probability per metric if the noise were normal), at least the
+#: widest change seen between two of the runs (the TCG latencies are not normal: they jump by up to
+#: 9x), and at least 2 % where the metric never moved (exact request sizes and depths); the entry is
+#: the larger of the two. Each entry's comment gives both CVs and widest changes (3 s / 2 s windows);
+#: docs/benchmarks.md has the measurements. Parameters that are counts of what happened (``python -m
+#: bench.noise --all`` lists them) have entries; settings (block sizes, queue depths, max_sectors_kb)
+#: never moved, and any change of theirs is reported at :data:`MIN_EFFECT`.
+MIN_EFFECTS: Mapping[str, float] = {name: effect for table in (*(rule.MIN_EFFECTS for rule in RULE_MODULES),
+                                                               SHARED_MIN_EFFECTS)
+                                    for name, effect in table.items()}
 #: pass/fail transitions across the last N runs that make a configuration flaky. One flip is a
 #: change (a regression or a fix); two or more is going back and forth, by definition.
 FLAKY_MIN_FLIPS = 2

@@ -1,4 +1,4 @@
-"""A run's series: the nightly job it belongs to. The fingerprint (model/fingerprint.py) is what
+"""A run's series: the nightly job it belongs to. The fingerprint (model/across/fingerprint.py) is what
 changed between two runs of it.
 
 A series is named by ``--series NAME``, or by default derived from what the job asks for (never

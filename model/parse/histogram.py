@@ -2,7 +2,7 @@
 
 The *exact* host-observed depth (docs/rules/queue-depth.md) is a histogram of how many I/Os were
 outstanding when each new one arrived. vscsiStats measures it on ESXi; on QEMU the same
-histograms are computed from trace events (model.qemutrace). Both land here, so a rule
+histograms are computed from trace events (model.parse.qemutrace). Both land here, so a rule
 compares guest and host the same way on either hypervisor.
 
 A bucket with upper limit L counts values v with previous limit < v <= L; the last count

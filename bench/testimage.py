@@ -1,5 +1,7 @@
 """The project's own small cloud-init test image: a Debian 12 disk that boots by its own
-bootloader, for testing the "bring your own image" path end to end without internet.
+bootloader, for testing the "bring your own image" path end to end without internet. It is no part
+of the suite: the end-to-end tests and the benchmarks (``bench.time_to_verdict --test-image``) use it,
+and a user who wants to try ``--image`` without an image of their own.
 
 It is built from Debian packages only (debootstrap of ``bookworm`` minbase plus systemd,
 openssh-server, cloud-init, sudo and Debian's ``linux-image-cloud-amd64`` kernel) and cached
@@ -40,7 +42,7 @@ libvirt with OVMF, Linux finds no device behind a seed CD-ROM on the IDE seconda
 though plain QEMU with OVMF and the same channel does; a seed on virtio-blk (read-only) works under
 BIOS and UEFI alike.
 
-Build by hand: ``python -m guest.image.testimage`` prints the image path, build time and size.
+Build by hand: ``python -m bench.testimage`` prints the image path, build time and size.
 """
 
 from __future__ import annotations
@@ -54,15 +56,13 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import CacheNotWritable, build_lock, cache_dir, use_entry, writable_dir
-from guest.image.errors import ImageBuildError
+from guest.cache import CacheNotWritable, cache_dir, cached_or_built
+from guest.image.build_error import ImageBuildError
 
 #: The Debian release the image is made of.
 SUITE = "bookworm"
@@ -452,7 +452,7 @@ def _esp(work: Path, efi: Path) -> Path:
 def _build(dest: Path, work: Path, say: Callable[[str], None]) -> str:
     if os.geteuid() != 0:
         raise ImageBuildError("building the test image needs root (debootstrap, chroot); "
-                              "run `python -m guest.image.testimage` as root once, then it is cached")
+                              "run `python -m bench.testimage` as root once, then it is cached")
     mirror = apt_mirror()
     root = work / "root"
     say(f"debootstrap {SUITE} ({len(PACKAGES)} packages on minbase)")
@@ -502,41 +502,29 @@ def ensure_test_image(log: Callable[[str], None] | None = None) -> TestImage:
     r = recipe()
     h = recipe_hash(r)
     dest = cache_root() / h
-    meta = dest / "recipe.json"
-    if meta.exists():
-        info = json.loads(meta.read_text())
-        use_entry(dest, say)
-        return TestImage(dest / "disk.qcow2", info["kernel_version"], h, 0.0,
-                         tuple(info.get("storage_drivers", {}).items()))
-    writable_dir(dest.parent, "test image cache")
-    with build_lock(dest):
-        if meta.exists():  # built by another process while this one waited
-            return ensure_test_image(log)
+
+    def build(staging: Path, work: Path) -> dict[str, object]:
         say(f"building test image {h}; cached afterwards in {dest}")
-        t0 = time.monotonic()
-        # Build beside the cache entry so the final rename is atomic: a killed build leaves no entry.
-        with tempfile.TemporaryDirectory(prefix=".build-", dir=dest.parent) as tmp:
-            staging = Path(tmp) / "out"
-            try:
-                kver = _build(staging, Path(tmp), say)
-            finally:
-                unmount_under(Path(tmp))  # before the tree is deleted: never delete through a mount
-            os.chmod(staging / "disk.qcow2", 0o444)
-            drivers = json.loads((staging / "drivers.json").read_text())
-            (staging / "recipe.json").write_text(json.dumps(
-                {**r, "kernel_version": kver, "storage_drivers": drivers}, indent=2))
-            staging.rename(dest)
-        took = time.monotonic() - t0
-    say(f"test image built in {took:.1f} s")
-    use_entry(dest, say)
-    return TestImage(dest / "disk.qcow2", kver, h, took, tuple(drivers.items()))
+        try:
+            kver = _build(staging, work, say)
+        finally:
+            unmount_under(work)  # before the tree is deleted: never delete through a mount
+        os.chmod(staging / "disk.qcow2", 0o444)
+        drivers = json.loads((staging / "drivers.json").read_text())
+        return {**r, "kernel_version": kver, "storage_drivers": drivers}
+
+    entry = cached_or_built(dest, "test image cache", build, say)
+    if entry.build_seconds:
+        say(f"test image built in {entry.build_seconds:.1f} s")
+    return TestImage(dest / "disk.qcow2", entry.recipe["kernel_version"], h, entry.build_seconds,
+                     tuple(entry.recipe.get("storage_drivers", {}).items()))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m guest.image.testimage``: build (or find) the cached test image; its path is the last line."""
+    """``python -m bench.testimage``: build (or find) the cached test image; its path is the last line."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m guest.image.testimage", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m bench.testimage", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="Progress goes to stderr; stdout's last line is the image's path.")
     ap.parse_args(argv)

@@ -42,7 +42,7 @@ from datetime import datetime
 from typing import Literal
 
 from model.errors import ParseError
-from model.histogram import DIRECTIONS, Histogram, HistogramKind, HistogramSet
+from model.parse.histogram import DIRECTIONS, Histogram, HistogramKind, HistogramSet
 
 LBN_BYTES = 512
 SCSI_READ_OPCODES = frozenset({0x08, 0x28, 0x88, 0xA8})

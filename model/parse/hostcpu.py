@@ -10,7 +10,7 @@ host's contention as the guest felt it, measured over the same window as the rul
 
 A comparison across runs (``--baseline``) uses it as evidence: numbers that follow the host's CPU
 are judged against a baseline only when neither run's vCPUs waited for the host more than
-:data:`model.rules.baseline.WAIT_MAX_PCT` of the window.
+:data:`model.rules.against_baseline.WAIT_MAX_PCT` of the window.
 """
 
 from __future__ import annotations

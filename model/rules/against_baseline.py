@@ -2,7 +2,7 @@
 
 The baseline is a run in the results store (an earlier night, the previous image or hypervisor
 build). Each metric with a direction that this run and the baseline both measured for the same
-rule and configuration is compared as ``compare`` compares runs (model/compare.py: each median
+rule and configuration is compared as ``compare`` compares runs (model/across/moves.py: each median
 outside the other's spread, at least the metric's measured minimum effect, and the rank test when
 there are enough repeats). A move in the worse direction fails the rule, with both numbers; a
 better move, and any parameter (a setting, a count) that changed, is a note. The rule's own
@@ -17,7 +17,7 @@ was asked for was not made, and CI must not read that as green.
 (:data:`HOST_CPU_BOUND`: IOPS, latencies, the depths the guest keeps up, IOPS scaling) move with the
 host's other work, most under QEMU's TCG where every guest instruction is emulated on a host thread.
 So each run records how long its guest's vCPUs waited for a host CPU in its most contended window
-(``host_vcpu_wait_pct``, model/hostcpu.py), and such a number is judged against a baseline only
+(``host_vcpu_wait_pct``, model/parse/hostcpu.py), and such a number is judged against a baseline only
 when neither run's vCPUs waited more than :data:`WAIT_MAX_PCT`; otherwise its move is a note that
 names both runs' waits, never a failure. A figure a run did not record (an older run, vSphere) is
 no evidence: what the other run recorded decides. A rule left with no metric with a direction that
@@ -30,8 +30,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 
-from model.compare import MIN_EFFECT, MIN_EFFECTS, Moved, Series, metric_moved
-from model.metrics import describe
+from model.across.metrics import describe
+from model.across.moves import MIN_EFFECT, MIN_EFFECTS, Moved, Series, metric_moved
 from model.rules.verdict import Number, RuleVerdict
 
 #: Most a run's vCPUs may have waited for a host CPU (% of its most contended window, per vCPU)
@@ -43,7 +43,7 @@ from model.rules.verdict import Number, RuleVerdict
 #: loops beside the guest), moves of 7-24 % that a comparison would call a regression.
 WAIT_MAX_PCT = 10.0
 #: The numbers that follow the host CPU the guest gets: rates, latencies, the depths the guest
-#: keeps up and the scaling of IOPS with depth (names as model/metrics.py knows them).
+#: keeps up and the scaling of IOPS with depth (names as model/across/metrics.py knows them).
 HOST_CPU_BOUND = re.compile(r"(qd\d+_|fio_)iops|iops_scaling|latency_[a-z]+_[a-z0-9]+_us"
                             r"|[a-z0-9_]*(depth|aqu_sz|inflight)[a-z0-9_]*")
 #: The property each run records its vCPUs' wait under (suites/assertions.py).

@@ -17,11 +17,9 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from model.rules.verdict import Number, RuleVerdict, spread
-
-Outcome = Literal["passed", "failed", "error", "skipped", "not run"]
+from model.rules.verdict import Number, RuleVerdict, repeat_properties
+from model.types import Outcome
 
 #: The message of a rule whose test started and never finished (its call phase never reported).
 UNFINISHED = "did not finish"
@@ -62,16 +60,18 @@ class Record:
         self.properties.update(values)
 
     def fold_repeats(self) -> None:
-        """After the repeats: each ``NAME.rK`` number also as NAME, the median over the repeats
-        (a text property as the first repeat's)."""
-        by_name: dict[str, list[Number]] = {}
+        """After the repeats: each ``NAME.rK`` number also as NAME, the median over the repeats (a
+        text property as the first repeat's), folded as a rule's verdicts fold their repeats
+        (model.rules.verdict.repeat_properties)."""
+        per_repeat: dict[int, dict[str, Number]] = {}
         for prop, value in self.properties.items():
             name, dot, k = prop.rpartition(".r")
             if dot and k.isdigit():
-                by_name.setdefault(name, []).append(value)
-        for name, values in by_name.items():
-            numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-            self.properties[name] = round(spread(numbers)[0], 6) if len(numbers) == len(values) else values[0]
+                per_repeat.setdefault(int(k), {})[name] = value
+        if not per_repeat:
+            return
+        folded = repeat_properties([per_repeat.get(k, {}) for k in range(1, max(per_repeat) + 1)])
+        self.properties.update({name: folded[name] for name in dict.fromkeys(n for r in per_repeat.values() for n in r)})
 
     @property
     def headline(self) -> str:

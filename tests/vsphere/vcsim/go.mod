@@ -1,4 +1,4 @@
-module vioconform/tools/vcsim
+module vioconform/tests/vsphere/vcsim
 
 go 1.22
 

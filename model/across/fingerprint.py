@@ -1,7 +1,7 @@
 """A run's environment fingerprint: what it was measured on, as the nightly question needs it.
 
 "Did tonight's QEMU, libvirt or ESXi build change what the guest's storage sees, compared with
-last night's?" compares the runs of one series (the job: model/series.py) across changes of the
+last night's?" compares the runs of one series (the job: model/across/series.py) across changes of the
 environment (:data:`FINGERPRINT_KEYS`); :func:`change_line` says what changed between two of
 them. Everything else a run records about what was tested (each disk's kernel name, driver chain,
 boot settings) is kept too, but is not part of the fingerprint: a disk's kernel name (sda or sdb)

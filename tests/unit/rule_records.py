@@ -1,0 +1,113 @@
+"""What each rule records, by rule: every property name its judge writes, driven with the recorded
+and synthetic inputs of tests/model and tests/unit (every branch that adds a property), plus what its
+suite adds with ``record.add()``, plus what every rule's record gets from the shared code (repeats,
+notes, the ``--baseline`` comparison, a failure's blame).
+
+tests/unit/test_metric_table.py checks that each of these names has exactly one declared spec, in its
+rule's own module or among the shared ones."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from model.across.moves import Series
+from model.advertised import Advertised
+from model.device_limits import ConfiguredLimits, DepthLimit, GuestLimits, IoMax, parse_guest_limits
+from model.rules.against_baseline import against_baseline
+from model.rules.alignment import count_boundary_crossings, judge_alignment
+from model.rules.buffered_direct import judge_regime
+from model.rules.direct_io import LatencyFloor, judge_direct_io
+from model.rules.io_size import judge_io_size
+from model.rules.limits import judge_limits
+from model.rules.multi_queue import judge_multiqueue
+from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
+from model.rules.verdict import RuleVerdict, combine_repeats
+from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDELITY, _baseline, _file_writes, _io
+from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
+
+#: What suites/test_<rule>.py adds with record.add() besides the verdict's numbers, by rule:
+#: queue-depth's exact_summary() and Little's-law depth of each window and the guest's own limits,
+#: io-size's guest request size, buffered-direct's saved baseline.
+SUITE_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "queue-depth": (*(f"qd{n}_{k}" for n in (1, 32) for k in (
+        "host_exact_source", "host_exact_requests", "host_exact_depth_median", "host_exact_depth_p90",
+        "host_exact_io_length_mean", "host_average_depth")),
+        "guest_queue_depth", "guest_nr_requests", "guest_driver"),
+    "io-size": ("guest_avg_request_bytes",),
+    "buffered-direct": ("baseline_saved_to",),
+}
+
+#: What every rule's record can hold besides its own numbers: a note, the repeats (``NAME.rK`` and
+#: their counts), the ``--baseline`` comparison, and what the shared code adds around the verdict: the
+#: host CPU its guest waited for (suites/assertions.py) and a failure's layer at fault (reports/junit.py).
+SHARED_PROPERTIES = ("notes", "repeats", "repeats_passed", "baseline_source", "baseline_metrics_compared",
+                     "baseline_metrics_judged", "baseline_metrics_not_judged", "baseline_metrics_worse",
+                     "baseline_worse", "baseline_moved", "baseline_not_judged")
+#: Written around the verdict rather than by it (so not checked against the shared code's output here).
+AROUND_THE_VERDICT = ("host_vcpu_wait_pct", "host_vcpu_run_pct", "blame", "blame_reason")
+
+
+def _queue_depth() -> list[RuleVerdict]:
+    """Every branch of queue-depth's properties: the guest's path read (limits, scheduler, io.max,
+    async_depth), the guest's CPU measured, the device's own answer."""
+    cpu = [DepthPoint(p.offered_depth, p.iops, p.fio_depth_mode, p.guest_aqu_sz, p.guest_inflight_mean, p.host_depth,
+                      p.host_depth_min, p.host_depth_max, p.host_source, guest_cpu_busy_pct=55.0,
+                      guest_cpu_all_pct=40.0, fio_cpu_pct=12.0) for p in HEALTHY]
+    io_max = scsi_path(io_max=(IoMax("/vioc", riops=400),))
+    return [judge_queue_depth(HEALTHY, device_queue_depth=128),
+            judge_queue_depth(cpu, 128, guest_path=io_max, advertised=DeviceSaid(128, "cmd_per_lun 128")),
+            judge_queue_depth(cpu[:1], 128, guest_path=GuestPath((DepthLimit("/sys/block/vda/queue/nr_requests",
+                                                                              8, 256),)))]
+
+
+def _limits() -> list[RuleVerdict]:
+    guest = parse_guest_limits((DATA / "limits-virtio-scsi.txt").read_text())
+    asked = ConfiguredLimits(queue_depth=128, max_transfer_bytes=1 << 20, logical_block_bytes=512,
+                             physical_block_bytes=4096, optimal_io_bytes=65536, write_cache=True, discard=True,
+                             queues=2)
+    said = Advertised(source="QEMU", queue_depth=128, max_transfer_bytes=1 << 20, logical_block_bytes=512,
+                      physical_block_bytes=4096, optimal_io_bytes=65536, write_cache=True, discard=True, queues=2)
+    disks: list[tuple[str, ConfiguredLimits, GuestLimits] | tuple[str, ConfiguredLimits, GuestLimits,
+                                                                   Advertised | None]]
+    disks = [("dut", asked, guest, said), ("scratch", asked, guest, said)]
+    return [judge_limits(disks)]
+
+
+def verdicts() -> dict[str, list[RuleVerdict]]:
+    """Each rule's verdicts on recorded and synthetic inputs, by rule."""
+    base = _baseline()["libvirt:virtio-blk:latency5ms"]
+    return {
+        "queue-depth": _queue_depth(),
+        "io-size": [judge_io_size(_io(65536, max_sectors_kb=64)),
+                    judge_io_size(dataclasses.replace(_io(1 << 20), host_request_bytes_p50=1 << 20,
+                                                      guest_max_segments=254, fio_iops=120.0))],
+        "direct-io": [judge_direct_io(HEALTHY_FIDELITY, HEALTHY_DURABILITY, True, "configured write back",
+                                      LatencyFloor(395.3, 171.5, 10.3, 75))],
+        "buffered-direct": [judge_regime(base, base, "b.json"), judge_regime(base, None)],
+        "alignment": [judge_alignment(count_boundary_crossings(_file_writes(63), 4096, 65536), 63 * 512, "w",
+                                      "exact")],
+        "multi-queue": [judge_multiqueue(2, 2, 2, {0: 1024, 1: 971}, online_cpus=1)],
+        "limits": _limits(),
+    }
+
+
+def recorded() -> dict[str, list[str]]:
+    """Every property name each rule records, by rule: its verdicts' (with notes), its suite's, and
+    its repeats' (``NAME.r1``, ``NAME.r2``, ``repeats``)."""
+    out = {}
+    for rule, vs in verdicts().items():
+        names = [n for v in vs for n in v.record_properties()]
+        names += list(combine_repeats([vs[0], vs[0]], exact=False).properties)
+        out[rule] = sorted({*names, *SUITE_PROPERTIES.get(rule, ())})
+    return out
+
+
+def shared_recorded() -> list[str]:
+    """What the shared code writes into every rule's record: checked here against its own output."""
+    v = RuleVerdict("queue-depth", ("measured",), (), ("a note",), {"qd1_iops": 150.0})
+    compared = against_baseline(v, v.properties, {"qd1_iops": Series("IO/s", "higher-better", (300.0,))}, "run 7")
+    names = {*v.record_properties(), *compared.properties,
+             *combine_repeats([v, v], exact=False).properties} - {"qd1_iops", "qd1_iops.r1", "qd1_iops.r2"}
+    assert names == set(SHARED_PROPERTIES), sorted(names)
+    return [*SHARED_PROPERTIES, *AROUND_THE_VERDICT]
+
