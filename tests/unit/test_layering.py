@@ -224,7 +224,7 @@ def test_checker_resolves_relative_imports() -> None:
     ("hypervisors.libvirt.record", "reports.cli", False),  # reports is not below hypervisors
     ("hypervisors.libvirt.backend", "fixtures.options", False),  # a higher layer
     ("measure.window", "hypervisors.base", True),
-    ("reports.redact", "hypervisors.vsphere.config", False),
+    ("reports.html", "hypervisors.vsphere.config", False),
     ("transport.ssh", "hypervisors.base", False),
     ("reports.junit", "fixtures.session", False),  # reports reads typed records: the plugin is above it
     ("fixtures.session", "reports.results", True),

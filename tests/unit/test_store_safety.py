@@ -37,7 +37,7 @@ def test_an_in_memory_store_is_refused(tmp_path: Path) -> None:
     for url in ("sqlite://", "sqlite:///:memory:", "sqlite+pysqlite:///:memory:", "sqlite:///file::memory:?uri=true"):
         with pytest.raises(StoreError, match=r"is an in-memory database: it would keep nothing after the run"):
             Store(url)
-    # what the suite's check before any guest says: a usage error (fixtures/session.py wraps StoreError)
+    # what the suite's check before any guest says: a usage error (fixtures/preflight.py wraps StoreError)
     with pytest.raises(StoreError, match="in-memory"):
         store.check_store("sqlite://")
 
