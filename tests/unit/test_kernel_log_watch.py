@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.outcomes import RuleFailure
 from guest.tools.kernel_log import KernelLog, KernelLogUnreadable, KernelWarning
 from model.kernel_log import InjectedErrors
 from model.rules.verdict import RuleVerdict
 from reports.per_test import Record
 from suites import kernel_log
-from suites.assertions import RuleFailure, judge_repeated
+from suites.assertions import judge_repeated
 from tests.unit.fake_shell import FakeShell, Reply, fake_disk
 from transport.ssh import GuestCommandError
 
