@@ -64,6 +64,8 @@ def once(disk: GuestDisk, store: BackingStore, mapper: DeviceMapper | None, raw:
     guards = (store.read(region.window_start_bytes, region.guard_bytes), store.read(region.end_bytes, region.guard_bytes))
     writer = disk.tool(IntegrityWrites)
     target, mapping = disk.device_path, ""
+    log.info("%s (%s): %s run %08x: %d passes over %s, then read back; the host reads %s", disk.config_id,
+             disk.kernel_name, RULE, run_id, len(PLAN), region.describe(), store.where)
     if mapper is None:
         out = writer.run(target, PLAN, region, run_id)
     else:

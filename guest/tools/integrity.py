@@ -39,7 +39,8 @@ class IntegrityWrites(GuestTool):
 
     name = "fio"
 
-    def args(self, target: str, plan: tuple[WritePass, ...], region: Region, run_id: int, fio: str = "fio") -> list[str]:
+    @staticmethod
+    def args(target: str, plan: tuple[WritePass, ...], region: Region, run_id: int, fio: str = "fio") -> list[str]:
         """fio's arguments: global options, then one job per pass and the read-back."""
         a = [fio, "--output-format=json", f"--filename={target}", "--verify=md5", "--do_verify=0",
              f"--verify_interval={SECTOR_BYTES}", "--verify_state_save=0", "--thread"]

@@ -34,7 +34,7 @@ RECORDED_RUN = 0x64DFEE39
 def test_the_fio_arguments_are_those_the_guests_fio_ran() -> None:
     """fio echoes each job's options in its JSON: the recorded run's are what args() builds for its run id."""
     recorded = json.loads(RECORDED.read_text())
-    args = IntegrityWrites.args(None, "/dev/vdb", PLAN, Region(), RECORDED_RUN)  # type: ignore[arg-type]
+    args = IntegrityWrites.args("/dev/vdb", PLAN, Region(), RECORDED_RUN)
     sections: list[dict[str, str]] = [{}]  # the global options, then one per job
     flags: list[set[str]] = [set()]  # options without a value, which fio does not echo
     for a in args[1:]:
