@@ -42,9 +42,13 @@ MODULES = (
     "crc32c_generic", "ext4",
     # The host's entropy (the domain's virtio-rng): init loads it before it makes the SSH host key.
     "virtio_rng",
+    # device-mapper, for the data-integrity rule's lba-shift fault (a linear target offset by a few
+    # sectors, made with dmsetup): shipped, loaded by the rule when it needs it (modprobe), never at boot.
+    "dm_mod",
 )
-#: Host binaries copied into the guest with their shared-library closure.
-BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey")
+#: Host binaries copied into the guest with their shared-library closure. dmsetup (Debian's dmsetup
+#: package, 0.2 MB and 1.3 MB of libraries) drives device-mapper: busybox has no applet for it.
+BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/sbin/dmsetup")
 #: fio is the suite's static build of Debian's fio source (guest/image/fio_static.py), not Debian's
 #: binary: Debian's links ceph, rdma, gnutls, ICU and more, 71 MB of libraries that would make the
 #: initramfs 93 MB (33.6 MB zstd), all decompressed into guest RAM at every boot, slowly under TCG.
@@ -63,7 +67,7 @@ REQUIRED_MODULES = ("virtio_pci", "virtio_net")
 #: + timer doesn't work!") before init. Virtual machines skip that check (RHEL's cloud images boot
 #: with it too).
 KERNEL_ARGS = "console=ttyS0 quiet no_timer_check cryptomgr.notests initcall_blacklist=crypto_kdf108_init"
-HOST_PACKAGES = ("busybox-static", "dropbear-bin", "libc6")
+HOST_PACKAGES = ("busybox-static", "dropbear-bin", "dmsetup", "libc6")
 KERNEL_META_PACKAGE = "linux-image-amd64"
 
 
