@@ -248,12 +248,20 @@ def _wwn(disk: DiskSpec) -> int:
     return 0x5000C50015EA7100 + disk.index
 
 
+#: Every disk hands a host error to the guest (the error-propagation rule makes the scratch disk fail):
+#: QEMU's ``rerror``/``werror`` ``report``, libvirt's ``error_policy``/``rerror_policy``. QEMU's own
+#: defaults report too (``auto``: report reads, ``enospc`` writes), but say nothing of what was meant.
+REPORT_ERRORS = {"rerror": "report", "werror": "report"}
+
+
 def device_props(p: Placement, node: str) -> dict[str, object]:
     """The QEMU ``-device`` properties of a disk whose block node is ``node``."""
     disk, ctl = p.disk, p.controller
     props: dict[str, object] = {"drive": node, "id": device_id(disk), "serial": disk.serial,
                                 "physical_block_size": disk.physical_block_bytes,
                                 "opt_io_size": disk.optimal_io_bytes}
+    if ctl.disk_bus != "nvme":  # QEMU's nvme has no error policy: it reports every error
+        props.update(REPORT_ERRORS)
     if ctl.disk_bus == "virtio":
         props.update({"driver": "virtio-blk-pci", "num-queues": disk.queues, "bus": "pci.0", "addr": f"{p.slot:#x}"})
     elif ctl.disk_bus == "nvme":
@@ -275,11 +283,29 @@ def latency_blockdev(disk: DiskSpec, node: str) -> dict[str, object]:
             "latency-ns": int(disk.latency_ms * 1_000_000), "read-zeroes": True}
 
 
+#: How libvirt 9.0 opens the raw format node of a ``<driver name='qemu' type='raw' cache='none'>`` disk
+#: (its ``-blockdev`` on the domain's command line), ``node-name`` and ``file`` aside.
+LIBVIRT_FORMAT_OPTIONS: dict[str, object] = {"driver": "raw", "read-only": False,
+                                             "cache": {"direct": True, "no-flush": False}}
+_CACHE = {"direct": True, "no-flush": False}
+#: The raw format node of a file disk the suite gives QEMU itself (``file_blockdev``), ``node-name`` and ``file`` aside.
+QEMU_FORMAT_OPTIONS: dict[str, object] = {"driver": "raw", "cache": _CACHE, "discard": "unmap"}
+
+
 def file_blockdev(path: PurePath, node: str) -> dict[str, object]:
-    """A raw file block node set up as libvirt sets up ``cache='none' io='native'``."""
-    cache = {"direct": True, "no-flush": False}
-    return {"driver": "raw", "node-name": node, "cache": cache, "discard": "unmap",
-            "file": {"driver": "file", "filename": str(path), "aio": "native", "cache": cache, "discard": "unmap"}}
+    """A raw file block node set up as libvirt sets up ``cache='none' io='native'``; its file node is
+    ``<node>-file`` (named, so that an error injector can put a node between them)."""
+    return {**QEMU_FORMAT_OPTIONS, "node-name": node,
+            "file": {"driver": "file", "node-name": f"{node}-file", "filename": str(path), "aio": "native",
+                     "cache": _CACHE, "discard": "unmap"}}
+
+
+def format_options(disk: DiskSpec) -> dict[str, object] | None:
+    """What the raw format node of a file-backed ``disk`` was opened with (``node-name`` and ``file``
+    aside), as ``blockdev-reopen`` needs them; None for a disk with no file under it (null-co)."""
+    if disk.backing != "file":
+        return None
+    return dict(LIBVIRT_FORMAT_OPTIONS if CONTROLLERS[disk.controller].libvirt_disks else QEMU_FORMAT_OPTIONS)
 
 
 def disk_args(p: Placement, run_dir: PurePath) -> list[str]:
@@ -342,7 +368,8 @@ def file_disk_xml(p: Placement, path: str, boot_order: int | None = None) -> str
         # libvirt 9.0 maps the unit to scsi-id on lsilogic, and target/unit to scsi-id/lun elsewhere.
         target, unit = (0, p.position) if ctl.scsi_model == "lsilogic" else (p.position, 0)
         addr = f"<address type='drive' controller='{p.hba_index}' bus='0' target='{target}' unit='{unit}'/>"
-    return (f"<disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'{queues}/>"
+    return (f"<disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'"
+            f" error_policy='report' rerror_policy='report'{queues}/>"
             f"<source file='{path}'/><target dev='{_dev_name(prefix, disk.index)}' bus='{bus}'/>{blockio}"
             f"<serial>{disk.serial}</serial>{wwn}<alias name='{device_id(disk)}'/>{addr}{boot}</disk>")
 
