@@ -79,7 +79,7 @@ def run_injected(disk: GuestDisk, injector: ErrorInjector, injected: InjectedRan
         raw_dir.mkdir(parents=True, exist_ok=True)
         (raw_dir / f"{tag}.fio.json").write_text(finished.output.stdout)
         (raw_dir / f"{tag}.fio.stderr").write_text(finished.output.stderr)
-        (raw_dir / f"{tag}.dmesg").write_text(text)
+        (raw_dir / f"{tag}.kernel-log").write_text(finished.also_stdout)  # the mark, MARK_END, the log
     return InjectedRun(finished.output if ended else None, after.since(before), mark, text, fio_s)
 
 

@@ -95,7 +95,7 @@ def test_error_propagation(scratch_disk: GuestDisk, suite_options: SuiteOptions,
     mapper = needed(disk, DeviceMapper, RULE) if "swallow-errors" in suite_options.inject else None
     timeouts = kernel.timeouts(disk.kernel_name)
     bound = bound_for(timeouts.scsi_timeout_s, timeouts.io_timeout_ms)
-    attempts: Attempts | None = attempts_for(disk.limits.driver)
+    attempts: Attempts | None = attempts_for(disk.limits.driver, timeouts.nvme_max_retries)
     # What the kernel-log check is told: errors in this range of this disk are the rule's own.
     record.add(injected_device=disk.kernel_name, injected_first_sector=injected("read").first_sector,
                injected_sectors=injected("read").sectors)

@@ -23,16 +23,19 @@ from guest.tools.tool import GuestTool
 
 #: Where the mark is kept in the guest (one at a time: the rule's windows do not overlap).
 MARK_FILE = "/tmp/vioc-kernel-log.mark"
+#: How many times nvme_core retries a failed command (a module parameter, default 5).
+NVME_MAX_RETRIES = "/sys/module/nvme_core/parameters/max_retries"
 #: The line between the mark and the log in ``log_command``'s output (no kernel line holds it).
 MARK_END = "--vioconform-kernel-log--"
 
 
 @dataclass(frozen=True)
 class Timeouts:
-    """The disk's command timeouts as its driver set them (None where the driver has none)."""
+    """The disk's command timeouts as its driver set them (None where the driver has none), and NVMe's retries."""
 
     scsi_timeout_s: float | None  # /sys/block/X/device/timeout (SCSI disks)
     io_timeout_ms: int | None  # /sys/block/X/queue/io_timeout (blk-mq drivers with a timeout handler)
+    nvme_max_retries: int | None = None  # /sys/module/nvme_core/parameters/max_retries (where nvme_core is loaded)
 
 
 class ErrorPath(GuestTool):
@@ -42,10 +45,11 @@ class ErrorPath(GuestTool):
 
     def timeouts(self, disk: str) -> Timeouts:
         d = f"/sys/block/{valid_disk(disk)}"
-        said = self._run(f"cat {d}/device/timeout 2>/dev/null || echo -; cat {d}/queue/io_timeout 2>/dev/null "
-                         "|| echo -").stdout.split()
-        scsi, io = [*said, "-", "-"][:2]
-        return Timeouts(float(scsi) if scsi != "-" else None, int(io) if io != "-" else None)
+        said = self._run(f"for f in {d}/device/timeout {d}/queue/io_timeout {NVME_MAX_RETRIES}; do "
+                         'cat "$f" 2>/dev/null || echo -; done').stdout.split()
+        scsi, io, nvme = [*said, "-", "-", "-"][:3]
+        return Timeouts(float(scsi) if scsi != "-" else None, int(io) if io != "-" else None,
+                        int(nvme) if nvme != "-" else None)
 
     def mark_command(self) -> str:
         """A command that keeps the kernel log's last line as the mark."""

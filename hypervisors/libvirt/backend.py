@@ -507,6 +507,9 @@ class LibvirtBackend(HypervisorBackend):
 
     def error_injector(self, guest: Guest, disk: AttachedDisk) -> BlkdebugInjector:
         """QEMU's blkdebug under the disk's format node (hypervisors/libvirt/blkdebug.py): file-backed disks."""
+        kills = CONTROLLERS[disk.spec.controller].injected_error_kills
+        if kills:
+            raise InjectionUnavailable(f"on {disk.spec.controller} {kills} (measured: docs/rules/error-propagation.md)")
         options = format_options(disk.spec)
         if options is None:
             raise InjectionUnavailable(f"disk {disk.spec.label} is not file-backed: errors are injected between a "

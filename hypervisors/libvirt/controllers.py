@@ -68,6 +68,8 @@ class Controller:
     qemu_hba: str | None = None
     #: the Linux driver that binds the device in the guest
     guest_driver: str = ""
+    #: why a host error on this controller's disk must not be injected (it kills the guest), or ""
+    injected_error_kills: str = ""
 
     @property
     def has_hba(self) -> bool:
@@ -112,8 +114,15 @@ CONTROLLERS: dict[str, Controller] = {c.name: c for c in (
     Controller("mptsas1068", "LSI SAS1068 (mptsas1068) HBA with a scsi-hd", "lsisas1068", 64, 4096 * KIB,
                trace_family="scsi", guest_driver="mptsas"),
     # LSI 53C895A (sym53c8xx): queue_depth 16, which the guest cannot change; 32767 KiB.
+    # A read the host fails is never completed in the guest; at the 30 s command timeout the guest's
+    # error handler aborts it, and then QEMU 7.2 asserts (lsi_soft_reset: QTAILQ_EMPTY(&s->queue)) or
+    # the guest's sym53c8xx takes a general protection fault in sym_interrupt and panics (seen both).
     Controller("lsi53c895a", "LSI 53C895A (lsi53c895a) parallel SCSI HBA with a scsi-hd", "lsilogic", 16,
-               32767 * KIB, trace_family="scsi", guest_driver="sym53c8xx"),
+               32767 * KIB, trace_family="scsi", guest_driver="sym53c8xx",
+               injected_error_kills="a failed read is never completed in the guest; the abort at its 30 s command "
+                                    "timeout crashes QEMU 7.2 (lsi_soft_reset: Assertion 'QTAILQ_EMPTY(&s->queue)' "
+                                    "failed) or the Debian 6.1 guest (general protection fault in sym_interrupt, "
+                                    "kernel panic), and every rule after it with the guest"),
     # MegaRAID SAS 1078 (libvirt's model lsisas1078): queue_depth 256, can_queue 967, 128 KiB.
     Controller("megasas", "MegaRAID SAS 1078 (megasas) HBA with a scsi-hd", "lsisas1078", 256, 128 * KIB,
                trace_family="scsi", guest_driver="megaraid_sas"),
