@@ -22,6 +22,7 @@ from measure.disk import GuestDisk
 from measure.injected import run_healed, run_injected
 from model.injection import Kind
 from model.parse.fio_errors import parse_fio_error_run
+from model.parse.fio_json import parse_fio_json
 from model.parse.kernel_io_errors import window_after
 from model.rules.error_propagation import (
     RULE,
@@ -79,8 +80,10 @@ def _phase(disk: GuestDisk, injector: ErrorInjector, kind: Kind, mapper: DeviceM
 
 def _heal(disk: GuestDisk, injector: ErrorInjector, raw: Path) -> HealRun:
     out, host = run_healed(disk, injector, _job("errprop-healed", "write", verify="crc32c"), disk.device_path, raw)
-    fio = parse_fio_error_run(out.stdout, out.stderr, "write", source=f"fio errprop-healed on {disk.device_path}")
-    return HealRun(fio.errors, host.failed_reads + host.failed_writes, 2 * WORKLOAD.requests)
+    source = f"fio errprop-healed on {disk.device_path}"
+    fio = parse_fio_error_run(out.stdout, out.stderr, "write", source=source)
+    job = parse_fio_json(out.stdout, source).jobs[0]  # the writes and their verifying reads
+    return HealRun(fio.errors, host.failed_reads + host.failed_writes, job.write.io_count + job.read.io_count)
 
 
 @pytest.mark.rule("error-propagation")
