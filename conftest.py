@@ -15,12 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import PLUGIN_MODULES
+
 pytest_plugins = ["fixtures.options"]
 
-#: The plugin's modules, registered in this order when the run collects suites/. The redaction first:
-#: a module's pytest_configure runs as it is registered, and an error there (an option that names a
-#: URL with a password) is reported through the redaction's pytest_internalerror only if it is there.
-PLUGIN_MODULES = ("reports.redact", "fixtures.session", "reports.plugin")
 SUITES = Path(__file__).resolve().parent / "suites"
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from fixtures.options import _positive_float, _positive_int
+from fixtures.argtypes import _positive_float, _positive_int
 from guest.image.user import UserImageError, inspect_image
 from hypervisors.base import GuestRequest, ImageRequest
 from hypervisors.cleanup import CleanupStack, make_run_dir

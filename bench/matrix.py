@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from fixtures.options import _depths, _window_s
+from fixtures.options_measure import _depths, _window_s
 from guest.image.build import ensure_image
 from guest.image.build_error import ImageBuildError
 from guest.tools.fio import FioJob

@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 
 from bench.testimage import ensure_test_image
-from fixtures.options import (
-    DEFAULT_WINDOW_S,
+from fixtures.options_guest import (
     EMBEDDED_BOOT_TIMEOUT_S,
     EMBEDDED_MEMORY_MIB,
     IMAGE_BOOT_TIMEOUT_S,
     IMAGE_MEMORY_MIB,
 )
+from fixtures.options_measure import DEFAULT_WINDOW_S
 from guest.image.build import ensure_image
 from guest.image.user import inspect_image
 from guest.tools.fio import FioJob

@@ -1,6 +1,6 @@
 """The disks the suite gives a guest: two per controller, a disk under test and a scratch disk.
 
-The session's guest (fixtures/session.py), the benchmarks and the project's tests all ask for
+The session's guest (fixtures/guest.py), the benchmarks and the project's tests all ask for
 these, so a guest started outside pytest carries the same disks as the suite's.
 """
 

@@ -3,7 +3,7 @@
 ``Secret`` keeps a credential out of reprs, f-strings and tracebacks' locals (it prints ``***``);
 ``reveal()`` gives the value to the one call that needs it (the vCenter login). Every Secret's
 value is registered when it is made, and ``scrub(text)`` replaces each registered value with
-``***``: reports/redact.py runs every test report, captured output and log record through it, so
+``***``: fixtures/redact.py runs every test report, captured output and log record through it, so
 a value that slips past ``Secret`` (a library's frame holding the revealed string, an exception
 that quotes it) still never reaches the terminal, a JUnit file or the HTML report.
 
@@ -28,7 +28,7 @@ from urllib.parse import unquote
 
 MASK = "***"
 
-#: The vCenter password's environment variable: the vSphere backend reads it, and reports/redact.py
+#: The vCenter password's environment variable: the vSphere backend reads it, and fixtures/redact.py
 #: masks its value at any length (a short password is still a credential).
 PASSWORD_ENV = "VIOCONFORM_VCENTER_PASSWORD"
 

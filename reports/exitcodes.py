@@ -27,8 +27,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import IntEnum
 
-import pytest
-
 
 class Exit(IntEnum):
     PASSED = 0
@@ -55,8 +53,9 @@ MEANING = {
     Exit.NOT_RECORDED: "results not written or not stored",
 }
 
-#: pytest's codes the rules decide between; any other of pytest's stands whatever the rules did.
-_PYTEST_VERDICTS = frozenset({pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED})
+#: pytest's codes the rules decide between (its OK and TESTS_FAILED, the same numbers as PASSED and
+#: RULE_FAILED); any other of pytest's stands whatever the rules did.
+_PYTEST_VERDICTS = frozenset({Exit.PASSED, Exit.RULE_FAILED})
 
 
 def run_exit_code(pytest_status: int, outcomes: Iterable[str], complete: bool, not_recorded: bool) -> int:
@@ -69,6 +68,6 @@ def run_exit_code(pytest_status: int, outcomes: Iterable[str], complete: bool, n
     seen = set(outcomes)
     if "failed" in seen:
         return Exit.RULE_FAILED
-    if "error" in seen or not complete or pytest_status != pytest.ExitCode.OK:
+    if "error" in seen or not complete or pytest_status != Exit.PASSED:
         return Exit.HARNESS_ERROR  # pytest saw a failure that is no rule's verdict: never a pass
     return Exit.PASSED

@@ -30,8 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-
 #: Directories private to the user running the suite; ``--results-mode`` widens it.
 DEFAULT_DIR_MODE = 0o700
 #: Where a run without ``--results-dir`` puts its results, relative to the working directory.
@@ -337,7 +335,3 @@ def write_atomic(path: Path, text: str, mode: int = file_mode(DEFAULT_DIR_MODE))
         raise
     return path
 
-
-RESULTS_KEY = pytest.StashKey[ResultsDir]()
-#: What stopped the run, for its summary and records ("SIGTERM", or a reason given before the interrupt)
-INTERRUPT_KEY = pytest.StashKey[str]()

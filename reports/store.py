@@ -68,10 +68,10 @@ from model.across.metrics import as_number, describe
 from model.across.moves import Key, MetricKey, Series
 from model.across.series import MAX_SERIES_CHARS, SERIES_KEY, series_problem, stored_series
 from model.secret import password_holds_at, redact_url, register_url, scrub
+from reports.results import DEFAULT_PARENT
 
 #: 2 added ``runs.run_uid``; 3 added ``runs.series``.
 SCHEMA_VERSION = 3
-DEFAULT_PARENT = Path("results")  # as reports.results.DEFAULT_PARENT (not imported: no pytest here)
 #: Suite properties that are the run's options rather than what it measured against (the
 #: ``options`` property, JSON, adds the rest of them).
 OPTION_KEYS = SERIES_OPTIONS
@@ -80,7 +80,7 @@ STATUS_KEYS = ("complete", "interrupted_by")
 #: The suite property with the run's own identity (a UUID each run writes into its junit.xml):
 #: the ``run_uid`` column, not the fingerprint.
 RUN_ID_KEY = "vioconform_run_id"
-#: What every JUnit file a vioconform run writes has (reports/plugin.py, reports/junit.py): the
+#: What every JUnit file a vioconform run writes has (fixtures/finish.py, reports/junit.py): the
 #: suite's name, the run's own properties and the test cases' class prefix.
 SUITE_NAME = "vioconform"
 RUN_KEYS = ("hypervisor", "controllers", "inject")

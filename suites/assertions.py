@@ -1,8 +1,8 @@
 """Assertion helpers for rules: the failure names the configuration, the numbers and where the raw data is.
 
-A rule fails through these helpers (or a plain ``assert`` in its own test): the report then
-shows FAILED, a verdict. Any other exception in a rule test (fio, SSH, the guest, the
-hypervisor) is an ERROR: no verdict was reached (see reports/plugin.py).
+A rule fails through these helpers (or a plain ``assert`` in its own test): they raise
+``RuleFailure`` and the report shows FAILED, a verdict. Any other exception in a rule test (fio,
+SSH, the guest, the hypervisor) is an ERROR: no verdict was reached (fixtures/outcomes.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from _pytest.outcomes import Failed  # pytest.fail.Exception, importable as a base class for typing
-
+from fixtures.outcomes import RuleFailure
 from measure import hostload
 from model.blame import blame
 from model.rules.against_baseline import BaselineMissing, against_baseline
@@ -25,10 +24,6 @@ if TYPE_CHECKING:
     from model.rules.verdict import RuleVerdict
     from reports.baseline import StoredBaseline
     from reports.per_test import Record
-
-
-class RuleFailure(Failed):
-    """A rule's verdict that the configuration fails: pytest's failure, known as a verdict."""
 
 
 def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir: Path) -> None:

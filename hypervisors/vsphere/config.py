@@ -18,7 +18,7 @@ or the path of a TOML file with a ``[vsphere]`` table holding the same keys::
 
 The password comes from ``VIOCONFORM_VCENTER_PASSWORD`` or from ``password_file``; it is held in a
 ``Secret`` (model/secret.py) whose ``repr``/``str`` print ``***``, so it cannot reach logs, reports or
-JUnit by accident; its value is registered, and reports/redact.py masks it in every report as well.
+JUnit by accident; its value is registered, and fixtures/redact.py masks it in every report as well.
 Neither the environment nor the raw value is ever held in a frame that can fail: a traceback's
 locals (``pytest -l``) cannot show them. The password is looked up last, once the rest of the
 target is valid, so a malformed target is reported as malformed.

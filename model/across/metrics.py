@@ -68,6 +68,11 @@ SHARED_METRICS: Metrics = (
 #: (pattern over the whole name, spec): every rule module's METRICS, then the shared ones.
 METRICS: Metrics = (*(entry for rule in RULE_MODULES for entry in rule.METRICS), *SHARED_METRICS)
 
+#: Properties recorded as evidence about the host, never compared across runs themselves: how long
+#: the guest's vCPUs waited for a host CPU says how busy the host was, not how the guest behaved
+#: (model/rules/against_baseline.py uses it to decide what it may judge).
+HOST_EVIDENCE: frozenset[str] = frozenset({"host_vcpu_wait_pct", "host_vcpu_run_pct"})
+
 _COMPILED = tuple((re.compile(f"(?:{p})"), spec) for p, spec in METRICS)
 
 

@@ -8,7 +8,7 @@ import pytest
 CONFTEST = 'pytest_plugins = ["fixtures.options", "fixtures.session"]\n'
 #: A test that prints the parsed options (no guest: it does not take the guest fixture).
 SHOW = '''
-from fixtures.session import OPTIONS_KEY
+from fixtures.state import OPTIONS_KEY
 
 def test_show(pytestconfig):
     o = pytestconfig.stash[OPTIONS_KEY]

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
+from fixtures.outcomes import RuleFailure
 from model.rules.against_baseline import BaselineMissing
 from model.rules.verdict import RuleVerdict
 from reports.baseline import resolve_baseline
 from reports.per_test import Record, RunStatus, settle
 from reports.store import Store, StoreError
-from suites.assertions import RuleFailure, conclude_against
+from suites.assertions import conclude_against
 from tests.unit.test_store import BLK, QD, SERIES, SUITE, healthy, write_run
 
 NVME_SERIES = "libvirt_local_nvme_lat5ms_embedded"

@@ -43,6 +43,15 @@ def test_pytest_never_returns_the_suites_own_codes() -> None:
     assert {c.value for c in pytest.ExitCode} <= {e.value for e in Exit}  # each of pytest's is in the table
 
 
+def test_the_table_spells_pytests_codes_with_pytests_numbers() -> None:
+    """reports/ imports no pytest: the table writes pytest's codes out itself, with pytest's numbers."""
+    pytests = {Exit.PASSED: "OK", Exit.RULE_FAILED: "TESTS_FAILED", Exit.INTERRUPTED: "INTERRUPTED",
+               Exit.INTERNAL_ERROR: "INTERNAL_ERROR", Exit.USAGE_ERROR: "USAGE_ERROR",
+               Exit.NO_TESTS: "NO_TESTS_COLLECTED"}
+    for mine, name in pytests.items():
+        assert mine.value == pytest.ExitCode[name].value, name
+
+
 def test_a_run_says_its_exit_code_and_errors_alone_are_not_a_failure(tmp_path: Path) -> None:
     proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "-k", "fio_error or harness_assert or passes")
     assert proc.returncode == 10, proc.stdout + proc.stderr

@@ -19,7 +19,9 @@ CONFTEST = textwrap.dedent('''
 
     import pytest
 
-    pytest_plugins = ["fixtures.options", "fixtures.session", "reports.plugin"]
+    from fixtures import PLUGIN_MODULES
+
+    pytest_plugins = ["fixtures.options", *PLUGIN_MODULES]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish():
@@ -55,7 +57,7 @@ RULES = textwrap.dedent('''
     import pytest
 
     import harness
-    from reports.run_properties import run_properties
+    from fixtures.run_properties import run_properties
     from suites.assertions import fail_unless
 
     @pytest.mark.rule("verdict")

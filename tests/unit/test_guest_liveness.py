@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.options import MAX_DEPTH, _depths
+from fixtures.options_measure import MAX_DEPTH, _depths
 from hypervisors.base import Guest, kernel_panic
 from model.errors import GuestDied, HypervisorError
 from model.types import SshEndpoint

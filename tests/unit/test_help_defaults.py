@@ -17,22 +17,17 @@ import pytest
 from _pytest.config.argparsing import Argument, Parser
 
 from fixtures import options
-from fixtures.options import (
-    DEFAULT_CONTROLLERS,
-    DEFAULT_DEPTHS,
-    DEFAULT_DISK_LATENCY_MS,
-    DEFAULT_LIBVIRT_URI,
-    DEFAULT_MACHINE,
-    DEFAULT_REPEATS,
-    DEFAULT_REPEATS_OTHERWISE,
+from fixtures.options import SuiteOptions
+from fixtures.options_guest import (
     DEFAULT_VCPUS,
-    DEFAULT_WINDOW_S,
     EMBEDDED_BOOT_TIMEOUT_S,
     EMBEDDED_MEMORY_MIB,
     IMAGE_BOOT_TIMEOUT_S,
     IMAGE_MEMORY_MIB,
-    SuiteOptions,
 )
+from fixtures.options_measure import DEFAULT_CONTROLLERS, DEFAULT_DEPTHS, DEFAULT_DISK_LATENCY_MS, DEFAULT_WINDOW_S
+from fixtures.options_results import DEFAULT_REPEATS, DEFAULT_REPEATS_OTHERWISE
+from fixtures.options_target import DEFAULT_LIBVIRT_URI, DEFAULT_MACHINE
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR
 from model.across.series import SERIES_FORMAT
 from reports.results import DEFAULT_DIR_MODE, DEFAULT_PARENT

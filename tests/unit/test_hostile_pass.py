@@ -318,3 +318,11 @@ def test_compare_tested_refuses_a_junit_it_would_not_write(tmp_path: Path, capsy
     with pytest.raises(SystemExit) as e:
         compare.main(["--tested", str(a), str(a), "--junit", str(tmp_path / "c.xml")])
     assert e.value.code == 2 and "--tested only prints" in capsys.readouterr().err
+
+
+def test_a_controller_named_twice_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """``--controllers virtio-blk,virtio-blk`` ran every rule twice under one configuration id."""
+    result = run_suite_options(pytester, "--controllers", "virtio-blk,virtio-scsi,virtio-blk")
+    assert result.ret == 4, errors(result)
+    assert "--controllers names virtio-blk more than once" in errors(result), errors(result)
+    assert run_suite_options(pytester, "--controllers", "virtio-blk,virtio-scsi").ret == 0

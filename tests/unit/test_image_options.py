@@ -8,12 +8,12 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from fixtures.options import (
+from fixtures.options import SuiteOptions
+from fixtures.options_guest import (
     EMBEDDED_BOOT_TIMEOUT_S,
     EMBEDDED_MEMORY_MIB,
     IMAGE_BOOT_TIMEOUT_S,
     IMAGE_MEMORY_MIB,
-    SuiteOptions,
 )
 
 pytest_plugins = ["pytester"]
@@ -21,7 +21,7 @@ pytest_plugins = ["pytester"]
 CONFTEST = 'pytest_plugins = ["fixtures.options", "fixtures.session"]\n'
 #: A test that prints the parsed options (no guest: it does not take the guest fixture).
 SHOW = '''
-from fixtures.session import OPTIONS_KEY
+from fixtures.state import OPTIONS_KEY
 
 def test_show(pytestconfig):
     o = pytestconfig.stash[OPTIONS_KEY]

@@ -15,17 +15,17 @@ below its own, never a sibling or a higher one::
     guest                       the guest image, its cache, the tools run in it
     hypervisors                 the backends
     measure                     one measured window, a guest outside pytest
-    fixtures                    pytest fixtures and options
+    fixtures                    the pytest plugin: options, hooks, fixtures
     suites                      the rules
-    bench, reports.plugin, conftest   entry points that wire the rest together
+    bench, conftest             entry points that wire the rest together
 
 Inside ``model``, the parsers (``model.parse``) import nothing of the project but ``model.errors``
 and each other: reading a format never depends on how it is judged.
 
-``reports`` (typed records, JUnit, HTML, the results directory, redaction) reads typed records
-only: it imports ``model`` and nothing else, and only ``fixtures``, ``suites`` and the entry
-points import it. Its pytest plugin (``reports.plugin``) reads the session's options and the
-rules' failures and is an entry point.
+``reports`` (typed records, JUnit, HTML, charts, the results directory, the store) reads typed
+records only: it imports ``model`` and nothing else, and only ``fixtures``, ``suites`` and the
+entry points import it. ``model`` and ``reports`` import no pytest either: every hook of the suite
+is in ``fixtures``, so both are read and tested without a pytest session.
 """
 
 from __future__ import annotations
@@ -47,8 +47,11 @@ MAY_IMPORT: dict[str, frozenset[str] | None] = {
     "fixtures": frozenset(CHAIN[:CHAIN.index("fixtures")]) | {"reports"},
     "suites": frozenset(CHAIN[:CHAIN.index("suites")]) | {"reports"},
     "reports": frozenset({"model"}),
-    "bench": None, "reports.plugin": None, "conftest": None,
+    "bench": None, "conftest": None,
 }
+#: Packages that import no pytest (nor its internals or pluggy): the plugin is fixtures/.
+PYTEST_FREE = ("model", "reports")
+PYTEST_MODULES = ("pytest", "_pytest", "pluggy")
 #: The project's own tests import whatever they test: checked for cycles only by not being listed.
 SOURCES = ("model", "transport", "reports", "guest", "hypervisors", "measure", "fixtures", "suites", "bench",
            "conftest.py")
@@ -164,6 +167,19 @@ def upward_edges(graph: dict[str, dict[str, int]]) -> list[str]:
     return bad
 
 
+def pytest_imports(modules: dict[str, Path]) -> list[str]:
+    """Imports of pytest in a module of PYTEST_FREE, as ``module imports pytest at line N``."""
+    bad = []
+    for name, path in sorted(modules.items()):
+        if name.split(".")[0] not in PYTEST_FREE:
+            continue
+        for target, line in imported(ast.parse(path.read_text(), str(path)), name, path.name == "__init__.py"):
+            if target.split(".")[0] in PYTEST_MODULES:
+                bad.append(f"{name} imports {target} at line {line}")
+                break
+    return bad
+
+
 def test_no_import_cycle_between_modules() -> None:
     found = cycles(import_graph())
     assert not found, "import cycles (each a set of modules that import each other):\n" + "\n".join(
@@ -176,6 +192,11 @@ def test_packages_import_only_lower_layers() -> None:
                     "fixtures <- suites; reports imports model only):\n" + "\n".join(bad)
 
 
+def test_model_and_reports_import_no_pytest() -> None:
+    bad = pytest_imports(project_modules())
+    assert not bad, f"pytest is imported where it has no place ({', '.join(PYTEST_FREE)}: the plugin is " \
+                    "fixtures/):\n" + "\n".join(bad)
+
 
 def test_parsers_import_only_model_errors_and_each_other() -> None:
     graph = import_graph()
@@ -183,6 +204,7 @@ def test_parsers_import_only_model_errors_and_each_other() -> None:
            if importer.startswith("model.parse") for target, line in sorted(edges.items())
            if not (target == "model.errors" or target.startswith("model.parse"))]
     assert not bad, "a parser (model/parse/) imports beyond model.errors and the other parsers:\n" + "\n".join(bad)
+
 
 # The checker itself, on small graphs: it must see what it is meant to see.
 def test_checker_finds_a_cycle_hidden_behind_type_checking(tmp_path: Path) -> None:
@@ -202,11 +224,21 @@ def test_checker_resolves_relative_imports() -> None:
     ("hypervisors.libvirt.record", "reports.cli", False),  # reports is not below hypervisors
     ("hypervisors.libvirt.backend", "fixtures.options", False),  # a higher layer
     ("measure.window", "hypervisors.base", True),
-    ("reports.redact", "hypervisors.vsphere.config", False),
+    ("reports.html", "hypervisors.vsphere.config", False),
     ("transport.ssh", "hypervisors.base", False),
-    ("reports.plugin", "fixtures.session", True),  # the plugin sits on top
+    ("reports.junit", "fixtures.session", False),  # reports reads typed records: the plugin is above it
     ("fixtures.session", "reports.results", True),
     ("hypervisors.libvirt.accel", "hypervisors.libvirt.backend", True),  # inside a package: cycles decide
 ])
 def test_checker_places_edges(importer: str, target: str, allowed: bool) -> None:
     assert (upward_edges({importer: {target: 1}}) == []) is allowed
+
+
+def test_checker_finds_pytest_in_reports(tmp_path: Path) -> None:
+    for name, source in {"reports.html": "import pytest\n", "reports.junit": "from _pytest.outcomes import Failed\n",
+                         "model.x": "if True:\n    import pytest\n", "fixtures.outcomes": "import pytest\n"}.items():
+        (tmp_path / f"{name}.py").write_text(source)
+    found = pytest_imports({n: tmp_path / f"{n}.py" for n in ("reports.html", "reports.junit", "model.x",
+                                                                 "fixtures.outcomes")})
+    assert found == ["model.x imports pytest at line 2", "reports.html imports pytest at line 1",
+                     "reports.junit imports _pytest.outcomes at line 1"]

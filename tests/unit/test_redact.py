@@ -1,4 +1,4 @@
-"""The redaction plugin (reports/redact.py) masks a registered secret that does reach a report.
+"""The redaction plugin (fixtures/redact.py) masks a registered secret that does reach a report.
 
 Test code here leaks two secrets on purpose: one from ``VIOCONFORM_VCENTER_PASSWORD``, one read
 from a password file into a ``Secret``, through every channel a test has (a frame's arguments and
@@ -16,8 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import PLUGIN_MODULES
+
 ROOT = Path(__file__).resolve().parents[2]
-PLUGINS = ("fixtures.options", "fixtures.session", "reports.plugin", "reports.redact")
+#: The whole plugin, the redaction registered last: with ``-p`` its tryfirst hooks then run first among
+#: the plugin's, as conftest.py's order (redaction first, each module's configure as it registers) makes them.
+PLUGINS = ("fixtures.options", *(m for m in PLUGIN_MODULES if m != "fixtures.redact"), "fixtures.redact")
 
 LEAKY_TESTS = '''
 import logging, os, sys

@@ -12,9 +12,10 @@ from typing import cast
 
 import pytest
 
-from fixtures.session import keep_logs
-from reports import plugin
-from reports.results import RESULTS_KEY, ResultsDir, parse_mode
+from fixtures import finish
+from fixtures.guest import keep_logs
+from fixtures.state import RESULTS_KEY
+from reports.results import ResultsDir, parse_mode
 from reports.store import Store, check_store
 from tests.unit.suite_options import errors, run_suite_options
 
@@ -91,5 +92,5 @@ def test_what_is_written_after_the_results_gets_the_mode_at_the_end(tmp_path: Pa
     class Config:
         stash = config
 
-    plugin.pytest_unconfigure(cast(pytest.Config, Config()))
+    finish.pytest_unconfigure(cast(pytest.Config, Config()))
     assert _mode(tmp_path / "logs") == 0o700 and _mode(tmp_path / "logs" / "vm.qemu.log") == 0o600

@@ -223,8 +223,8 @@ def test_two_runs_of_one_series_stored_at_once_into_a_store_of_the_previous_sche
 
 
 SHOW_SERIES = '''
-from fixtures.session import OPTIONS_KEY
-from reports.run_properties import run_properties
+from fixtures.run_properties import run_properties
+from fixtures.state import OPTIONS_KEY
 
 def test_show(pytestconfig):
     print("SERIES", pytestconfig.stash[OPTIONS_KEY].series, run_properties(pytestconfig)["series"])

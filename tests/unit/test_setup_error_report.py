@@ -7,10 +7,10 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-CONFTEST = 'pytest_plugins = ["fixtures.options", "fixtures.session"]\n'
+CONFTEST = 'pytest_plugins = ["fixtures.options", "fixtures.session", "fixtures.setup_errors"]\n'
 TESTS = '''
 import pytest
-from fixtures.session import setup_step
+from fixtures.setup_errors import setup_step
 from hypervisors.base import HypervisorError
 
 @pytest.fixture(scope="session")

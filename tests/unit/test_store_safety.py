@@ -24,7 +24,7 @@ from tests.silentserver import SilentServer
 from tests.unit.test_store import SUITE, healthy, write_run
 
 ROOT = Path(__file__).resolve().parents[2]
-#: A uuid4 as a run writes it (reports/plugin.py).
+#: A uuid4 as a run writes it (fixtures/finish.py).
 RUN_ID = "0d6c2f4e-9a43-4a59-9d55-3c8e6b1f2a77"
 #: Seconds from SIGTERM to the end of a process waiting for a silent store. Measured here: 1.6-1.9 s
 #: for a run of the gate's rules alone, 7-8 s with four at once on this 2-core machine at load 11-14
@@ -37,7 +37,7 @@ def test_an_in_memory_store_is_refused(tmp_path: Path) -> None:
     for url in ("sqlite://", "sqlite:///:memory:", "sqlite+pysqlite:///:memory:", "sqlite:///file::memory:?uri=true"):
         with pytest.raises(StoreError, match=r"is an in-memory database: it would keep nothing after the run"):
             Store(url)
-    # what the suite's check before any guest says: a usage error (fixtures/session.py wraps StoreError)
+    # what the suite's check before any guest says: a usage error (fixtures/preflight.py wraps StoreError)
     with pytest.raises(StoreError, match="in-memory"):
         store.check_store("sqlite://")
 

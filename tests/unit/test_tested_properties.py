@@ -1,4 +1,4 @@
-"""What was tested: the run's own properties (reports.run_properties.RUN_PROPERTIES_KEY, filled by the
+"""What was tested: the run's own properties (fixtures.run_properties.RUN_PROPERTIES_KEY, filled by the
 fixtures) in the JUnit suite properties and in report.html's "What was tested" tables."""
 
 from __future__ import annotations
@@ -67,9 +67,10 @@ def test_report_escapes_what_the_guest_said() -> None:
 CONFTEST = textwrap.dedent('''
     import pytest
 
-    from reports.plugin import RUN_PROPERTIES_KEY
+    from fixtures import PLUGIN_MODULES
+    from fixtures.run_properties import RUN_PROPERTIES_KEY
 
-    pytest_plugins = ["fixtures.options", "fixtures.session", "reports.plugin"]
+    pytest_plugins = ["fixtures.options", *PLUGIN_MODULES]
 
     @pytest.fixture
     def facts(pytestconfig):
