@@ -49,8 +49,10 @@ class InjectedRun:
 
 
 def run_injected(disk: GuestDisk, injector: ErrorInjector, injected: InjectedRange, job: FioJob, target: str,
-                 bound_s: float, raw_dir: Path | None = None) -> InjectedRun:
-    """Run ``job`` on ``target`` with ``injected`` failing at the host; healed when it returns or raises."""
+                 bound_s: float, raw_dir: Path | None = None, kernel_lines: int = 0) -> InjectedRun:
+    """Run ``job`` on ``target`` with ``injected`` failing at the host; healed when it returns or raises.
+    ``kernel_lines``: the error lines the run should make the guest's kernel print; fio starts once its
+    rate limit has room for them all (guest/tools/errorpath.py)."""
     tag = f"vioc-{job.name}-{disk.kernel_name}"
     kernel = disk.tool(ErrorPath)
     log.info("%s (%s): fio %s %s on %s with %s failing at the host", disk.config_id, disk.kernel_name, job.name,
@@ -58,8 +60,9 @@ def run_injected(disk: GuestDisk, injector: ErrorInjector, injected: InjectedRan
     try:
         injector.inject(injected)
         before = injector.outcomes()
+        # the start returns once fio runs (after the kernel's rate limit had room): its time from here
+        run = disk.tool(Fio).start(job, target, disk.tool(WorkDir).ensure(), tag, first=kernel.mark_command(kernel_lines))
         t0 = time.monotonic()
-        run = disk.tool(Fio).start(job, target, disk.tool(WorkDir).ensure(), tag, first=kernel.mark_command())
         ended = run.wait(bound_s)
         fio_s = time.monotonic() - t0
         if not ended:

@@ -67,7 +67,8 @@ def _phase(disk: GuestDisk, injector: ErrorInjector, kind: Kind, mapper: DeviceM
            raw: Path) -> PhaseRun:
     target = _target(disk, mapper)
     try:
-        run = run_injected(disk, injector, injected(kind), _job(f"errprop-{kind}", kind), target, bound.seconds, raw)
+        run = run_injected(disk, injector, injected(kind), _job(f"errprop-{kind}", kind), target, bound.seconds, raw,
+                           kernel_lines=len(WORKLOAD.touching(injected(kind))))
     finally:
         if mapper is not None:
             mapper.remove(SWALLOW)

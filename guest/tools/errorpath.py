@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from guest.tools.sysfs import valid_disk
 from guest.tools.tool import GuestTool
+from model.parse.kernel_io_errors import RATELIMIT_BURST, RATELIMIT_INTERVAL_S
 
 #: Where the mark is kept in the guest (one at a time: the rule's windows do not overlap).
 MARK_FILE = "/tmp/vioc-kernel-log.mark"
@@ -51,9 +52,23 @@ class ErrorPath(GuestTool):
         return Timeouts(float(scsi) if scsi != "-" else None, int(io) if io != "-" else None,
                         int(nvme) if nvme != "-" else None)
 
-    def mark_command(self) -> str:
-        """A command that keeps the kernel log's last line as the mark."""
-        return f"dmesg | tail -n 1 > {MARK_FILE}"
+    def mark_command(self, room_for: int = 0) -> str:
+        """A command that keeps the kernel log's last line as the mark; with ``room_for`` N, first waits
+        (at most the rate limit's interval) until the kernel has printed few enough block-layer error
+        lines in the last interval that N more are all printed (model/parse/kernel_io_errors.py: at most
+        RATELIMIT_BURST in RATELIMIT_INTERVAL_S, for all disks together)."""
+        mark = f"dmesg | tail -n 1 > {MARK_FILE}"
+        if room_for <= 0:
+            return mark
+        allowed = RATELIMIT_BURST - room_for
+        # printk's clock and /proc/uptime agree within milliseconds in a VM; half a second more for that
+        window = RATELIMIT_INTERVAL_S + 0.5
+        count = ("dmesg | awk -v now=\"$(cut -d' ' -f1 /proc/uptime)\" "
+                 f"'match($0, /^\\[ *[0-9]+\\.[0-9]+\\]/) && index($0, \" error, dev \") "
+                 f"{{ if (substr($0, 2, RLENGTH - 2) + 0 > now - {window:g}) n++ }} END {{ print n + 0 }}'")
+        tries = int(window / 0.5) + 1
+        return (f"i=0; while [ $i -lt {tries} ] && [ \"$({count})\" -gt {allowed} ]; do sleep 0.5 2>/dev/null || usleep 500000; i=$((i + 1)); "
+                f"done; {mark}")
 
     def log_command(self) -> str:
         """A command that prints the mark, MARK_END and the whole kernel log."""

@@ -47,7 +47,8 @@ class KernelIoError:
 @dataclass(frozen=True)
 class KernelWindow:
     """What the kernel logged after a mark: its lines, the error lines among them, and how many error
-    lines it had printed in the rate-limit interval before the first of them (which the limit counts)."""
+    lines it had printed in the rate-limit interval before the window opened (the first of its error
+    lines, or the mark where the limit dropped them all), which the limit counts."""
 
     lines: tuple[str, ...]
     errors: tuple[KernelIoError, ...]
@@ -85,11 +86,15 @@ def window_after(text: str, mark: str) -> KernelWindow:
         start = next((i for i, ln in enumerate(lines) if since is None or (timestamp(ln) or 0.0) > since), len(lines))
     window = lines[start:]
     errors = tuple(e for e in (io_error(ln) for ln in window) if e is not None)
-    first = next((e.seconds for e in errors if e.seconds is not None), None)
+    # When the window opened: its first error line, else (the limit dropped them all) the mark's time,
+    # which is no earlier than the last line before the window.
+    opened = next((e.seconds for e in errors if e.seconds is not None), None)
+    if opened is None:
+        opened = timestamp(mark) if mark else None
     printed_before = 0
-    if first is not None:
+    if opened is not None:
         for ln in lines[:start]:
             e = io_error(ln)
-            if e is not None and e.seconds is not None and first - RATELIMIT_INTERVAL_S <= e.seconds <= first:
+            if e is not None and e.seconds is not None and opened - RATELIMIT_INTERVAL_S <= e.seconds <= opened:
                 printed_before += 1
     return KernelWindow(tuple(window), errors, printed_before)

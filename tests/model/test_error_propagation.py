@@ -119,6 +119,20 @@ def test_kernel_window_after_the_mark_and_the_lines_before_it() -> None:
     assert len(gone.errors) == 2
 
 
+def test_a_window_whose_lines_the_rate_limit_dropped_counts_from_the_mark() -> None:
+    """Recorded with --repeats 10 on virtio-scsi (repeat 3's writes): the kernel had printed 10 error lines
+    in the 3.3 s before, and printed none of the window's two."""
+    stamps = ("6.951085", "6.956093", "7.500941", "7.501965", "8.426473", "8.427037", "9.210127", "9.212455",
+              "10.265998", "10.271105")
+    log = [f"[{t:>12}] I/O error, dev sdb, sector {2112 + 16 * (i % 2)} op 0x0:(READ) flags 0x0 phys_seg 1 prio class 2"
+           for i, t in enumerate(stamps)]
+    w = window_after("\n".join(log) + "\n", log[-1])
+    assert (w.errors, w.printed_before) == ((), 10)
+    limited = dataclasses.replace(_scsi("write"), kernel=w)
+    v = judge_error_propagation(WORKLOAD, [limited], HEALED, attempts_for("sd"), SCSI_BOUND)
+    assert v.passed and "it had printed 10 such lines in the 5 s before" in v.notes[0], v.explain()
+
+
 def test_host_outcomes_from_query_blockstats() -> None:
     reply = {"return": [{"device": "", "qdev": "ua-vioc-dut03", "stats": {
         "rd_operations": 17, "wr_operations": 14, "flush_operations": 0, "rd_bytes": 69632, "wr_bytes": 57344,

@@ -5,6 +5,7 @@ new options, the guest tools' commands and the bound on a run that hangs."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +221,24 @@ def test_a_ram_disk_the_suite_did_not_make_is_never_a_leg() -> None:
     shell = FakeShell(has={"dmsetup", "modprobe"}, handlers=[(r"^\[ -b /dev/ram0 \]", lambda c: "")])
     with pytest.raises(RuntimeError, match="/dev/ram0 exists in the guest already"):
         GuestTools(shell).get(DeviceMapper).swallowing_mirror("sdb", 4096, "vioc-swallow")
+
+
+def _uptime() -> float:
+    return float(Path("/proc/uptime").read_text().split()[0])
+
+
+@pytest.mark.parametrize("recent, waits", [(8, False), (9, True)])
+def test_fio_waits_until_the_kernel_can_print_every_error_line(tmp_path: Path, recent: int, waits: bool) -> None:
+    """mark_command(2), run by busybox's sh and awk (the embedded guest's) on a kernel log with ``recent``
+    error lines stamped 1 s ago: 8 leave room for 2 more (at most 10 in 5 s), 9 make it wait until
+    they are 5.5 s old (here: cut short by a 1-try loop, so the test takes 0.5 s)."""
+    stamp = _uptime() - 1.0
+    lines = [f"[{stamp:12.6f}] I/O error, dev sdb, sector 2112 op 0x0:(READ) flags 0x0" for _ in range(recent)]
+    lines += [f"[{stamp - 10:12.6f}] I/O error, dev sdb, sector 2128 op 0x0:(READ) flags 0x0"]  # older: not counted
+    (tmp_path / "log").write_text("\n".join(lines) + "\n")
+    command = ErrorPath.mark_command(None, 2).replace("/tmp/vioc-kernel-log.mark", str(tmp_path / "mark"))  # type: ignore[arg-type]
+    # this log instead of the host's (a function: busybox's sh runs its own dmesg before one on PATH)
+    command = f"dmesg() {{ cat {tmp_path / 'log'}; }}; " + command.replace("-lt 12 ]", "-lt 1 ]") + "; echo waited=$i"
+    said = subprocess.run(["busybox", "sh", "-c", command], capture_output=True, text=True, check=True).stdout
+    assert said.strip() == f"waited={int(waits)}"
+    assert (tmp_path / "mark").read_text().startswith("[")
