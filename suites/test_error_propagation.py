@@ -36,6 +36,7 @@ from model.rules.error_propagation import (
     bound_for,
     injected,
     judge_error_propagation,
+    kernel_error_sectors,
     not_fired,
 )
 from model.rules.verdict import RuleVerdict
@@ -100,9 +101,11 @@ def test_error_propagation(scratch_disk: GuestDisk, suite_options: SuiteOptions,
     timeouts = kernel.timeouts(disk.kernel_name)
     bound = bound_for(timeouts.scsi_timeout_s, timeouts.io_timeout_ms)
     attempts: Attempts | None = attempts_for(disk.limits.driver, timeouts.nvme_max_retries)
-    # What the kernel-log check is told: errors in this range of this disk are the rule's own.
+    # What the kernel-log check is told: the range the host fails on this disk, and the sectors the
+    # kernel's error lines name (the failed requests' first sectors): those lines are the rule's own.
+    first, last = kernel_error_sectors(WORKLOAD, "read")
     record.add(injected_device=disk.kernel_name, injected_first_sector=injected("read").first_sector,
-               injected_sectors=injected("read").sectors)
+               injected_sectors=injected("read").sectors, kernel_error_sectors=f"{first}-{last}")
 
     def once(raw: Path) -> RuleVerdict:
         phases: list[PhaseRun] = []

@@ -54,7 +54,7 @@ METRICS: Metrics = (
     (r"heal_(errors|host_failures)", MetricSpec("requests", PARAM)),
     (r"attempts_per_request", MetricSpec("attempts", PARAM)),
     (r"injected_(first_sector|sectors)", MetricSpec("sectors", PARAM)),
-    (r"injected_device|fio_target", MetricSpec("", PARAM)),  # attempts_source, bound_source: shared (.*_source)
+    (r"injected_device|fio_target|kernel_error_sectors", MetricSpec("", PARAM)),  # attempts_source, bound_source: shared (.*_source)
 )
 #: Nothing the rule records is a noisy measured quantity: no minimum effect to measure.
 MIN_EFFECTS: Mapping[str, float] = {}
@@ -107,6 +107,14 @@ RANGE_SECTORS = _STRIDE_SECTORS
 def injected(kind: Kind) -> InjectedRange:
     """The range the rule makes fail for ``kind``."""
     return InjectedRange(FIRST_SECTOR, RANGE_SECTORS, kind)
+
+
+def kernel_error_sectors(workload: Workload, kind: Kind) -> tuple[int, int]:
+    """Where the guest's kernel reports the rule's errors: (first, last) sector of the requests that touch
+    the range. A kernel error line names its request's first sector, which may lie before the range
+    (2112 for a range from 2116)."""
+    touching = workload.touching(injected(kind))
+    return touching[0] // SECTOR_BYTES, (touching[-1] + workload.request_bytes) // SECTOR_BYTES - 1
 
 
 class InjectionNotFired(RuntimeError):

@@ -26,6 +26,7 @@ from model.rules.error_propagation import (
     bound_for,
     injected,
     judge_error_propagation,
+    kernel_error_sectors,
     not_fired,
 )
 
@@ -59,6 +60,7 @@ SCSI_BOUND = bound_for(30.0, None)
 def test_the_range_and_the_requests_it_touches() -> None:
     assert (FIRST_SECTOR, RANGE_SECTORS) == (2116, 16)
     assert WORKLOAD.touching(injected("read")) == FAILING
+    assert kernel_error_sectors(WORKLOAD, "write") == (2112, 2135)  # the lines say 2112 and 2128
     r = InjectedRange(8, 8, "read")
     assert r.touches(0, 4608) and r.touches(8 * 512, 512) and r.touches(15 * 512, 4096)
     assert not r.touches(0, 4096) and not r.touches(16 * 512, 4096) and not r.touches(8 * 512, 0)

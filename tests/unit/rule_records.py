@@ -37,7 +37,7 @@ SUITE_PROPERTIES: dict[str, tuple[str, ...]] = {
         "guest_queue_depth", "guest_nr_requests", "guest_driver"),
     "io-size": ("guest_avg_request_bytes",),
     "buffered-direct": ("baseline_saved_to",),
-    "error-propagation": ("injected_device", "injected_first_sector", "injected_sectors"),
+    "error-propagation": ("injected_device", "injected_first_sector", "injected_sectors", "kernel_error_sectors"),
 }
 
 #: What every rule's record can hold besides its own numbers: a note, the repeats (``NAME.rK`` and
