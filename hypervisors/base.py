@@ -160,6 +160,23 @@ class BackendOptions(Protocol):
     def machine(self) -> str: ...
 
 
+class BackingUnreadable(Exception):
+    """The backend cannot read a disk's backing store from the host (``str()`` says why): the rules
+    that check what reached it (data-integrity) skip with this reason."""
+
+
+class BackingStore(Protocol):
+    """A disk's data as the host stores it, read by the host itself (not through the guest):
+    ``read(offset, length)`` gives the bytes at the disk's byte ``offset``."""
+
+    @property
+    def where(self) -> str:
+        """The store in messages: "the backing file /tmp/.../dut1.img on this machine"."""
+        ...
+
+    def read(self, offset_bytes: int, length_bytes: int) -> bytes: ...
+
+
 class RequestTracer(Protocol):
     """Records the exact host-side I/O of one disk between ``start()`` and ``stop()``."""
 
@@ -266,6 +283,11 @@ class HypervisorBackend(ABC):
         """The guest's vCPU threads' cumulative run and run-queue wait times on the host
         (model.parse.hostcpu), or None where the backend cannot read them. Never raises."""
         return None
+
+    def backing_store(self, guest: Guest, disk: AttachedDisk) -> BackingStore:
+        """The disk's backing store, for the host to read; BackingUnreadable (with the reason) where
+        the backend cannot read it. Default: it cannot."""
+        raise BackingUnreadable(f"the {self.name} backend cannot read a disk's backing store from the suite's host")
 
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> RequestTracer | None:
         """An exact per-request source for this disk, or None where the backend has none."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
-from guest.tools.devmapper import DeviceMapper
+from guest.tools.devmapper import MirrorUnavailable, SwallowingMirror
 from guest.tools.errorpath import ErrorPath
 from guest.tools.fio import FioJob
 from hypervisors.base import ErrorInjector, InjectionUnavailable
@@ -58,13 +58,13 @@ def _job(name: str, rw: str, **kw: object) -> FioJob:
                   continue_on_error=True, runtime_s=60, **kw)  # type: ignore[arg-type]
 
 
-def _target(disk: GuestDisk, mapper: DeviceMapper | None) -> str:
+def _target(disk: GuestDisk, mapper: SwallowingMirror | None) -> str:
     if mapper is None:
         return disk.device_path
-    return mapper.swallowing_mirror(disk.kernel_name, WORKLOAD.end_bytes, SWALLOW)
+    return mapper.create(disk.kernel_name, WORKLOAD.end_bytes, SWALLOW)
 
 
-def _phase(disk: GuestDisk, injector: ErrorInjector, kind: Kind, mapper: DeviceMapper | None, bound: Bound,
+def _phase(disk: GuestDisk, injector: ErrorInjector, kind: Kind, mapper: SwallowingMirror | None, bound: Bound,
            raw: Path) -> PhaseRun:
     target = _target(disk, mapper)
     try:
@@ -97,7 +97,7 @@ def test_error_propagation(scratch_disk: GuestDisk, suite_options: SuiteOptions,
     except InjectionUnavailable as e:
         pytest.skip(f"{RULE} cannot run on {disk.config_id}: {e}")
     kernel = needed(disk, ErrorPath, RULE)
-    mapper = needed(disk, DeviceMapper, RULE) if "swallow-errors" in suite_options.inject else None
+    mapper = needed(disk, SwallowingMirror, RULE) if "swallow-errors" in suite_options.inject else None
     timeouts = kernel.timeouts(disk.kernel_name)
     bound = bound_for(timeouts.scsi_timeout_s, timeouts.io_timeout_ms)
     attempts: Attempts | None = attempts_for(disk.limits.driver, timeouts.nvme_max_retries)
@@ -123,6 +123,8 @@ def test_error_propagation(scratch_disk: GuestDisk, suite_options: SuiteOptions,
                 heal = _heal(disk, injector, raw)
         except InjectionUnavailable as e:
             pytest.skip(f"{RULE} cannot run on {disk.config_id}: {e}")
+        except MirrorUnavailable as e:
+            pytest.skip(f"--inject swallow-errors cannot apply on {disk.config_id}: {e}")
         finally:
             injector.heal()
         return judge_error_propagation(WORKLOAD, phases, heal, attempts, bound)

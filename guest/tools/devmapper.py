@@ -1,4 +1,4 @@
-"""Device-mapper in the guest: the ``swallow-errors`` fault's mirror over the scratch disk.
+"""Device-mapper's mirror target in the guest: the ``swallow-errors`` fault's layer over the scratch disk.
 
 The fault stacks device-mapper's ``mirror`` target (dm-raid1) over the failing disk and a good one
 (a RAM disk, ``brd``): a read that fails on the first leg is read again from the second, a write that
@@ -8,7 +8,8 @@ is the swallowing layer the error-propagation rule must catch. ``nosync``: the l
 sync, so no copy runs. The mirror maps sector for sector, so the rule's offsets stay the disk's.
 
 dmsetup runs without udev (``DM_DISABLE_UDEV=1``, ``--noudevsync``): it makes ``/dev/mapper/<name>``
-itself, in the embedded guest and in an image with udev alike.
+itself, in the embedded guest and in an image with udev alike. (guest/tools/integrity.py's
+``DeviceMapper`` makes the data-integrity rule's linear target.)
 """
 
 from __future__ import annotations
@@ -25,22 +26,31 @@ GOOD_LEG = "/dev/ram0"
 _DM = "DM_DISABLE_UDEV=1 dmsetup --noudevsync"
 
 
-class DeviceMapper(GuestTool):
-    name = "device-mapper"
+class MirrorUnavailable(RuntimeError):
+    """The guest's kernel cannot make the mirror (a module it lacks): the fault cannot apply, a skip."""
+
+
+class SwallowingMirror(GuestTool):
+    name = "device-mapper mirror"
     programs = ("dmsetup", "modprobe")
     install_hint = "install dmsetup (Debian: dmsetup; the embedded guest has it) and the dm_mirror and brd modules"
 
-    def swallowing_mirror(self, disk: str, size_bytes: int, name: str) -> str:
-        """A mirror of the first ``size_bytes`` of ``disk`` and a RAM disk of that size, named ``name``:
-        its device path. ToolMissing-like failures (a module the kernel lacks) raise GuestCommandError."""
+    def create(self, disk: str, size_bytes: int, name: str) -> str:
+        """A mirror of the first ``size_bytes`` of ``disk`` and a RAM disk of that size, named ``name``: its
+        device path. MirrorUnavailable where the kernel lacks dm_mirror or brd; RuntimeError where a
+        /dev/ram0 the suite did not make is there (it would be written)."""
         sectors = -(-size_bytes // 512)
         sectors += -sectors % REGION_SECTORS
-        table = (f"0 {sectors} mirror core 2 {REGION_SECTORS} nosync 2 /dev/{valid_disk(disk)} 0 {GOOD_LEG} 0")
+        table = f"0 {sectors} mirror core 2 {REGION_SECTORS} nosync 2 /dev/{valid_disk(disk)} 0 {GOOD_LEG} 0"
         if self.shell.run(f"[ -b {GOOD_LEG} ]", check=False).ok:
             raise RuntimeError(f"{GOOD_LEG} exists in the guest already: the mirror's good leg would be a disk the "
                                "suite did not make")
-        self._run(f"modprobe dm_mirror && modprobe brd rd_nr=1 rd_size={sectors // 2} && "
-                  f"{_DM} create {shlex.quote(name)} --table {shlex.quote(table)}")
+        for module in ("dm_mirror", f"brd rd_nr=1 rd_size={sectors // 2}"):
+            loaded = self.shell.run(f"modprobe {module} 2>&1", check=False)
+            if not loaded.ok:
+                said = (loaded.stdout.strip().splitlines() or ["nothing"])[-1]
+                raise MirrorUnavailable(f"the guest's kernel cannot load {module.split()[0]} (modprobe said: {said})")
+        self._run(f"{_DM} create {shlex.quote(name)} --table {shlex.quote(table)}")
         return f"/dev/mapper/{name}"
 
     def remove(self, name: str) -> None:

@@ -36,6 +36,7 @@ from guest.image.pvh import PVH_NAME, pvh_kernel
 from guest.image.user import UserImageError
 from hypervisors.base import (
     BackendOptions,
+    BackingUnreadable,
     Guest,
     GuestRequest,
     HypervisorBackend,
@@ -60,7 +61,14 @@ from hypervisors.libvirt.controllers import (
     pci_addr,
 )
 from hypervisors.libvirt.host_checks import check_drives_qemu, is_local, open_connection
-from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR, ConsoleMirror, HostFiles, LocalFiles, RemoteFiles
+from hypervisors.libvirt.hostfiles import (
+    DEFAULT_HOST_DIR,
+    BackingFile,
+    ConsoleMirror,
+    HostFiles,
+    LocalFiles,
+    RemoteFiles,
+)
 from hypervisors.libvirt.hostlink import HostAddress, HostLink
 from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.machine import DEFAULT_MACHINE
@@ -497,6 +505,16 @@ class LibvirtBackend(HypervisorBackend):
     def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
         """QEMU's answer: QMP ``qom-get`` on the disk's device and its HBA (hypervisors/libvirt/qom.py)."""
         return read_advertised(self.conn, guest.name, disk.spec)
+
+    def backing_store(self, guest: Guest, disk: AttachedDisk) -> BackingFile:
+        """A file-backed disk's raw file in the run's staging directory (this machine's, or the remote
+        host's over SFTP); a disk of another backing (the null-co latency disk) holds no data."""
+        if disk.spec.backing != "file":
+            raise BackingUnreadable(f"{disk.spec.label} is a {disk.spec.backing} disk, not file-backed: it keeps no "
+                                    "data to read back")
+        if guest.console_log_path is None:
+            raise BackingUnreadable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
+        return BackingFile(self.files, disk_file(self.stage(guest.console_log_path.parent), disk.spec))
 
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> trace.QemuTracer | None:
         family = CONTROLLERS[disk.spec.controller].trace_family

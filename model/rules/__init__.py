@@ -12,6 +12,7 @@ rule's numbers with a stored run (``--baseline``).
 from model.rules import (
     alignment,
     buffered_direct,
+    data_integrity,
     direct_io,
     error_propagation,
     io_size,
@@ -24,4 +25,4 @@ from model.rules.spec import RuleModule
 #: Every rule module, in the order of the rules' numbers (docs/rules/): each declares RULE, METRICS
 #: and MIN_EFFECTS (model/rules/spec.py), which mypy checks here.
 RULE_MODULES: tuple[RuleModule, ...] = (queue_depth, io_size, direct_io, buffered_direct, alignment, limits,
-                                        multi_queue, error_propagation)
+                                        multi_queue, data_integrity, error_propagation)

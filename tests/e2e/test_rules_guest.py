@@ -17,7 +17,7 @@ import pytest
 from tests.e2e.conftest import SuiteRun, run_suite_at
 
 CONFIGS = ("libvirt:virtio-scsi:latency5ms", "libvirt:virtio-blk:latency5ms")
-RULES = ("alignment", "buffered-direct", "direct-io", "io-size", "limits", "multi-queue", "queue-depth")
+RULES = ("alignment", "buffered-direct", "data-integrity", "direct-io", "io-size", "limits", "multi-queue", "queue-depth")
 BOTH = ("--controllers", "virtio-scsi,virtio-blk")
 
 
@@ -54,6 +54,9 @@ def test_healthy_guest_passes_every_rule(healthy: tuple[SuiteRun, Path]) -> None
         assert al["partition_start_bytes"] == "1048576" and int(al["host_requests"]) >= 400, al
         mq = SuiteRun.props(cases[f"multi-queue[{c}]"])
         assert mq["queues_used"] == "2", mq
+        di = SuiteRun.props(cases[f"data-integrity[{c}]"])
+        assert di["host_sectors_checked"] == "8192" and di["host_bad_sectors"] == "0", di
+        assert di["guest_bytes_read"] == "4194304" and di["rand1k_writes"] == "512", di
     saved = json.loads(base.read_text())
     assert set(saved["configs"]) == set(CONFIGS)
     assert "JUnit XML:" in run.output and (run.results / "report.html").is_file()
@@ -96,6 +99,7 @@ FAULT_CASES = {
     "flush-dropped": ("direct_io", "direct-io", "acknowledged while still in a volatile write cache"),
     "readahead-off": ("regime", "buffered-direct", "buffered copy: host request size 4 KiB"),
     "misaligned": ("alignment", "alignment", "not a multiple of the optimal I/O size"),
+    "lba-shift": ("data_integrity", "data-integrity", "from the LBA it names: a shifted mapping"),
 }
 
 

@@ -16,6 +16,7 @@ from model.device_limits import ConfiguredLimits, DepthLimit, GuestLimits, IoMax
 from model.rules.against_baseline import against_baseline
 from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
+from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity
 from model.rules.direct_io import LatencyFloor, judge_direct_io
 from model.rules.error_propagation import WORKLOAD, attempts_for, bound_for, judge_error_propagation
 from model.rules.io_size import judge_io_size
@@ -24,6 +25,7 @@ from model.rules.multi_queue import judge_multiqueue
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
 from model.rules.verdict import RuleVerdict, combine_repeats
 from tests.model.test_error_propagation import HEALED, SCSI_BOUND, _scsi
+from tests.model.test_model_integrity import ZERO_GUARDS, window_of, written
 from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDELITY, _baseline, _file_writes, _io
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
 
@@ -76,6 +78,17 @@ def _limits() -> list[RuleVerdict]:
     return [judge_limits(disks)]
 
 
+def _data_integrity() -> list[RuleVerdict]:
+    """A healthy run, and lba-shift's (a shift found, written through a mapping)."""
+    region, run = Region(), 0x5EED0001
+    writes = {p.name: p.writes for p in PLAN}
+    guest = GuestCheck("/dev/vdb", region.length_bytes, ())
+    healthy = check_backing(window_of(written(run)), ZERO_GUARDS, region, PLAN, run)
+    shifted = check_backing(window_of(written(run, shift_sectors=8)), ZERO_GUARDS, region, PLAN, run)
+    return [judge_data_integrity(healthy, guest, region, PLAN, run, writes),
+            judge_data_integrity(shifted, guest, region, PLAN, run, writes, "device-mapper target vioc-lba-shift")]
+
+
 def verdicts() -> dict[str, list[RuleVerdict]]:
     """Each rule's verdicts on recorded and synthetic inputs, by rule."""
     base = _baseline()["libvirt:virtio-blk:latency5ms"]
@@ -91,6 +104,7 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                                       "exact")],
         "multi-queue": [judge_multiqueue(2, 2, 2, {0: 1024, 1: 971}, online_cpus=1)],
         "limits": _limits(),
+        "data-integrity": _data_integrity(),
         # healthy (every count, the driver's attempts); an unknown driver and no healed run
         "error-propagation": [judge_error_propagation(WORKLOAD, [_scsi("read"), _scsi("write")], HEALED,
                                                       attempts_for("sd"), SCSI_BOUND),

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from guest.tools.devmapper import DeviceMapper
+from guest.tools.devmapper import MirrorUnavailable, SwallowingMirror
 from guest.tools.errorpath import MARK_END, ErrorPath, Timeouts
 from guest.tools.fio import BackgroundFio, FioJob
 from guest.tools.tool import GuestTools
@@ -204,23 +204,33 @@ def test_the_kernel_log_is_read_from_a_mark_kept_in_the_guest() -> None:
 
 def test_the_swallowing_mirror_is_built_over_the_disk_and_a_ram_disk_and_removed() -> None:
     shell = FakeShell(has={"dmsetup", "modprobe"}, handlers=[
-        (r"^\[ -b /dev/ram0 \]", lambda c: (1, "", "")), (r"^modprobe dm_mirror", lambda c: ""),
-        (r"dmsetup --noudevsync remove", lambda c: "")])
-    dm = GuestTools(shell).get(DeviceMapper)
-    assert dm.swallowing_mirror("sdb", (1 << 20) + 126976, "vioc-swallow") == "/dev/mapper/vioc-swallow"
-    assert shell.commands[-1] == ("modprobe dm_mirror && modprobe brd rd_nr=1 rd_size=1536 && DM_DISABLE_UDEV=1 "
-                                  "dmsetup --noudevsync create vioc-swallow --table '0 3072 mirror core 2 1024 "
-                                  "nosync 2 /dev/sdb 0 /dev/ram0 0'")
+        (r"^\[ -b /dev/ram0 \]", lambda c: (1, "", "")), (r"^modprobe ", lambda c: ""),
+        (r"dmsetup --noudevsync (create|remove)", lambda c: "")])
+    dm = GuestTools(shell).get(SwallowingMirror)
+    assert dm.create("sdb", (1 << 20) + 126976, "vioc-swallow") == "/dev/mapper/vioc-swallow"
+    assert shell.commands[-3:] == [
+        "modprobe dm_mirror 2>&1", "modprobe brd rd_nr=1 rd_size=1536 2>&1",
+        ("DM_DISABLE_UDEV=1 dmsetup --noudevsync create vioc-swallow --table '0 3072 mirror core 2 1024 nosync 2 "
+        "/dev/sdb 0 /dev/ram0 0'")]
     dm.remove("vioc-swallow")
     assert "rmmod brd" in shell.commands[-1]
     with pytest.raises(ValueError, match="not a block device name"):
-        dm.swallowing_mirror("sdb; reboot", 4096, "x")
+        dm.create("sdb; reboot", 4096, "x")
 
 
 def test_a_ram_disk_the_suite_did_not_make_is_never_a_leg() -> None:
     shell = FakeShell(has={"dmsetup", "modprobe"}, handlers=[(r"^\[ -b /dev/ram0 \]", lambda c: "")])
     with pytest.raises(RuntimeError, match="/dev/ram0 exists in the guest already"):
-        GuestTools(shell).get(DeviceMapper).swallowing_mirror("sdb", 4096, "vioc-swallow")
+        GuestTools(shell).get(SwallowingMirror).create("sdb", 4096, "vioc-swallow")
+
+
+def test_a_kernel_without_the_mirror_target_cannot_carry_the_fault() -> None:
+    shell = FakeShell(has={"dmsetup", "modprobe"}, handlers=[
+        (r"^\[ -b /dev/ram0 \]", lambda c: (1, "", "")),
+        (r"^modprobe dm_mirror", lambda c: (1, "modprobe: module dm_mirror not found in modules.dep\n", ""))])
+    with pytest.raises(MirrorUnavailable, match=r"cannot load dm_mirror \(modprobe said: modprobe: module dm_mirror "
+                                                r"not found in modules.dep\)"):
+        GuestTools(shell).get(SwallowingMirror).create("sdb", 4096, "vioc-swallow")
 
 
 def _uptime() -> float:
