@@ -22,7 +22,8 @@ from typing import ClassVar, Protocol, Self
 from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
 from model.errors import HypervisorError
-from model.parse.blockstats import HostBlockCounters
+from model.injection import InjectedRange
+from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes
 from model.parse.hostcpu import VcpuTimes
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
 
@@ -186,6 +187,25 @@ class RequestTracer(Protocol):
     def abort(self) -> None: ...
 
 
+class InjectionUnavailable(HypervisorError):
+    """The backend cannot make this disk fail (no way to inject errors under it): a rule that needs it
+    skips with this message."""
+
+
+class ErrorInjector(Protocol):
+    """Makes a range of one disk fail at the host, and counts what the disk completed and failed.
+
+    ``inject`` puts the range in place (errors from the next request on); ``heal`` takes it away and
+    leaves the disk's chain as it was (also when nothing is injected: it is the cleanup). ``outcomes``
+    are the disk's cumulative completed and failed requests."""
+
+    def inject(self, injected: InjectedRange) -> None: ...
+
+    def heal(self) -> None: ...
+
+    def outcomes(self) -> HostRequestOutcomes: ...
+
+
 class HypervisorBackend(ABC):
     """One hypervisor. Subclasses implement the underscored methods."""
 
@@ -272,6 +292,11 @@ class HypervisorBackend(ABC):
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> RequestTracer | None:
         """An exact per-request source for this disk, or None where the backend has none."""
         return None
+
+    def error_injector(self, guest: Guest, disk: AttachedDisk) -> ErrorInjector:
+        """A way to make a range of ``disk`` fail at the host (the error-propagation rule). Default:
+        InjectionUnavailable, naming the backend."""
+        raise InjectionUnavailable(f"the {self.name} backend cannot make a range of a disk fail at the host")
 
     def environment(self, guest: Guest) -> dict[str, str]:
         """The running guest's environment fingerprint entries (model/across/fingerprint.py: the

@@ -56,6 +56,8 @@ RULE_SETTINGS: dict[str, frozenset[str]] = {
     "multi-queue": frozenset({"nr_hw_queues"}),
     # Where each block lands depends on no setting: its own evidence names the layer (a hint).
     "data-integrity": frozenset(),
+    # no sysfs setting decides where an error goes: its own evidence names the layer (the verdict's hint)
+    "error-propagation": frozenset(),
     "limits": frozenset({"queue_depth", "max_hw_sectors_kb", "logical_block_size", "physical_block_size",
                          "optimal_io_size", "write_cache", "discard", "nr_hw_queues"}),
 }

@@ -1,7 +1,7 @@
 """Builds and caches the embedded vioconform guest: a Debian kernel plus a busybox initramfs.
 
 Everything comes from Debian packages: the kernel package (downloaded, not installed),
-busybox-static and dropbear-bin (copied from the host with their shared libraries), and fio
+busybox-static, dropbear-bin and dmsetup (copied from the host with their shared libraries), and fio
 built static from Debian's fio source (guest/image/fio_static.py, cached).
 The result is cached under ``$XDG_CACHE_HOME/vioconform/images/<recipe hash>/`` (see guest.cache);
 a change to the recipe (package versions, the init script, this file) gives a new hash.
@@ -46,6 +46,10 @@ MODULES = (
     # sectors, made with dmsetup): shipped, loaded by the rule when it needs it (modprobe), never at boot.
     "dm_mod",
 )
+#: Modules copied into the image but loaded by no boot: a rule loads them when it needs them. The
+#: swallow-errors fault (error-propagation) mirrors the scratch disk with device-mapper's mirror
+#: target (dm_mirror, and dm_log, dm_region_hash with it) onto a RAM disk (brd).
+ON_DEMAND_MODULES = ("dm_mirror", "brd")
 #: Host binaries copied into the guest with their shared-library closure. dmsetup (Debian's dmsetup
 #: package, 0.2 MB and 1.3 MB of libraries) drives device-mapper: busybox has no applet for it.
 BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/sbin/dmsetup")
@@ -172,6 +176,7 @@ def recipe(kernel_deb: Path | None = None) -> dict[str, object]:
         "kernel": _kernel_deb_id(kernel_deb) if kernel_deb else apt_answer("kernel_package", lambda: list(_kernel_package())),
         "packages": {p: _installed_version(p) for p in HOST_PACKAGES},
         "modules": list(MODULES),
+        "on_demand_modules": list(ON_DEMAND_MODULES),
         "fio": _static_fio_recipe(),
         "init_sha256": hashlib.sha256((HERE / "init").read_bytes()).hexdigest(),
         "builder_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
@@ -262,7 +267,7 @@ def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None
     shutil.copy2("/bin/busybox", root / "bin/busybox")
     shutil.copy2(HERE / "init", root / "init")
     os.chmod(root / "init", 0o755)
-    for rel in _module_closure(modroot, MODULES):
+    for rel in _module_closure(modroot, MODULES + ON_DEMAND_MODULES):
         dst = root / "lib/modules" / kver / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(modroot / rel, dst)

@@ -41,11 +41,13 @@ from hypervisors.base import (
     GuestRequest,
     HypervisorBackend,
     ImageRequest,
+    InjectionUnavailable,
     kernel_panic,
 )
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
 from hypervisors.libvirt import accel, environment, host_checks, imageboot, leftovers, machine, qemulog, trace
 from hypervisors.libvirt.accel import PROBE_TIMEOUT_S, ProbeResult
+from hypervisors.libvirt.blkdebug import BlkdebugInjector
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
     NET_PCI_SLOT,
@@ -54,6 +56,7 @@ from hypervisors.libvirt.controllers import (
     disk_devices,
     disk_file,
     disk_overrides,
+    format_options,
     guest_drivers,
     pci_addr,
 )
@@ -519,6 +522,17 @@ class LibvirtBackend(HypervisorBackend):
             return None
         return trace.QemuTracer(self.channel(guest, disk), family, self.stage(guest.console_log_path.parent) / TRACE_LOG,
                                 logical_block_bytes=disk.configured.logical_block_bytes, files=self.files)
+
+    def error_injector(self, guest: Guest, disk: AttachedDisk) -> BlkdebugInjector:
+        """QEMU's blkdebug under the disk's format node (hypervisors/libvirt/blkdebug.py): file-backed disks."""
+        kills = CONTROLLERS[disk.spec.controller].injected_error_kills
+        if kills:
+            raise InjectionUnavailable(f"on {disk.spec.controller} {kills} (measured: docs/rules/error-propagation.md)")
+        options = format_options(disk.spec)
+        if options is None:
+            raise InjectionUnavailable(f"disk {disk.spec.label} is not file-backed: errors are injected between a "
+                                       "disk's raw node and its file")
+        return BlkdebugInjector(self.channel(guest, disk), options)
 
     def environment(self, guest: Guest) -> dict[str, str]:
         return environment.environment(self.conn, guest.name, self.files.kernel_release())

@@ -20,11 +20,13 @@ from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
 from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity
 from model.rules.direct_io import LatencyFloor, judge_direct_io
+from model.rules.error_propagation import WORKLOAD, attempts_for, bound_for, judge_error_propagation
 from model.rules.io_size import judge_io_size
 from model.rules.limits import judge_limits
 from model.rules.multi_queue import judge_multiqueue
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
 from model.rules.verdict import RuleVerdict, combine_repeats
+from tests.model.test_error_propagation import HEALED, SCSI_BOUND, _scsi
 from tests.model.test_model_integrity import ZERO_GUARDS, window_of, written
 from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDELITY, _baseline, _file_writes, _io
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
@@ -39,6 +41,7 @@ SUITE_PROPERTIES: dict[str, tuple[str, ...]] = {
         "guest_queue_depth", "guest_nr_requests", "guest_driver"),
     "io-size": ("guest_avg_request_bytes",),
     "buffered-direct": ("baseline_saved_to",),
+    "error-propagation": ("injected_device", "injected_first_sector", "injected_sectors", "kernel_error_sectors"),
 }
 
 #: What every rule's record can hold besides its own numbers: a note, the repeats (``NAME.rK`` and
@@ -107,6 +110,11 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
         "multi-queue": [judge_multiqueue(2, 2, 2, {0: 1024, 1: 971}, online_cpus=1)],
         "limits": _limits(),
         "data-integrity": _data_integrity(),
+        # healthy (every count, the driver's attempts); an unknown driver and no healed run
+        "error-propagation": [judge_error_propagation(WORKLOAD, [_scsi("read"), _scsi("write")], HEALED,
+                                                      attempts_for("sd"), SCSI_BOUND),
+                              judge_error_propagation(WORKLOAD, [_scsi("read", ended=False)], None, None,
+                                                      bound_for(None, None))],
     }
 
 
