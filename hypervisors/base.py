@@ -206,6 +206,34 @@ class ErrorInjector(Protocol):
     def outcomes(self) -> HostRequestOutcomes: ...
 
 
+class HotplugUnavailable(HypervisorError):
+    """The backend cannot add a disk to this controller of the running guest (``str()`` says why: the
+    hypervisor's own refusal where it gave one): the hotplug rule skips with this message."""
+
+
+class HotplugDisk(Protocol):
+    """One disk the host adds to a running guest and removes again (the hotplug rule).
+
+    ``attach`` adds it (a ``HotplugUnavailable`` where the hypervisor refuses), ``detach`` asks the
+    hypervisor to remove it, ``present`` says whether the hypervisor still shows it in the guest's
+    configuration, and ``remove`` is the cleanup: the disk detached if it is still there and its
+    backing deleted, also after a failure (it never raises for a disk already gone)."""
+
+    @property
+    def serial(self) -> str: ...
+
+    @property
+    def size_bytes(self) -> int: ...
+
+    def attach(self) -> None: ...
+
+    def detach(self) -> None: ...
+
+    def present(self) -> bool: ...
+
+    def remove(self) -> None: ...
+
+
 class HypervisorBackend(ABC):
     """One hypervisor. Subclasses implement the underscored methods."""
 
@@ -297,6 +325,11 @@ class HypervisorBackend(ABC):
         """A way to make a range of ``disk`` fail at the host (the error-propagation rule). Default:
         InjectionUnavailable, naming the backend."""
         raise InjectionUnavailable(f"the {self.name} backend cannot make a range of a disk fail at the host")
+
+    def hotplug_disk(self, guest: Guest, beside: AttachedDisk) -> HotplugDisk:
+        """A new disk on the controller of ``beside`` (not yet attached), for the hotplug rule. Default:
+        HotplugUnavailable, naming the backend."""
+        raise HotplugUnavailable(f"the {self.name} backend cannot add a disk to a running guest")
 
     def environment(self, guest: Guest) -> dict[str, str]:
         """The running guest's environment fingerprint entries (model/across/fingerprint.py: the

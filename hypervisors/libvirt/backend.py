@@ -39,6 +39,7 @@ from hypervisors.base import (
     BackingUnreadable,
     Guest,
     GuestRequest,
+    HotplugUnavailable,
     HypervisorBackend,
     ImageRequest,
     InjectionUnavailable,
@@ -70,6 +71,7 @@ from hypervisors.libvirt.hostfiles import (
     RemoteFiles,
 )
 from hypervisors.libvirt.hostlink import HostAddress, HostLink
+from hypervisors.libvirt.hotplug import LibvirtHotplugDisk, hotplug_spec, hotplug_xml
 from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qmp import DomainQmp
@@ -533,6 +535,16 @@ class LibvirtBackend(HypervisorBackend):
             raise InjectionUnavailable(f"disk {disk.spec.label} is not file-backed: errors are injected between a "
                                        "disk's raw node and its file")
         return BlkdebugInjector(self.channel(guest, disk), options)
+
+    def hotplug_disk(self, guest: Guest, beside: AttachedDisk) -> LibvirtHotplugDisk:
+        """A raw file disk on the controller of ``beside``, after the guest's own disks
+        (hypervisors/libvirt/hotplug.py); the file lives in the run's staging directory."""
+        if guest.console_log_path is None:
+            raise HotplugUnavailable(f"the run directory of guest {guest.name} is unknown: no place for the disk's file")
+        spec = hotplug_spec(beside.spec)
+        path = self.stage(guest.console_log_path.parent) / f"hotplug{spec.index}.img"
+        xml = hotplug_xml([d.spec for d in guest.disks], spec, path)
+        return LibvirtHotplugDisk(self.conn, guest.name, self.files, path, xml, spec)
 
     def environment(self, guest: Guest) -> dict[str, str]:
         return environment.environment(self.conn, guest.name, self.files.kernel_release())
