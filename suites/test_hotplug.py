@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
-from guest.tools.hotplug import PCI_AUTOPROBE, SCSI_SCAN, HotplugWatch
+from guest.tools.hotplug import SCSI_SCAN, VIRTIO_AUTOPROBE, HotplugWatch
 from hypervisors.base import HotplugDisk, HotplugUnavailable
 from measure.disk import GuestDisk
 from model.rules.hotplug import GONE_BOUND_S, RULE, SEEN_BOUND_S, Gone, HotplugRun, Seen, judge_hotplug
@@ -30,8 +30,9 @@ HOST_POLL_S = 0.1
 
 def fault_setting(driver: str) -> tuple[str, str]:
     """The guest setting (path, value) that stops a new disk of ``driver`` from appearing: a new target on
-    a SCSI HBA is left unscanned (sd: scsi_mod's scan=manual), a new PCI device without its driver."""
-    return (SCSI_SCAN, "manual") if driver == "sd" else (PCI_AUTOPROBE, "0")
+    a SCSI HBA is left unscanned (sd: scsi_mod's scan=manual), a new virtio device without its driver
+    (virtio_blk: the virtio bus's drivers_autoprobe; guest/tools/hotplug.py says why not the PCI bus's)."""
+    return (SCSI_SCAN, "manual") if driver == "sd" else (VIRTIO_AUTOPROBE, "0")
 
 
 def _host_gone(hot: HotplugDisk, since: float, bound_s: float) -> float | None:
