@@ -44,6 +44,8 @@ def hotplug_xml(guest_disks: Sequence[DiskSpec], spec: DiskSpec, path: PurePath)
     if not ctl.libvirt_disks:
         raise HotplugUnavailable(f"libvirt has no <disk> XML for a disk on {spec.controller} (the suite attaches "
                                  "its disks with QEMU arguments), so it cannot hot-plug one")
+    if ctl.hotplug_unnoticed:
+        raise HotplugUnavailable(f"on {spec.controller}: {ctl.hotplug_unnoticed} (docs/rules/hotplug.md)")
     try:
         placement = layout([*guest_disks, spec])[-1]
     except HypervisorError as e:

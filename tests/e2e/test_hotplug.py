@@ -1,0 +1,36 @@
+"""hotplug on real guests (libvirt's attachDeviceFlags and detachDeviceAlias on QEMU 7.2, the embedded
+Debian 6.1 guest): the healthy guest sees the added disk with its serial and size and lets it go, on
+virtio-scsi and virtio-blk; ``--inject hotplug-off`` fails hotplug on both and leaves the guest as it was
+for the rule after it (limits passes), with nothing left behind on the host."""
+
+from __future__ import annotations
+
+from tests.e2e.conftest import SuiteRun
+
+BOTH = ("--controllers", "virtio-scsi,virtio-blk")
+CASES = ("hotplug[libvirt:virtio-scsi:latency5ms]", "hotplug[libvirt:virtio-blk:latency5ms]")
+LIMITS = ("limits[libvirt:virtio-scsi:latency5ms]", "limits[libvirt:virtio-blk:latency5ms]")
+
+
+def test_the_healthy_guest_sees_the_disk_come_and_go(run_suite) -> None:  # type: ignore[no-untyped-def]
+    run: SuiteRun = run_suite(*BOTH, "-k", "hotplug")
+    assert run.returncode == 0, run.output
+    assert run.outcomes() == dict.fromkeys(CASES, "passed"), run.output
+    for case, prefix in zip(CASES, ("sd", "vd"), strict=True):
+        props = SuiteRun.props(run.cases()[case])
+        assert props["hotplug_serial"] == "vioc-dut90" and props["hotplug_device"].startswith(prefix), props
+        assert props["guest_size_bytes"] == props["configured_size_bytes"] == str(64 << 20), props
+        assert float(props["seen_s"]) < float(props["seen_bound_s"]), props
+        assert float(props["gone_host_s"]) < float(props["gone_bound_s"]), props
+    assert run.left_behind == []
+
+
+def test_a_guest_that_neither_binds_nor_scans_fails_it_and_only_it(run_suite) -> None:  # type: ignore[no-untyped-def]
+    run: SuiteRun = run_suite(*BOTH, "-k", "hotplug or limits", "--inject", "hotplug-off")
+    assert run.returncode == 1, run.output
+    assert run.outcomes() == {**dict.fromkeys(CASES, "failed"), **dict.fromkeys(LIMITS, "passed")}, run.output
+    for case in CASES:
+        text = SuiteRun.failure_text(run.cases()[case])
+        assert "FAIL: the guest showed no disk with serial vioc-dut90" in text, text
+        assert "blame: guest driver" in text, text
+    assert run.left_behind == []
