@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
-from guest.tools.hotplug import SCSI_SCAN, VIRTIO_AUTOPROBE, HotplugWatch
+from guest.tools.hotplug import HotplugWatch, off_setting
 from hypervisors.base import HotplugDisk, HotplugUnavailable
 from measure.disk import GuestDisk
 from model.rules.hotplug import GONE_BOUND_S, RULE, SEEN_BOUND_S, Gone, HotplugRun, Seen, judge_hotplug
@@ -26,13 +26,6 @@ from suites.needs import needed
 
 #: How often the host's configuration is read while waiting for a removed disk to go.
 HOST_POLL_S = 0.1
-
-
-def fault_setting(driver: str) -> tuple[str, str]:
-    """The guest setting (path, value) that stops a new disk of ``driver`` from appearing: a new target on
-    a SCSI HBA is left unscanned (sd: scsi_mod's scan=manual), a new virtio device without its driver
-    (virtio_blk: the virtio bus's drivers_autoprobe; guest/tools/hotplug.py says why not the PCI bus's)."""
-    return (SCSI_SCAN, "manual") if driver == "sd" else (VIRTIO_AUTOPROBE, "0")
 
 
 def _host_gone(hot: HotplugDisk, since: float, bound_s: float) -> float | None:
@@ -65,7 +58,7 @@ def _add_and_remove(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch) -> H
 def test_hotplug(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
                  stored_baseline: StoredBaseline | None) -> None:
     watch = needed(disk, HotplugWatch, RULE)
-    fault = fault_setting(disk.limits.driver) if "hotplug-off" in suite_options.inject else None
+    fault = off_setting(disk.limits.driver) if "hotplug-off" in suite_options.inject else None
 
     def once(_raw: Path) -> RuleVerdict:
         try:

@@ -26,6 +26,15 @@ PCI_AUTOPROBE = "/sys/bus/pci/drivers_autoprobe"
 #: scsi_mod's scan mode: "sync" or "async" scans a new target at once, "manual" only when asked.
 SCSI_SCAN = "/sys/module/scsi_mod/parameters/scan"
 
+
+
+def off_setting(driver: str) -> tuple[str, str]:
+    """The guest setting (path, value) that keeps a new disk of ``driver`` from appearing (the
+    ``hotplug-off`` fault): a new target on a SCSI HBA is left unscanned (sd: scsi_mod's scan=manual),
+    a new virtio device without its driver (virtio_blk: the virtio bus's drivers_autoprobe)."""
+    return (SCSI_SCAN, "manual") if driver == "sd" else (VIRTIO_AUTOPROBE, "0")
+
+
 _UPTIME = "$(cut -d' ' -f1 /proc/uptime)"
 _SLEEP = "sleep 0.1 2>/dev/null || usleep 100000"
 _ELAPSED = "awk -v a=\"$t0\" -v b=\"$now\" 'BEGIN{printf \"%.2f\", b-a}'"
