@@ -3,7 +3,10 @@
 On the controller of the disk under test, the host adds a disk with a serial of its own, the guest waits
 for it; then the host removes it while it is idle, and both sides wait for it to go. ``--inject
 hotplug-off`` makes the guest neither bind nor scan new devices for the rule's own add, and restores the
-guest's setting after. The added disk is removed whatever happens, so later rules see the guest as it was.
+guest's setting after. Last, the disk is added again and removed while fio reads it (a surprise removal): fio must end with
+errors within a bound, the guest must answer, both sides must let the disk go, and the guest's kernel log
+(the kernel-log check) must show no oops or hung task; the read errors the removal causes are declared
+to it. The added disk is removed whatever happens, so later rules see the guest as it was.
 """
 
 from __future__ import annotations
@@ -14,18 +17,37 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
+from guest.tools.fio import Fio, FioJob, FioOutput
 from guest.tools.hotplug import HotplugWatch, off_setting
+from guest.tools.system import WorkDir
 from hypervisors.base import HotplugDisk, HotplugUnavailable
 from measure.disk import GuestDisk
-from model.rules.hotplug import GONE_BOUND_S, RULE, SEEN_BOUND_S, Gone, HotplugRun, Seen, judge_hotplug
+from model.kernel_log import InjectedErrors
+from model.rules.hotplug import (
+    FIO_END_BOUND_S,
+    GONE_BOUND_S,
+    RULE,
+    SEEN_BOUND_S,
+    Gone,
+    HotplugRun,
+    Seen,
+    Surprise,
+    judge_hotplug,
+)
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
 from suites.assertions import judge_repeated, raw_dir_for
+from suites.kernel_log import expect_io_errors
 from suites.needs import needed
 
 #: How often the host's configuration is read while waiting for a removed disk to go.
 HOST_POLL_S = 0.1
+#: fio's run time on the disk removed under it: far past the bound, so that only the removal ends it.
+SURPRISE_FIO_RUNTIME_S = 60
+#: How long fio reads before the host removes the disk: long enough under TCG for fio to have requests
+#: in flight (it starts in 0.2-0.4 s here), short for the rule's cost.
+FIO_BEFORE_REMOVAL_S = 1.0
 
 
 def _host_gone(hot: HotplugDisk, since: float, bound_s: float) -> float | None:
@@ -37,7 +59,41 @@ def _host_gone(hot: HotplugDisk, since: float, bound_s: float) -> float | None:
     return time.monotonic() - since
 
 
-def _add_and_remove(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch) -> HotplugRun:
+def _first_error(out: FioOutput) -> str:
+    for line in (out.stderr + "\n" + out.stdout).splitlines():
+        if "err=" in line or "error" in line.lower():
+            return line.strip()[:200]
+    return ""
+
+
+def _surprise(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Record, raw: Path) -> Surprise | None:
+    """Add the disk again, start fio on it, remove it under fio: how fio ends, whether the guest answers,
+    when both sides let the disk go. None if the guest did not show the disk again."""
+    hot.attach()
+    sighting = watch.wait_for(hot.serial, SEEN_BOUND_S)
+    if sighting is None:
+        return None
+    # the reads the removal fails are the rule's own: the kernel-log check is told (the whole disk)
+    expect_io_errors(record, InjectedErrors(sighting.name))
+    job = FioJob("hotplug-surprise", rw="randread", bs_bytes=4096, iodepth=4, runtime_s=SURPRISE_FIO_RUNTIME_S,
+                 size_bytes=hot.size_bytes)
+    run = disk.tool(Fio).start(job, f"/dev/{sighting.name}", disk.tool(WorkDir).ensure(), "hotplug-surprise")
+    time.sleep(FIO_BEFORE_REMOVAL_S)
+    t0 = time.monotonic()
+    hot.detach()
+    ended = run.wait(FIO_END_BOUND_S)
+    fio_s = time.monotonic() - t0 if ended else None
+    out = run.output() if ended else run.finish(GONE_BOUND_S).output
+    raw.mkdir(parents=True, exist_ok=True)
+    (raw / "surprise-fio.out").write_text(out.stdout)
+    (raw / "surprise-fio.err").write_text(out.stderr)
+    responsive = watch.read("/proc/uptime") is not None
+    guest_s = watch.wait_gone(sighting.name, GONE_BOUND_S)
+    return Surprise(sighting.name, fio_s, out.exit_status, _first_error(out), responsive, guest_s,
+                    _host_gone(hot, t0, GONE_BOUND_S + FIO_END_BOUND_S))
+
+
+def _add_and_remove(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Record, raw: Path) -> HotplugRun:
     t0 = time.monotonic()
     hot.attach()
     attach_s = time.monotonic() - t0
@@ -51,7 +107,11 @@ def _add_and_remove(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch) -> H
         detach_s = time.monotonic() - t1
         guest_s = watch.wait_gone(sighting.name, GONE_BOUND_S)
         gone = Gone(detach_s, guest_s, _host_gone(hot, t1, GONE_BOUND_S))
-    return HotplugRun(disk.attached.spec.controller, hot.serial, hot.size_bytes, attach_s, seen, gone)
+    surprise = None
+    if gone is not None and gone.host_s is not None:
+        surprise = _surprise(disk, hot, watch, record, raw)
+    return HotplugRun(disk.attached.spec.controller, hot.serial, hot.size_bytes, attach_s, seen, gone,
+                      surprise=surprise)
 
 
 @pytest.mark.rule("hotplug")
@@ -60,7 +120,7 @@ def test_hotplug(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
     watch = needed(disk, HotplugWatch, RULE)
     fault = off_setting(disk.limits.driver) if "hotplug-off" in suite_options.inject else None
 
-    def once(_raw: Path) -> RuleVerdict:
+    def once(raw: Path) -> RuleVerdict:
         try:
             hot = disk.backend.hotplug_disk(disk.guest, disk.attached)
         except HotplugUnavailable as e:
@@ -74,7 +134,7 @@ def test_hotplug(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
                     pytest.skip(f"--inject hotplug-off cannot apply on {disk.config_id}: the guest's kernel has no {path}")
                 restore = (path, was)
                 watch.write(path, value)
-            return judge_hotplug(_add_and_remove(disk, hot, watch))
+            return judge_hotplug(_add_and_remove(disk, hot, watch, record, raw))
         except HotplugUnavailable as e:
             pytest.skip(f"{RULE} cannot run on {disk.config_id}: {e}")
         finally:

@@ -32,6 +32,8 @@ METRICS: Metrics = (
     (r"(attach|detach)_host_s|seen_guest_s|seen_s|gone_guest_s|gone_host_s|(seen|gone)_bound_s", MetricSpec("s", PARAM)),
     (r"(configured|guest)_size_bytes", MetricSpec("bytes", PARAM)),
     (r"hotplug_(serial|device)", MetricSpec("", PARAM)),
+    (r"surprise_(fio_s|fio_bound_s|gone_guest_s|gone_host_s)", MetricSpec("s", PARAM)),
+    (r"surprise_fio_exit_status", MetricSpec("", PARAM)),
 )
 #: Nothing the rule records is a noisy measured quantity it compares: no minimum effect to measure.
 MIN_EFFECTS: Mapping[str, float] = {}
@@ -67,6 +69,27 @@ class Gone:
     host_s: float | None  # from the host's request until its configuration no longer shows the disk
 
 
+#: How long fio may take to end after the host removed the disk under it: 10 s. Measured here under TCG
+#: (one run each): virtio-blk FIO_VBLK_S, virtio-scsi FIO_VSCSI_S from the detach request to fio's end.
+#: A driver that waits on a request the device will never answer holds fio until the 30 s timeout of
+#: the block layer or more: the bound sits well below that.
+FIO_END_BOUND_S = 10.0
+
+
+@dataclass(frozen=True)
+class Surprise:
+    """A disk removed by the host while fio read from it."""
+
+    device: str  # the guest's name for the disk
+    fio_s: float | None  # from the host's detach request to fio's end (None: fio still ran at the bound)
+    fio_exit_status: int
+    fio_error: str  # fio's first error line ("" if it printed none)
+    responsive: bool  # the guest answered a command over SSH after the removal
+    guest_gone_s: float | None
+    host_gone_s: float | None
+    fio_bound_s: float = FIO_END_BOUND_S
+
+
 @dataclass(frozen=True)
 class HotplugRun:
     """One add-and-remove of a disk on one controller."""
@@ -79,6 +102,7 @@ class HotplugRun:
     gone: Gone | None  # None: no removal was judged (the guest never showed the disk)
     seen_bound_s: float = SEEN_BOUND_S
     gone_bound_s: float = GONE_BOUND_S
+    surprise: Surprise | None = None  # None: not run (the guest never showed the first disk)
 
 
 def judge_hotplug(run: HotplugRun) -> RuleVerdict:
@@ -130,4 +154,39 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
             pairs.append(Pair("gone (guest) / gone (host)", round(gone.guest_s, 2), round(gone.host_s, 2), "s"))
             lines.append(f"the host removed it (request {gone.detach_host_s:.2f} s): the guest let it go after "
                          f"{gone.guest_s:.2f} s, the host's configuration dropped it after {gone.host_s:.2f} s")
+    if run.surprise is not None:
+        hint = _judge_surprise(run.surprise, run.gone_bound_s, lines, problems, props, pairs) or hint
     return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, pair_figure(*pairs), hint)
+
+
+def _judge_surprise(s: Surprise, gone_bound_s: float, lines: list[str], problems: list[str],
+                    props: dict[str, Number], pairs: list[Pair]) -> Blame | None:
+    hint = None
+    props.update({"surprise_fio_bound_s": s.fio_bound_s, "surprise_fio_exit_status": s.fio_exit_status})
+    if s.fio_s is None:
+        problems.append(f"surprise removal: fio on {s.device} had not ended {s.fio_bound_s:g} s after the host removed "
+                        "the disk under it: the guest waits on requests the device will never answer")
+        hint = Blame("guest driver", f"I/O on a removed disk ({s.device}) hung")
+    else:
+        props["surprise_fio_s"] = round(s.fio_s, 2)
+        lines.append(f"surprise removal: the host removed {s.device} while fio read it; fio ended {s.fio_s:.2f} s later "
+                     f"with exit status {s.fio_exit_status}" + (f" ({s.fio_error})" if s.fio_error else ""))
+        if s.fio_s > s.fio_bound_s:
+            problems.append(f"surprise removal: fio ended {s.fio_s:.2f} s after the removal, past the bound of "
+                            f"{s.fio_bound_s:g} s")
+        if s.fio_exit_status == 0:
+            problems.append(f"surprise removal: fio reported no error although {s.device} was removed under it")
+            hint = Blame("guest driver", f"reads of a removed disk ({s.device}) reported no error")
+    if not s.responsive:
+        problems.append("surprise removal: the guest did not answer over SSH after the removal")
+    if s.guest_gone_s is None:
+        problems.append(f"surprise removal: the guest still shows {s.device} {gone_bound_s:g} s after the host removed it")
+    else:
+        props["surprise_gone_guest_s"] = round(s.guest_gone_s, 2)
+    if s.host_gone_s is None:
+        problems.append(f"surprise removal: the host still shows the disk {gone_bound_s:g} s after removing it")
+    else:
+        props["surprise_gone_host_s"] = round(s.host_gone_s, 2)
+    if s.fio_s is not None and s.host_gone_s is not None:
+        pairs.append(Pair("surprise: fio ended (guest) / gone (host)", round(s.fio_s, 2), round(s.host_gone_s, 2), "s"))
+    return hint
