@@ -11,6 +11,7 @@ to it. The added disk is removed whatever happens, so later rules see the guest 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -22,7 +23,9 @@ from guest.tools.hotplug import HotplugWatch, off_setting
 from guest.tools.system import WorkDir
 from hypervisors.base import HotplugDisk, HotplugUnavailable
 from measure.disk import GuestDisk
+from model.errors import ParseError
 from model.kernel_log import InjectedErrors
+from model.parse.fio_json import parse_fio_json
 from model.rules.hotplug import (
     FIO_END_BOUND_S,
     GONE_BOUND_S,
@@ -89,8 +92,13 @@ def _surprise(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Re
     (raw / "surprise-fio.err").write_text(out.stderr)
     responsive = watch.read("/proc/uptime") is not None
     guest_s = watch.wait_gone(sighting.name, GONE_BOUND_S)
+    reads = read_bytes = None
+    with contextlib.suppress(ParseError, IndexError):
+        read = parse_fio_json(out.stdout, f"fio hotplug-surprise on /dev/{sighting.name}").jobs[0].read
+        reads, read_bytes = read.io_count, read.io_bytes
     return Surprise(sighting.name, fio_s, out.exit_status, _first_error(out), responsive, guest_s,
-                    _host_gone(hot, t0, GONE_BOUND_S + FIO_END_BOUND_S))
+                    _host_gone(hot, t0, GONE_BOUND_S + FIO_END_BOUND_S), fio_reads=reads, fio_read_bytes=read_bytes,
+                    request_bytes=job.bs_bytes)
 
 
 def _add_and_remove(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Record, raw: Path) -> HotplugRun:

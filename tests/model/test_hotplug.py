@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from model.rules.hotplug import GONE_BOUND_S, SEEN_BOUND_S, Gone, HotplugRun, Seen, judge_hotplug
+from model.rules.hotplug import (
+    FIO_END_BOUND_S,
+    GONE_BOUND_S,
+    SEEN_BOUND_S,
+    Gone,
+    HotplugRun,
+    Seen,
+    Surprise,
+    judge_hotplug,
+)
 
 SIZE = 64 << 20
 #: virtio-blk, healthy: attachDeviceFlags 0.02 s, vdc shown 0.33 s after it (the guest's wait 0.23 s),
@@ -45,3 +54,36 @@ def test_disk_kept_after_removal_fails_on_each_side() -> None:
     v = judge_hotplug(dataclasses.replace(BLK, gone=Gone(0.0, None, None)))
     assert any("the guest still shows vdc" in p for p in v.problems)
     assert any(f"the host still shows the disk {GONE_BOUND_S:g} s" in p for p in v.problems)
+
+
+#: virtio-scsi's surprise removal (3 of 3 alike): fio ended 0.15 s after the detach request, exit 1 (EIO),
+#: 5147 reads bringing 21065728 bytes; the guest's sdc gone at once, the host's XML after 0.47 s.
+SCSI_SURPRISE = Surprise("sdc", 0.15, 1, "fio: io_u error on file /dev/sdc: Input/output error", True, 0.01, 0.47,
+                         fio_reads=5147, fio_read_bytes=21065728)
+#: virtio-blk's (3 of 3 alike): fio had not ended at the bound: 329354 reads, 25575424 bytes (6244 reads'
+#: worth: the rest brought nothing); stopped, it exited 128; the host's XML dropped the disk 6.07 s after
+#: the detach request, once fio had let the disk go.
+BLK_SURPRISE = Surprise("vdc", None, 128, "", True, 0.0, 6.07, fio_reads=329354, fio_read_bytes=25575424)
+
+
+def test_surprise_removal_ending_fio_with_errors_passes() -> None:
+    v = judge_hotplug(dataclasses.replace(BLK, controller="virtio-scsi", surprise=SCSI_SURPRISE))
+    assert v.problems == ()
+    assert v.properties["surprise_fio_s"] == 0.15 and v.properties["surprise_fio_exit_status"] == 1
+
+
+def test_surprise_removal_reading_empty_fails_naming_the_empty_reads() -> None:
+    v = judge_hotplug(dataclasses.replace(BLK, surprise=BLK_SURPRISE))
+    assert len(v.problems) == 1, v.problems
+    assert f"had not ended {FIO_END_BOUND_S:g} s" in v.problems[0] and "323110 completed with no data" in v.problems[0]
+    assert v.hint is not None and "no data and no error" in v.hint.reason
+
+
+def test_surprise_removal_that_hangs_or_leaves_the_guest_mute_fails() -> None:
+    hung = dataclasses.replace(BLK_SURPRISE, fio_reads=6244, fio_read_bytes=6244 * 4096, responsive=False, host_gone_s=None)
+    v = judge_hotplug(dataclasses.replace(BLK, surprise=hung))
+    assert any("waits on requests the device will never answer" in p for p in v.problems)
+    assert any("did not answer over SSH" in p for p in v.problems)
+    assert any("the host still shows the disk" in p for p in v.problems)
+    quiet = dataclasses.replace(SCSI_SURPRISE, fio_exit_status=0)
+    assert any("reported no error" in p for p in judge_hotplug(dataclasses.replace(BLK, surprise=quiet)).problems)

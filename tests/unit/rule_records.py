@@ -28,7 +28,7 @@ from model.rules.multi_queue import judge_multiqueue
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
 from model.rules.verdict import RuleVerdict, combine_repeats
 from tests.model.test_error_propagation import HEALED, SCSI_BOUND, _scsi
-from tests.model.test_hotplug import BLK, SCSI_OFF
+from tests.model.test_hotplug import BLK, BLK_SURPRISE, SCSI_OFF, SCSI_SURPRISE
 from tests.model.test_model_integrity import ZERO_GUARDS, window_of, written
 from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDELITY, _baseline, _file_writes, _io
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
@@ -117,7 +117,8 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                                                       attempts_for("sd"), SCSI_BOUND),
                               judge_error_propagation(WORKLOAD, [_scsi("read", ended=False)], None, None,
                                                       bound_for(None, None))],
-        "hotplug": [judge_hotplug(BLK), judge_hotplug(SCSI_OFF)],
+        "hotplug": [judge_hotplug(dataclasses.replace(BLK, surprise=SCSI_SURPRISE)), judge_hotplug(SCSI_OFF),
+                    judge_hotplug(dataclasses.replace(BLK, surprise=BLK_SURPRISE))],
     }
 
 
