@@ -219,3 +219,46 @@ def parse_qmp_outcomes(reply: str | Mapping[str, Any], device_match: str) -> Hos
         failed[key] = value
     return HostRequestOutcomes(counters.rd_operations, counters.wr_operations, failed["failed_rd_operations"],
                                failed["failed_wr_operations"])
+
+
+@dataclass(frozen=True)
+class HostUnmapCounters:
+    """Cumulative discards of one virtual disk (QMP ``query-blockstats`` in QEMU 7.2: ``unmap_operations``
+    and ``unmap_bytes`` count the discards the device handed to its block node and that completed,
+    ``failed_unmap_operations`` those that failed)."""
+
+    operations: int
+    bytes: int
+    failed_operations: int
+
+    def since(self, before: HostUnmapCounters) -> HostUnmapCounters:
+        """``self - before``; ParseError if a counter went backwards (a reset or another disk)."""
+        diffs = {f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self)}
+        back = [name for name, d in diffs.items() if d < 0]
+        if back:
+            raise ParseError(f"host unmap counters went backwards ({', '.join(back)}): the VM or disk was "
+                             "restarted between snapshots, or they are of different disks")
+        return HostUnmapCounters(**diffs)
+
+
+#: query-blockstats keys of each HostUnmapCounters field.
+_UNMAP_KEYS = {"operations": "unmap_operations", "bytes": "unmap_bytes", "failed_operations": "failed_unmap_operations"}
+
+
+def parse_qmp_unmap(reply: str | Mapping[str, Any], device_match: str) -> HostUnmapCounters:
+    """The discard counters of the disk ``device_match`` names (as parse_qmp_blockstats finds it) in a
+    ``query-blockstats`` reply. A QEMU without them (before 4.2) is a ParseError that says so."""
+    parse_qmp_blockstats(reply, device_match, 0)  # finds exactly one entry, or says which exist
+    decoded = json.loads(reply) if isinstance(reply, str) else reply
+    entries = decoded.get("return") if isinstance(decoded, Mapping) else decoded
+    assert isinstance(entries, list)  # parse_qmp_blockstats checked the reply
+    entry = next(e for e in entries if isinstance(e, Mapping) and any(device_match in n for n in _entry_names(e)))
+    stats = entry["stats"]
+    values: dict[str, int] = {}
+    for field, key in _UNMAP_KEYS.items():
+        value = stats.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ParseError(f"query-blockstats {_entry_names(entry)}.stats.{key}: expected a non-negative integer, "
+                             f"got {value!r} (QEMU counts discards from 4.2 on)")
+        values[field] = value
+    return HostUnmapCounters(**values)
