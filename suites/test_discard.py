@@ -45,7 +45,10 @@ def _seen(disk: GuestDisk, tool: Discard, observer: DiscardObserver, r: DiscardR
     host = observer.unmap().since(counted)
     after = observer.allocated_bytes(r.offset_bytes, r.length_bytes)
     error = "" if done.ok else ((done.stderr.strip().splitlines() or [f"exit {done.exit_status}"])[-1])
-    return RangeSeen(r, error, host.operations, host.bytes, host.failed_operations, before, after, guest_max)
+    if host.file_operations is None or host.file_bytes is None:  # no file node's count: the device's
+        return RangeSeen(r, error, host.operations, host.bytes, host.failed_operations, before, after, guest_max)
+    return RangeSeen(r, error, host.file_operations, host.file_bytes, host.file_failed_operations or 0, before, after,
+                     guest_max, host.operations, host.bytes)
 
 
 @pytest.mark.rule("discard")

@@ -44,8 +44,8 @@ EXTRA_SPLIT_REQUESTS = 1
 _RANGE = r"(aligned|unaligned|beyond_max)_"
 METRICS: Metrics = (
     (r"discard_(granularity|max|max_hw)_bytes|discard_advertised|discard_disk", MetricSpec("", PARAM)),
-    (_RANGE + r"(offset|length|host|allocated_before|allocated_after|guest_max)_bytes", MetricSpec("B", PARAM)),
-    (_RANGE + r"(host_requests|host_failed|guest_discarded)", MetricSpec("", PARAM)),
+    (_RANGE + r"(offset|length|host|device|allocated_before|allocated_after|guest_max)_bytes", MetricSpec("B", PARAM)),
+    (_RANGE + r"(host_requests|host_failed|guest_discarded|device_requests)", MetricSpec("", PARAM)),
 )
 #: Nothing the rule records is a measured quantity: no minimum effect to measure.
 MIN_EFFECTS: Mapping[str, float] = {}
@@ -82,8 +82,10 @@ class DiscardRange:
 
 @dataclass(frozen=True)
 class RangeSeen:
-    """One range as both sides saw it: the guest's answer, the device's unmap counters over the
-    discard, the backing store's allocated bytes in the range before and after (None: not read)."""
+    """One range as both sides saw it: the guest's answer, the host's discard counters over the discard
+    (``host_*``: what reached the backing file, where the hypervisor counts it there, else what the device
+    counted; ``device_*``: the device's own count, None where it is the same source), the backing store's
+    allocated bytes in the range before and after (None: not read)."""
 
     range: DiscardRange
     guest_error: str  # "" where blkdiscard succeeded, else its last line of error
@@ -93,6 +95,8 @@ class RangeSeen:
     allocated_before_bytes: int | None
     allocated_after_bytes: int | None
     guest_max_bytes: int  # the guest's discard_max_bytes while the range was discarded
+    device_requests: int | None = None
+    device_bytes: int | None = None
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -156,6 +160,7 @@ def judge_discard(limits: DiscardLimits, ranges: Sequence[RangeSeen], where: str
              f"guest's discard_max_bytes is {limits.max_bytes}; the host's side is {where}")]
     problems: list[str] = []
     notes: list[str] = []
+    uncounted: list[str] = []
     if not limits.advertised:
         problems.append(f"{disk or 'the disk'}: the device does not advertise discard (discard_max_hw_bytes 0): "
                         "the space the guest frees can never reach the host")
@@ -175,10 +180,20 @@ def judge_discard(limits: DiscardLimits, ranges: Sequence[RangeSeen], where: str
                 notes.append(f"{r.describe()}: the fill left only {seen.allocated_before_bytes} bytes allocated "
                              "before the discard: the allocation's drop says little")
         guest = "discarded" if not seen.guest_error else f"refused ({seen.guest_error})"
-        lines.append(f"{r.describe()}: guest {guest} (discard_max_bytes {seen.guest_max_bytes}); host "
-                     f"{seen.host_requests} requests, {seen.host_bytes} bytes; {alloc}")
+        device = ""
+        if seen.device_requests is not None and seen.device_bytes is not None:
+            props[p + "device_requests"] = seen.device_requests
+            props[p + "device_bytes"] = seen.device_bytes
+            device = f" (the device counted {seen.device_requests} requests, {seen.device_bytes} bytes)"
+            if seen.device_requests == 0 and seen.host_requests > 0:
+                uncounted.append(r.name)
+        lines.append(f"{r.describe()}: guest {guest} (discard_max_bytes {seen.guest_max_bytes}); host file "
+                     f"{seen.host_requests} requests, {seen.host_bytes} bytes{device}; {alloc}")
         if limits.advertised:
             problems.extend(_range_problems(limits, seen, where))
+    if uncounted:
+        notes.append(f"the device's own unmap counters (query-blockstats unmap_operations) did not count the "
+                     f"{', '.join(uncounted)} discards that reached the file: this device does not account discards")
     if any(s.allocated_after_bytes is None for s in ranges):
         notes.append(f"{where}: the backing store's allocation was not read (only the device's counters were)")
     return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props)
