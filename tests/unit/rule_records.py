@@ -20,12 +20,14 @@ from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
 from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity
 from model.rules.direct_io import LatencyFloor, judge_direct_io
+from model.rules.discard import DiscardLimits, judge_discard
 from model.rules.error_propagation import WORKLOAD, attempts_for, bound_for, judge_error_propagation
 from model.rules.io_size import judge_io_size
 from model.rules.limits import judge_limits
 from model.rules.multi_queue import judge_multiqueue
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
 from model.rules.verdict import RuleVerdict, combine_repeats
+from tests.model.test_discard import BLK, SCSI, WHERE, _healthy
 from tests.model.test_error_propagation import HEALED, SCSI_BOUND, _scsi
 from tests.model.test_model_integrity import ZERO_GUARDS, window_of, written
 from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDELITY, _baseline, _file_writes, _io
@@ -115,6 +117,10 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                                                       attempts_for("sd"), SCSI_BOUND),
                               judge_error_propagation(WORKLOAD, [_scsi("read", ended=False)], None, None,
                                                       bound_for(None, None))],
+        # healthy with and without the device's own counts; a device without discard
+        "discard": [judge_discard(SCSI, _healthy(SCSI, True), WHERE, "sdb"),
+                    judge_discard(BLK, _healthy(BLK, False), WHERE, "vdb"),
+                    judge_discard(DiscardLimits(0, 0, 0), [], WHERE, "hdb")],
     }
 
 
