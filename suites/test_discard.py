@@ -1,4 +1,4 @@
-"""Rule 10, discard (docs/rules/discard.md).
+"""The discard rule (docs/rules/discard.md).
 
 On the scratch disk the guest fills a region, then discards known ranges of it with ``blkdiscard``
 (aligned, unaligned, larger than its ``discard_max_bytes``); the host's side of each is the device's

@@ -1,4 +1,4 @@
-"""Rule 10, discard (docs/rules/discard.md): the space a guest frees reaches the host.
+"""The discard rule (docs/rules/discard.md): the space a guest frees reaches the host.
 
 On the scratch disk the guest fills a region with data, then discards known byte ranges of it with
 ``blkdiscard``: one aligned to the device's discard granularity, one that is not, and one larger than
@@ -11,7 +11,7 @@ whether the device advertised discard at all.
 
 Example::
 
-    v = judge_discard(limits, [RangeSeen(DiscardRange("aligned", 256 << 20, 1 << 20), "", 1, 1 << 20, 0,
+    v = judge_discard(limits, [RangeSeen(DiscardRange("aligned", 512 << 20, 1 << 20), "", 1, 1 << 20, 0,
                                          1 << 20, 0, 2 << 30)], "the backing file ... on this machine")
     v.passed  # True
 """
@@ -200,9 +200,10 @@ def judge_discard(limits: DiscardLimits, ranges: Sequence[RangeSeen], where: str
 
 
 MIB = 1024 * 1024
-#: The region the guest fills with data before discarding in it: 8 MiB from 256 MiB into the scratch disk
-#: (1 GiB), past what the other rules write at its start; a multiple of every granularity.
-FILL_OFFSET_BYTES = 256 * MIB
+#: The region the guest fills with data before discarding in it: 8 MiB from 512 MiB into the scratch disk
+#: (1 GiB), apart from what the other rules write (data-integrity's 4 MiB at 256 MiB, the others at its
+#: start); a multiple of every granularity.
+FILL_OFFSET_BYTES = 512 * MIB
 FILL_LENGTH_BYTES = 8 * MIB
 #: The guest's discard_max_bytes while the beyond_max range is discarded, where the device allows larger
 #: discards: the devices here advertise 1 GiB (scsi-hd) to 2 GiB (virtio-blk), more than a range can be
