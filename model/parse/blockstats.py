@@ -226,9 +226,9 @@ class HostUnmapCounters:
     """Cumulative discards of one virtual disk, from QMP ``query-blockstats`` (QEMU 7.2):
 
     - the device's: ``unmap_operations`` and ``unmap_bytes`` count the discards the device handed to its
-      block node and that completed, ``failed_unmap_operations`` those that failed. QEMU 7.2's scsi-disk,
-      IDE/AHCI and NVMe count them; its virtio-blk does not (measured: they stay 0 while its discards
-      reach the file);
+      block node and that completed, ``failed_unmap_operations`` those that failed. QEMU 7.2's scsi-hd
+      and ide-hd (IDE, AHCI) count them; its virtio-blk and NVMe do not (measured: they stay 0 while
+      their discards reach the file);
     - the file node's (its ``driver-specific`` ``file`` stats under the device's node): ``discard-nb-ok``
       and ``discard-bytes-ok`` count the discards that reached the host file, ``discard-nb-failed`` those
       it refused. None where the disk has no file node (null-co).
@@ -280,7 +280,7 @@ def _count(where: str, stats: Mapping[str, Any], key: str, why: str) -> int:
 
 def parse_qmp_unmap(reply: str | Mapping[str, Any], device_match: str) -> HostUnmapCounters:
     """The discard counters of the disk ``device_match`` names (as parse_qmp_blockstats finds it) in a
-    ``query-blockstats`` reply. A QEMU without them (before 4.2) is a ParseError that says so."""
+    ``query-blockstats`` reply. A reply without them (QEMU older than 4.2) is a ParseError that says so."""
     parse_qmp_blockstats(reply, device_match, 0)  # finds exactly one entry, or says which exist
     decoded = json.loads(reply) if isinstance(reply, str) else reply
     entries = decoded.get("return") if isinstance(decoded, Mapping) else decoded
