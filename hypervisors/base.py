@@ -192,6 +192,28 @@ class InjectionUnavailable(HypervisorError):
     skips with this message."""
 
 
+class ResizeUnavailable(HypervisorError):
+    """The backend cannot resize this disk under its running guest: the resize rule skips with this message."""
+
+
+@dataclass(frozen=True)
+class HostResize:
+    """The size the host reported after a resize, and how long its call took."""
+
+    size_bytes: int
+    seconds: float
+
+
+class DiskResizer(Protocol):
+    """Grows or shrinks one disk under its running guest (the resize rule). ``size_bytes``: the
+    disk's size as the host reports it; ``resize`` returns the size the host reports after the
+    call and the call's seconds."""
+
+    def size_bytes(self) -> int: ...
+
+    def resize(self, size_bytes: int) -> HostResize: ...
+
+
 class ErrorInjector(Protocol):
     """Makes a range of one disk fail at the host, and counts what the disk completed and failed.
 
@@ -297,6 +319,11 @@ class HypervisorBackend(ABC):
         """A way to make a range of ``disk`` fail at the host (the error-propagation rule). Default:
         InjectionUnavailable, naming the backend."""
         raise InjectionUnavailable(f"the {self.name} backend cannot make a range of a disk fail at the host")
+
+    def resizer(self, guest: Guest, disk: AttachedDisk) -> DiskResizer:
+        """A way to resize ``disk`` under its running guest (the resize rule). Default:
+        ResizeUnavailable, naming the backend."""
+        raise ResizeUnavailable(f"the {self.name} backend cannot resize a disk under its running guest")
 
     def environment(self, guest: Guest) -> dict[str, str]:
         """The running guest's environment fingerprint entries (model/across/fingerprint.py: the

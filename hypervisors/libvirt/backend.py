@@ -74,6 +74,7 @@ from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qmp import DomainQmp
 from hypervisors.libvirt.qom import read_advertised
+from hypervisors.libvirt.resize import QmpResizer
 from model.advertised import Advertised
 from model.errors import HypervisorError, ParseError
 from model.parse.blockstats import HostBlockCounters
@@ -533,6 +534,10 @@ class LibvirtBackend(HypervisorBackend):
             raise InjectionUnavailable(f"disk {disk.spec.label} is not file-backed: errors are injected between a "
                                        "disk's raw node and its file")
         return BlkdebugInjector(self.channel(guest, disk), options)
+
+    def resizer(self, guest: Guest, disk: AttachedDisk) -> QmpResizer:
+        """QMP ``block_resize`` on the disk's top node (hypervisors/libvirt/resize.py)."""
+        return QmpResizer(self.channel(guest, disk))
 
     def environment(self, guest: Guest) -> dict[str, str]:
         return environment.environment(self.conn, guest.name, self.files.kernel_release())
