@@ -124,6 +124,9 @@ class GuestRequest:
     boot_timeout_s: float = 120.0
     #: a user's image to boot; None: the embedded guest
     image: ImageRequest | None = None
+    #: virtio-scsi HBAs send the guest a parameter-change event when a disk's size changes (QEMU's
+    #: ``param_change``, on by default); False: the ``param-change-off`` fault
+    virtio_scsi_param_change: bool = True
 
 
 class BackendOptions(Protocol):

@@ -248,7 +248,7 @@ class LibvirtBackend(HypervisorBackend):
             disk_xml, disk_args = disk_devices(request.disks, run_dir,
                                                first_boot_order=2 if image_files is not None else None)
             devices += disk_xml
-            overrides = disk_overrides(request.disks)
+            overrides = disk_overrides(request.disks, param_change=request.virtio_scsi_param_change)
             qemu_args += disk_args + trace.domain_trace_args(run_dir / TRACE_LOG)
         vcpus = request.vcpus if request else 1
         memory = request.memory_mib if request else 256

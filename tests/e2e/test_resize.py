@@ -24,3 +24,16 @@ def test_the_healthy_guest_sees_the_disk_grow_and_shrink_back(run_suite) -> None
     assert "config-change" in blk["grow_mechanism"] or "capacity change" in blk["grow_mechanism"], blk
     assert "sd" in scsi["grow_mechanism"] or "Capacity data" in scsi["grow_mechanism"], scsi
     assert run.left_behind == []
+
+
+def test_virtio_scsi_without_its_parameter_change_event_fails_it(run_suite) -> None:  # type: ignore[no-untyped-def]
+    run: SuiteRun = run_suite(*BOTH, "--inject", "param-change-off")
+    assert run.returncode == 1, run.output
+    assert run.outcomes() == {CASES[0]: "failed", CASES[1]: "skipped"}, run.output
+    text = SuiteRun.failure_text(run.cases()[CASES[0]])
+    assert "FAIL: grow: the guest still saw 1073741824 bytes 5.0 s after the host grew the disk" in text, text
+    props = SuiteRun.props(run.cases()[CASES[0]])
+    # sd met the unit attention and re-read nothing; the shrink back leaves the guest at the suite's size
+    assert props["grow_mechanism"].startswith("a SCSI unit attention 2a/09 only"), props
+    assert props["shrink_guest_bytes"] == props["grow_host_from_bytes"], props
+    assert run.left_behind == []
