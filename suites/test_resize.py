@@ -48,9 +48,9 @@ def _step(name: str, disk: GuestDisk, resizer: DiskResizer, to_bytes: int, bound
     sent = time.monotonic()
     # the guest waits for the size the host reports, not the one asked: QEMU may round it
     wait = disk.tool(DiskSize).wait_for(disk.kernel_name, host.size_bytes, bound.seconds)
-    # the guest's wait began one SSH hop after the host's call returned: that hop is counted
-    before_wait_s = time.monotonic() - sent - wait.waited_s
-    seen = max(0.0, before_wait_s) + wait.waited_s if wait.reached else None
+    # from the host's call returning to the guest's answer that it shows the size: an upper bound,
+    # the SSH round trip included (the guest's own wait, wait.waited_s, is a lower one)
+    seen = time.monotonic() - sent if wait.reached else None
     lines = klog.since(token).text
     raw.mkdir(parents=True, exist_ok=True)
     (raw / f"resize-{name}.kernel-log").write_text(lines)

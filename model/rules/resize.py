@@ -47,10 +47,10 @@ MIN_EFFECTS: Mapping[str, float] = {}
 #: How long the guest may take to see a new size, by the disk's guest driver. Every path is one
 #: notice (an interrupt or an event) and one work item that reads the size (virtio_blk: the config
 #: space; sd: READ CAPACITY), well under a second on an idle host. Measured under TCG on this 2-core
-#: machine with the suite's other guests running (docs/rules/resize.md gives the figures): at most
-#: 0.6 s from the host's return to the guest answering over SSH that it sees the size, of which
-#: 0.2-0.4 s is the SSH round trip itself. The bound is 5 s for each: 8 times the largest measured,
-#: room for a loaded host, and still far below what a rescan by hand would need (never, unaided).
+#: machine with other guests running (docs/rules/resize.md gives the figures): 0.03-0.24 s from the
+#: host's return to the guest answering over SSH that it shows the size, the round trip included
+#: (virtio-blk and virtio-scsi, 4 runs each). The bound is 5 s for each: 20 times the largest
+#: measured, room for a loaded host, and still a bound: without a notice the guest never sees it.
 SEEN_BOUND_S: Mapping[str, float] = {"virtio_blk": 5.0, "sd": 5.0, "nvme": 5.0}
 #: For a driver not measured: the same one-notice-one-read path is assumed.
 DEFAULT_BOUND_S = 5.0
