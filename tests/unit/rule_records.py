@@ -26,11 +26,15 @@ from model.rules.io_size import judge_io_size
 from model.rules.limits import judge_limits
 from model.rules.multi_queue import judge_multiqueue
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
+from model.rules.resize import bound_for as resize_bound
+from model.rules.resize import judge_resize
 from model.rules.verdict import RuleVerdict, combine_repeats
 from tests.model.test_discard import BLK, SCSI, WHERE, _healthy
 from tests.model.test_error_propagation import HEALED, SCSI_BOUND, _scsi
 from tests.model.test_model_integrity import ZERO_GUARDS, window_of, written
 from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDELITY, _baseline, _file_writes, _io
+from tests.model.test_resize import SCSI_GROW_LOG
+from tests.model.test_resize import _run as _resize_run
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
 
 #: What suites/test_<rule>.py adds with record.add() besides the verdict's numbers, by rule:
@@ -121,6 +125,9 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
         "discard": [judge_discard(SCSI, _healthy(SCSI, True), WHERE, "sdb"),
                     judge_discard(BLK, _healthy(BLK, False), WHERE, "vdb"),
                     judge_discard(DiscardLimits(0, 0, 0), [], WHERE, "hdb")],
+        # healthy (both steps seen), and a grow never seen
+        "resize": [judge_resize(_resize_run("sd", "sdb", 0.049, 0.137, log=SCSI_GROW_LOG), resize_bound("sd")),
+                   judge_resize(_resize_run("sd", "sdb", None, 0.05, grow_guest=1 << 30), resize_bound("sd"))],
     }
 
 
