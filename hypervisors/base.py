@@ -23,7 +23,7 @@ from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
 from model.errors import HypervisorError
 from model.injection import InjectedRange
-from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes
+from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes, HostUnmapCounters
 from model.parse.hostcpu import VcpuTimes
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
 
@@ -124,6 +124,9 @@ class GuestRequest:
     boot_timeout_s: float = 120.0
     #: a user's image to boot; None: the embedded guest
     image: ImageRequest | None = None
+    #: virtio-scsi HBAs send the guest a parameter-change event when a disk's size changes (QEMU's
+    #: ``param_change``, on by default); False: the ``param-change-off`` fault
+    virtio_scsi_param_change: bool = True
 
 
 class BackendOptions(Protocol):
@@ -192,6 +195,28 @@ class InjectionUnavailable(HypervisorError):
     skips with this message."""
 
 
+class ResizeUnavailable(HypervisorError):
+    """The backend cannot resize this disk under its running guest: the resize rule skips with this message."""
+
+
+@dataclass(frozen=True)
+class HostResize:
+    """The size the host reported after a resize, and how long its call took."""
+
+    size_bytes: int
+    seconds: float
+
+
+class DiskResizer(Protocol):
+    """Grows or shrinks one disk under its running guest (the resize rule). ``size_bytes``: the
+    disk's size as the host reports it; ``resize`` returns the size the host reports after the
+    call and the call's seconds."""
+
+    def size_bytes(self) -> int: ...
+
+    def resize(self, size_bytes: int) -> HostResize: ...
+
+
 class ErrorInjector(Protocol):
     """Makes a range of one disk fail at the host, and counts what the disk completed and failed.
 
@@ -232,6 +257,27 @@ class HotplugDisk(Protocol):
     def present(self) -> bool: ...
 
     def remove(self) -> None: ...
+class DiscardUnavailable(HypervisorError):
+    """The backend cannot watch this disk's discards on the host (its backing cannot release space, or
+    the backend has no counters for it): the discard rule skips with this message."""
+
+
+class DiscardObserver(Protocol):
+    """One disk's discards as the host sees them: the device's unmap counters and, where the host
+    can read it, how much of a byte range of the backing store is allocated."""
+
+    @property
+    def where(self) -> str:
+        """The backing store in messages: "the backing file /tmp/.../dut1.img on this machine"."""
+        ...
+
+    def unmap(self) -> HostUnmapCounters:
+        """The disk's cumulative discard counters."""
+        ...
+
+    def allocated_bytes(self, offset_bytes: int, length_bytes: int) -> int | None:
+        """Bytes of the backing store's range that hold data (not holes), or None where the host cannot say."""
+        ...
 
 
 class HypervisorBackend(ABC):
@@ -330,6 +376,14 @@ class HypervisorBackend(ABC):
         """A new disk on the controller of ``beside`` (not yet attached), for the hotplug rule. Default:
         HotplugUnavailable, naming the backend."""
         raise HotplugUnavailable(f"the {self.name} backend cannot add a disk to a running guest")
+    def discard_observer(self, guest: Guest, disk: AttachedDisk) -> DiscardObserver:
+        """The host's view of ``disk``'s discards (the discard rule). Default: DiscardUnavailable, naming the backend."""
+        raise DiscardUnavailable(f"the {self.name} backend cannot watch a disk's discards on the host")
+
+    def resizer(self, guest: Guest, disk: AttachedDisk) -> DiskResizer:
+        """A way to resize ``disk`` under its running guest (the resize rule). Default:
+        ResizeUnavailable, naming the backend."""
+        raise ResizeUnavailable(f"the {self.name} backend cannot resize a disk under its running guest")
 
     def environment(self, guest: Guest) -> dict[str, str]:
         """The running guest's environment fingerprint entries (model/across/fingerprint.py: the

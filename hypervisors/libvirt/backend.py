@@ -37,6 +37,7 @@ from guest.image.user import UserImageError
 from hypervisors.base import (
     BackendOptions,
     BackingUnreadable,
+    DiscardUnavailable,
     Guest,
     GuestRequest,
     HotplugUnavailable,
@@ -61,6 +62,7 @@ from hypervisors.libvirt.controllers import (
     guest_drivers,
     pci_addr,
 )
+from hypervisors.libvirt.discard import QmpDiscardObserver
 from hypervisors.libvirt.host_checks import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.hostfiles import (
     DEFAULT_HOST_DIR,
@@ -76,6 +78,7 @@ from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qmp import DomainQmp
 from hypervisors.libvirt.qom import read_advertised
+from hypervisors.libvirt.resize import QmpResizer
 from model.advertised import Advertised
 from model.errors import HypervisorError, ParseError
 from model.parse.blockstats import HostBlockCounters
@@ -249,7 +252,7 @@ class LibvirtBackend(HypervisorBackend):
             disk_xml, disk_args = disk_devices(request.disks, run_dir,
                                                first_boot_order=2 if image_files is not None else None)
             devices += disk_xml
-            overrides = disk_overrides(request.disks)
+            overrides = disk_overrides(request.disks, param_change=request.virtio_scsi_param_change)
             qemu_args += disk_args + trace.domain_trace_args(run_dir / TRACE_LOG)
         vcpus = request.vcpus if request else 1
         memory = request.memory_mib if request else 256
@@ -545,6 +548,20 @@ class LibvirtBackend(HypervisorBackend):
         path = self.stage(guest.console_log_path.parent) / f"hotplug{spec.index}.img"
         xml = hotplug_xml([d.spec for d in guest.disks], spec, path)
         return LibvirtHotplugDisk(self.conn, guest.name, self.files, path, xml, spec)
+    def discard_observer(self, guest: Guest, disk: AttachedDisk) -> QmpDiscardObserver:
+        """QMP's unmap counters of the disk's device and its backing file's allocation
+        (hypervisors/libvirt/discard.py): file-backed disks, whose nodes the suite opens with discard=unmap."""
+        if disk.spec.backing != "file":
+            raise DiscardUnavailable(f"{disk.spec.label} is a {disk.spec.backing} disk, not file-backed: it has no "
+                                     "backing store to give discarded space back to")
+        if guest.console_log_path is None:
+            raise DiscardUnavailable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
+        return QmpDiscardObserver(self.channel(guest, disk), self.files,
+                                  disk_file(self.stage(guest.console_log_path.parent), disk.spec))
+
+    def resizer(self, guest: Guest, disk: AttachedDisk) -> QmpResizer:
+        """QMP ``block_resize`` on the disk's top node (hypervisors/libvirt/resize.py)."""
+        return QmpResizer(self.channel(guest, disk))
 
     def environment(self, guest: Guest) -> dict[str, str]:
         return environment.environment(self.conn, guest.name, self.files.kernel_release())

@@ -302,9 +302,9 @@ def latency_blockdev(disk: DiskSpec, node: str) -> dict[str, object]:
             "latency-ns": int(disk.latency_ms * 1_000_000), "read-zeroes": True}
 
 
-#: How libvirt 9.0 opens the raw format node of a ``<driver name='qemu' type='raw' cache='none'>`` disk
+#: How libvirt 9.0 opens the raw format node of a ``<driver name='qemu' type='raw' cache='none' discard='unmap'>`` disk
 #: (its ``-blockdev`` on the domain's command line), ``node-name`` and ``file`` aside.
-LIBVIRT_FORMAT_OPTIONS: dict[str, object] = {"driver": "raw", "read-only": False,
+LIBVIRT_FORMAT_OPTIONS: dict[str, object] = {"driver": "raw", "read-only": False, "discard": "unmap",
                                              "cache": {"direct": True, "no-flush": False}}
 _CACHE = {"direct": True, "no-flush": False}
 #: The raw format node of a file disk the suite gives QEMU itself (``file_blockdev``), ``node-name`` and ``file`` aside.
@@ -388,16 +388,22 @@ def file_disk_xml(p: Placement, path: str, boot_order: int | None = None) -> str
         target, unit = (0, p.position) if ctl.scsi_model == "lsilogic" else (p.position, 0)
         addr = f"<address type='drive' controller='{p.hba_index}' bus='0' target='{target}' unit='{unit}'/>"
     return (f"<disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'"
-            f" error_policy='report' rerror_policy='report'{queues}/>"
+            f" error_policy='report' rerror_policy='report' discard='unmap'{queues}/>"
             f"<source file='{path}'/><target dev='{_dev_name(prefix, disk.index)}' bus='{bus}'/>{blockio}"
             f"<serial>{disk.serial}</serial>{wwn}<alias name='{device_id(disk)}'/>{addr}{boot}</disk>")
 
 
-def disk_overrides(disks: Sequence[DiskSpec]) -> str:
-    """``<qemu:override>`` properties libvirt's ``<disk>`` has no XML for: the optimal I/O size
-    (libvirt 9.0's ``<blockio>`` carries only the block sizes). Empty when none is needed."""
+def disk_overrides(disks: Sequence[DiskSpec], param_change: bool = True) -> str:
+    """``<qemu:override>`` properties libvirt's ``<disk>`` and ``<controller>`` have no XML for: the
+    optimal I/O size (libvirt 9.0's ``<blockio>`` carries only the block sizes) and, with
+    ``param_change`` False, virtio-scsi's ``param_change=off`` (the ``param-change-off`` fault). Empty
+    when none is needed."""
     props = []
     for p in layout(disks):
+        if not param_change and p.first and p.controller.name == "virtio-scsi":
+            props.append(f"<qemu:device alias='{hba_alias(p.controller.name)}'><qemu:frontend>"
+                         "<qemu:property name='param_change' type='bool' value='false'/>"
+                         "</qemu:frontend></qemu:device>")
         if p.disk.backing == "file" and p.controller.libvirt_disks and p.disk.optimal_io_bytes:
             props.append(f"<qemu:device alias='{device_id(p.disk)}'><qemu:frontend>"
                          f"<qemu:property name='opt_io_size' type='unsigned' value='{p.disk.optimal_io_bytes}'/>"

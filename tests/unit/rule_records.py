@@ -20,17 +20,24 @@ from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
 from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity
 from model.rules.direct_io import LatencyFloor, judge_direct_io
+from model.rules.discard import DiscardLimits, judge_discard
 from model.rules.error_propagation import WORKLOAD, attempts_for, bound_for, judge_error_propagation
 from model.rules.hotplug import judge_hotplug
 from model.rules.io_size import judge_io_size
 from model.rules.limits import judge_limits
 from model.rules.multi_queue import judge_multiqueue
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
+from model.rules.resize import bound_for as resize_bound
+from model.rules.resize import judge_resize
 from model.rules.verdict import RuleVerdict, combine_repeats
+from tests.model.test_discard import BLK, SCSI, WHERE, _healthy
 from tests.model.test_error_propagation import HEALED, SCSI_BOUND, _scsi
-from tests.model.test_hotplug import BLK, BLK_SURPRISE, SCSI_OFF, SCSI_SURPRISE
+from tests.model.test_hotplug import BLK as HOTPLUG_BLK
+from tests.model.test_hotplug import BLK_SURPRISE, SCSI_OFF, SCSI_SURPRISE
 from tests.model.test_model_integrity import ZERO_GUARDS, window_of, written
 from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDELITY, _baseline, _file_writes, _io
+from tests.model.test_resize import SCSI_GROW_LOG
+from tests.model.test_resize import _run as _resize_run
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
 
 #: What suites/test_<rule>.py adds with record.add() besides the verdict's numbers, by rule:
@@ -117,8 +124,15 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                                                       attempts_for("sd"), SCSI_BOUND),
                               judge_error_propagation(WORKLOAD, [_scsi("read", ended=False)], None, None,
                                                       bound_for(None, None))],
-        "hotplug": [judge_hotplug(dataclasses.replace(BLK, surprise=SCSI_SURPRISE)), judge_hotplug(SCSI_OFF),
-                    judge_hotplug(dataclasses.replace(BLK, surprise=BLK_SURPRISE))],
+        "hotplug": [judge_hotplug(dataclasses.replace(HOTPLUG_BLK, surprise=SCSI_SURPRISE)), judge_hotplug(SCSI_OFF),
+                    judge_hotplug(dataclasses.replace(HOTPLUG_BLK, surprise=BLK_SURPRISE))],
+        # healthy with and without the device's own counts; a device without discard
+        "discard": [judge_discard(SCSI, _healthy(SCSI, True), WHERE, "sdb"),
+                    judge_discard(BLK, _healthy(BLK, False), WHERE, "vdb"),
+                    judge_discard(DiscardLimits(0, 0, 0), [], WHERE, "hdb")],
+        # healthy (both steps seen), and a grow never seen
+        "resize": [judge_resize(_resize_run("sd", "sdb", 0.049, 0.137, log=SCSI_GROW_LOG), resize_bound("sd")),
+                   judge_resize(_resize_run("sd", "sdb", None, 0.05, grow_guest=1 << 30), resize_bound("sd"))],
     }
 
 
