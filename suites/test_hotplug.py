@@ -101,7 +101,8 @@ def _surprise(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Re
                     request_bytes=job.bs_bytes)
 
 
-def _add_and_remove(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Record, raw: Path) -> HotplugRun:
+def _add_and_remove(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Record, raw: Path,
+                    surprise_removal: bool) -> HotplugRun:
     t0 = time.monotonic()
     hot.attach()
     attach_s = time.monotonic() - t0
@@ -116,7 +117,7 @@ def _add_and_remove(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, reco
         guest_s = watch.wait_gone(sighting.name, GONE_BOUND_S)
         gone = Gone(detach_s, guest_s, _host_gone(hot, t1, GONE_BOUND_S))
     surprise = None
-    if gone is not None and gone.host_s is not None:
+    if surprise_removal and gone is not None and gone.host_s is not None:
         surprise = _surprise(disk, hot, watch, record, raw)
     return HotplugRun(disk.attached.spec.controller, hot.serial, hot.size_bytes, attach_s, seen, gone,
                       surprise=surprise)
@@ -142,7 +143,7 @@ def test_hotplug(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
                     pytest.skip(f"--inject hotplug-off cannot apply on {disk.config_id}: the guest's kernel has no {path}")
                 restore = (path, was)
                 watch.write(path, value)
-            return judge_hotplug(_add_and_remove(disk, hot, watch, record, raw))
+            return judge_hotplug(_add_and_remove(disk, hot, watch, record, raw, suite_options.surprise_removal))
         except HotplugUnavailable as e:
             pytest.skip(f"{RULE} cannot run on {disk.config_id}: {e}")
         finally:

@@ -15,7 +15,7 @@ LIMITS = ("limits[libvirt:virtio-scsi:latency5ms]", "limits[libvirt:virtio-blk:l
 
 
 def test_the_healthy_guest_sees_the_disk_come_and_go(run_suite) -> None:  # type: ignore[no-untyped-def]
-    run: SuiteRun = run_suite(*BOTH, "-k", "hotplug")
+    run: SuiteRun = run_suite(*BOTH, "-k", "hotplug", "--surprise-removal")
     assert run.returncode == 1, run.output
     assert run.outcomes() == dict(zip(CASES, ("passed", "failed"), strict=True)), run.output
     blk = SuiteRun.failure_text(run.cases()[CASES[1]])
@@ -30,6 +30,10 @@ def test_the_healthy_guest_sees_the_disk_come_and_go(run_suite) -> None:  # type
         assert float(props["seen_s"]) < float(props["seen_bound_s"]), props
         assert float(props["gone_host_s"]) < float(props["gone_bound_s"]), props
     assert run.left_behind == []
+    # without --surprise-removal (the default) the add and the idle removal pass on both
+    default: SuiteRun = run_suite(*BOTH, "-k", "hotplug")
+    assert default.returncode == 0 and default.outcomes() == dict.fromkeys(CASES, "passed"), default.output
+    assert "surprise_fio_s" not in SuiteRun.props(default.cases()[CASES[0]])
 
 
 def test_a_guest_that_neither_binds_nor_scans_fails_it_and_only_it(run_suite) -> None:  # type: ignore[no-untyped-def]
