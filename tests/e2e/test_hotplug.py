@@ -17,12 +17,18 @@ LIMITS = ("limits[libvirt:virtio-scsi:latency5ms]", "limits[libvirt:virtio-blk:l
 def test_the_healthy_guest_sees_the_disk_come_and_go(run_suite) -> None:  # type: ignore[no-untyped-def]
     run: SuiteRun = run_suite(*BOTH, "-k", "hotplug", "--surprise-removal")
     assert run.returncode == 1, run.output
-    assert run.outcomes() == dict(zip(CASES, ("passed", "failed"), strict=True)), run.output
-    blk = SuiteRun.failure_text(run.cases()[CASES[1]])
-    assert "FAIL: surprise removal: fio on vd" in blk and "completed with no data" in blk, blk
-    assert blk.count("FAIL:") == 1, blk  # the add and the idle removal pass there too
-    scsi = SuiteRun.props(run.cases()[CASES[0]])
-    assert scsi["surprise_fio_exit_status"] != "0" and float(scsi["surprise_fio_s"]) < 5, scsi
+    # virtio-blk reads a disk removed under fio as empty (the rule's finding); virtio-scsi mostly ends fio
+    # with EIO, and was once seen doing the same as virtio-blk (a race in sd's removal): either way the
+    # add and the idle removal pass, and a failure is exactly the surprise removal's empty reads
+    assert run.outcomes()[CASES[1]] == "failed", run.output
+    for case in CASES:
+        if run.outcomes()[case] == "failed":
+            text = SuiteRun.failure_text(run.cases()[case])
+            assert "FAIL: surprise removal: fio on " in text and "completed with no data" in text, text
+            assert text.count("FAIL:") == 1, text  # the add and the idle removal pass there too
+        else:
+            scsi = SuiteRun.props(run.cases()[case])
+            assert scsi["surprise_fio_exit_status"] != "0" and float(scsi["surprise_fio_s"]) < 5, scsi
     for case, prefix in zip(CASES, ("sd", "vd"), strict=True):
         props = SuiteRun.props(run.cases()[case])
         assert props["hotplug_serial"] == "vioc-dut90" and props["hotplug_device"].startswith(prefix), props
