@@ -36,7 +36,7 @@ from guest.image.pvh import PVH_NAME, pvh_kernel
 from guest.image.user import UserImageError
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend, ImageRequest, kernel_panic
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
-from hypervisors.libvirt import accel, environment, host_checks, imageboot, leftovers, machine, qemulog, trace
+from hypervisors.libvirt import accel, environment, host_checks, imageboot, leftovers, machine, qemulog, stall, trace
 from hypervisors.libvirt.accel import PROBE_TIMEOUT_S, ProbeResult
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
@@ -494,6 +494,16 @@ class LibvirtBackend(HypervisorBackend):
             return None
         return trace.QemuTracer(self.channel(guest, disk), family, self.stage(guest.console_log_path.parent) / TRACE_LOG,
                                 logical_block_bytes=disk.configured.logical_block_bytes, files=self.files)
+
+    def disk_hold(self, guest: Guest, disk: AttachedDisk) -> stall.ThrottleHold:
+        """QEMU's throttle at 1 byte/s on the disk's block backend (hypervisors/libvirt/stall.py)."""
+        return stall.ThrottleHold(self.channel(guest, disk), lambda: self.destroy_by_name(guest.name))
+
+    def recovery_watch(self, guest: Guest, disk: AttachedDisk) -> stall.TraceRecoveryWatch | None:
+        if guest.console_log_path is None:
+            return None
+        return stall.TraceRecoveryWatch(self.channel(guest, disk), disk.spec.controller,
+                                        self.stage(guest.console_log_path.parent) / TRACE_LOG, self.files)
 
     def environment(self, guest: Guest) -> dict[str, str]:
         return environment.environment(self.conn, guest.name, self.files.kernel_release())

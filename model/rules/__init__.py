@@ -9,10 +9,19 @@ model/across/metrics.py and model/across/moves.py collect their declarations fro
 rule's numbers with a stored run (``--baseline``).
 """
 
-from model.rules import alignment, buffered_direct, direct_io, io_size, limits, multi_queue, queue_depth
+from model.rules import (
+    alignment,
+    buffered_direct,
+    direct_io,
+    io_size,
+    limits,
+    multi_queue,
+    queue_depth,
+    stall_tolerance,
+)
 from model.rules.spec import RuleModule
 
 #: Every rule module, in the order of the rules' numbers (docs/rules/): each declares RULE, METRICS
 #: and MIN_EFFECTS (model/rules/spec.py), which mypy checks here.
 RULE_MODULES: tuple[RuleModule, ...] = (queue_depth, io_size, direct_io, buffered_direct, alignment, limits,
-                                        multi_queue)
+                                        multi_queue, stall_tolerance)
