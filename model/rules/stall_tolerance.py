@@ -214,7 +214,7 @@ def judge_stall_tolerance(timeout: CommandTimeout, stall_s: float, run: StallRun
     if run.readonly:
         said.append(f"a filesystem of {timeout.disk} is read-only after the stall: {', '.join(run.readonly)}")
     if is_judged:
-        where = ("the guest has no command timeout" if timeout.timeout_s is None
+        where = ("with no command timeout in the guest" if timeout.timeout_s is None
                  else f"under the guest's {timeout.timeout_s:g} s timeout")
         problems += [f"a {run.hold_s:.1f} s stall, {where}, should pass unnoticed, but {s}" for s in said]
     else:

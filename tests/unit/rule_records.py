@@ -21,8 +21,11 @@ from model.rules.io_size import judge_io_size
 from model.rules.limits import judge_limits
 from model.rules.multi_queue import judge_multiqueue
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
+from model.rules.stall_tolerance import judge_stall_tolerance
 from model.rules.verdict import RuleVerdict, combine_repeats
 from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDELITY, _baseline, _file_writes, _io
+from tests.model.test_model_stall_tolerance import BLK, SCSI_30
+from tests.model.test_model_stall_tolerance import HEALTHY as STALL
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
 
 #: What suites/test_<rule>.py adds with record.add() besides the verdict's numbers, by rule:
@@ -88,6 +91,8 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                                       "exact")],
         "multi-queue": [judge_multiqueue(2, 2, 2, {0: 1024, 1: 971}, online_cpus=1)],
         "limits": _limits(),
+        # every property of a judged stall; the timeout's only where the driver has one
+        "stall-tolerance": [judge_stall_tolerance(SCSI_30, 30.0, STALL), judge_stall_tolerance(BLK, 30.0, None, "x")],
     }
 
 
