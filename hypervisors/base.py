@@ -182,9 +182,13 @@ class DiskHold(Protocol):
     ``hold`` starts holding (requests already at the backing store complete); ``release`` lets the
     held requests go and is a no-op when nothing is held (it is the cleanup too); it waits for the
     hypervisor's answer, which a hypervisor stuck on the held requests never gives: the caller bounds
-    it and then calls ``give_up``, which stops the guest's VM (the only way out of such a hypervisor)."""
+    it and then calls ``give_up``, which stops the guest's VM (the only way out of such a hypervisor).
+    ``counters`` reads the disk's counters the way ``release`` talks to the hypervisor (a connection
+    of its own), so a stuck release leaves the backend's other calls free."""
 
     def hold(self) -> None: ...
+
+    def counters(self) -> HostBlockCounters: ...
 
     def release(self) -> None: ...
 

@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,15 +75,16 @@ class _Release:
     and whether (and how) it came back."""
 
     hold: DiskHold
-    disk: GuestDisk
     done: threading.Event = field(default_factory=threading.Event)
+    started: bool = False
     counters: HostBlockCounters | None = None
     sent_at: float = 0.0
     error: BaseException | None = None
 
     def fire(self) -> None:
+        self.started = True
         try:
-            self.counters = self.disk.host_counters()
+            self.counters = self.hold.counters()
             self.sent_at = time.monotonic()
             self.hold.release()
         except BaseException as e:  # noqa: BLE001 - carried to the measuring thread, which raises it
@@ -153,7 +155,7 @@ def measure_stall(disk: GuestDisk, hold: DiskHold, hold_s: float, drain_s: float
     token = stall.mark()
     before = _ops(disk.host_counters())
     run = fio.start(job, disk.device_path, work, tag)
-    release = _Release(hold, disk)
+    release = _Release(hold)
     timer: threading.Timer | None = None
     try:
         _wait_flowing(disk, run, before, raw_dir, tag)
@@ -166,12 +168,12 @@ def measure_stall(disk: GuestDisk, hold: DiskHold, hold_s: float, drain_s: float
         timer.start()
         time.sleep(HOLD_SETTLE_S)
         held_from = disk.host_counters()
-        probes = _probe(stall, dev, t0 + hold_s)
-        if not release.done.wait(max(0.0, t0 + hold_s - time.monotonic()) + RELEASE_ANSWER_S):
-            hold.give_up()
-            raise _given_up(disk, f"its hypervisor hung in a storage stall: QEMU's monitor did not answer the "
-                                  f"release of a {hold_s:g} s hold of {dev} within {RELEASE_ANSWER_S:.0f} s (its main "
-                                  "loop waits on a held request), so the guest's domain was destroyed")
+        probes = _probe(stall, dev, t0, t0 + hold_s)
+        if not release.done.wait(max(0.0, t0 + hold_s + RELEASE_ANSWER_S - time.monotonic())):
+            _quietly("destroying the stuck domain", hold.give_up)
+            raise _given_up(disk, f"its hypervisor hung in a storage stall: the host's release of a {hold_s:g} s hold "
+                                  f"of {dev} got no answer within {RELEASE_ANSWER_S:.0f} s (the hypervisor waits on "
+                                  "a held request), so the guest's VM was stopped")
         if release.error is not None:
             raise release.error
         finished = run.finish(drain_s)
@@ -183,13 +185,15 @@ def measure_stall(disk: GuestDisk, hold: DiskHold, hold_s: float, drain_s: float
         kernel = stall.since(token)
         readonly = tuple(stall.readonly_mounts(dev))
     except BaseException:
+        # Each step on its own: the error being raised is the one to report, whatever the cleanup meets
+        # (a domain destroyed by give_up answers nothing).
         if timer is not None:
             timer.cancel()
-        if not release.done.is_set():
+        if not release.started:
             release.fire()  # the hold never outlives the measurement (a no-op where nothing is held)
         run.abandon()
         if watch is not None:
-            watch.abort()
+            _quietly("switching the recovery events off", watch.abort)
         raise
     result, error = _fio_outcome(finished.output, job, dev, raw_dir, tag)
     assert release.counters is not None
@@ -208,6 +212,13 @@ def measure_stall(disk: GuestDisk, hold: DiskHold, hold_s: float, drain_s: float
         probe_rtt_max_ms=max(rtts, default=0.0) * 1000, fio=result, fio_error=error,
         host_events=events, host_events_source=watch.watched if watch is not None else "",
         kernel_log=tuple(kernel), readonly=readonly)
+
+
+def _quietly(what: str, step: Callable[[], object]) -> None:
+    try:
+        step()
+    except Exception as e:  # noqa: BLE001 - a cleanup after the error being reported; libvirt raises its own
+        log.warning("%s failed: %s", what, str(e).splitlines()[0] if str(e) else type(e).__name__)
 
 
 def _wait_flowing(disk: GuestDisk, run: BackgroundFio, before: int, raw_dir: Path | None, tag: str) -> None:
@@ -230,7 +241,7 @@ def _wait_flowing(disk: GuestDisk, run: BackgroundFio, before: int, raw_dir: Pat
         time.sleep(START_POLL_S)
 
 
-def _probe(stall: Stall, dev: str, until: float) -> list[_Probe]:
+def _probe(stall: Stall, dev: str, t0: float, until: float) -> list[_Probe]:
     """Ask the guest for the disk's requests in flight every PROBE_PERIOD_S until ``until``. A probe
     the guest does not answer ends the probing (the transport's own checks then say what happened)."""
     probes = []
@@ -239,7 +250,8 @@ def _probe(stall: Stall, dev: str, until: float) -> list[_Probe]:
         try:
             n = stall.inflight(dev)
         except (GuestUnreachable, GuestDied) as e:
-            log.warning("the guest did not answer a probe %.1f s into the hold: %s", sent - until, e)
+            log.warning("the guest did not answer a probe sent %.1f s into the hold: %s", sent - t0,
+                        str(e).splitlines()[0])
             probes.append(_Probe(sent, None, 0))
             break
         probes.append(_Probe(sent, time.monotonic(), n))

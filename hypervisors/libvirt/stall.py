@@ -30,6 +30,7 @@ from typing import Any
 from hypervisors.libvirt.qmp import DomainQmp
 from hypervisors.libvirt.trace import LogFiles
 from model.errors import HypervisorError
+from model.parse.blockstats import HostBlockCounters
 from model.parse.stall_evidence import HostEvent, parse_recovery_events
 
 log = logging.getLogger("vioconform.libvirt")
@@ -68,7 +69,10 @@ def _error(reply: dict[str, Any]) -> str:
 class ThrottleHold:
     """Holds every request of one disk in QEMU's throttle (see the module docstring).
 
-    ``destroy``: stops the domain, for :meth:`give_up`."""
+    ``channel`` is the domain's monitor through a libvirt connection of the hold's own: a call that
+    waits for a stuck QEMU blocks every later call on its connection (measured: libvirt 9.0 answered
+    ``virDomainGetState`` on another connection, never on the stuck one), and the suite's own must
+    stay free to see the guest and destroy it. ``destroy``: stops the domain, for :meth:`give_up`."""
 
     def __init__(self, channel: DomainQmp, destroy: Callable[[], None]) -> None:
         self.channel = channel
@@ -103,6 +107,9 @@ class ThrottleHold:
         if _error(reply):
             raise HypervisorError(f"QMP block_set_io_throttle on {self.qdev()} of {self.channel.domain} failed: "
                                   f"{_error(reply)}")
+
+    def counters(self) -> HostBlockCounters:
+        return self.channel.counters()
 
     def hold(self) -> None:
         self.qdev()
