@@ -280,7 +280,8 @@ def _fio_outcome(out: FioOutput, job: FioJob, dev: str, raw_dir: Path | None, ta
     except ParseError:
         return parse_fio_run(out.stdout, out.stderr, out.status, source), ""  # raises fio's own error
     failed = [j for j in result.jobs if j.error]
-    said = fio_messages(out.stdout, out.stderr).splitlines()
+    lines = fio_messages(out.stdout, out.stderr).splitlines()
+    said = [line for line in lines if "err=" in line] or lines  # a failed job's own line, before the stop's
     if failed:
         names = "; ".join(f"error {j.error} ({errno.errorcode.get(j.error, '?')}: {os.strerror(j.error)})"
                           for j in failed)
