@@ -1,7 +1,7 @@
 """Where the default suite's time goes: per rule and controller, per phase (measure/phase_times.py).
 
 Runs the default suite (every rule on virtio-scsi and virtio-blk, one guest) as a user does and
-prints, from the run's ``phases.json``: boot, set-up, fio start, ramp, measured window, fio stop,
+prints, from the run's ``phases.json``: boot, set-up, fio start, ramp, measured window, fio stop, the kernel-log check,
 teardown and everything else (``other``: settings reads, cache drops, SSH round trips), in seconds,
 and the run's wall time.
 

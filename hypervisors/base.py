@@ -22,7 +22,8 @@ from typing import ClassVar, Protocol, Self
 from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
 from model.errors import HypervisorError
-from model.parse.blockstats import HostBlockCounters
+from model.injection import InjectedRange
+from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes
 from model.parse.hostcpu import VcpuTimes
 from model.parse.stall_evidence import HostEvent
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
@@ -160,6 +161,23 @@ class BackendOptions(Protocol):
     def machine(self) -> str: ...
 
 
+class BackingUnreadable(Exception):
+    """The backend cannot read a disk's backing store from the host (``str()`` says why): the rules
+    that check what reached it (data-integrity) skip with this reason."""
+
+
+class BackingStore(Protocol):
+    """A disk's data as the host stores it, read by the host itself (not through the guest):
+    ``read(offset, length)`` gives the bytes at the disk's byte ``offset``."""
+
+    @property
+    def where(self) -> str:
+        """The store in messages: "the backing file /tmp/.../dut1.img on this machine"."""
+        ...
+
+    def read(self, offset_bytes: int, length_bytes: int) -> bytes: ...
+
+
 class RequestTracer(Protocol):
     """Records the exact host-side I/O of one disk between ``start()`` and ``stop()``."""
 
@@ -168,6 +186,25 @@ class RequestTracer(Protocol):
     def stop(self) -> HostTrace: ...
 
     def abort(self) -> None: ...
+
+
+class InjectionUnavailable(HypervisorError):
+    """The backend cannot make this disk fail (no way to inject errors under it): a rule that needs it
+    skips with this message."""
+
+
+class ErrorInjector(Protocol):
+    """Makes a range of one disk fail at the host, and counts what the disk completed and failed.
+
+    ``inject`` puts the range in place (errors from the next request on); ``heal`` takes it away and
+    leaves the disk's chain as it was (also when nothing is injected: it is the cleanup). ``outcomes``
+    are the disk's cumulative completed and failed requests."""
+
+    def inject(self, injected: InjectedRange) -> None: ...
+
+    def heal(self) -> None: ...
+
+    def outcomes(self) -> HostRequestOutcomes: ...
 
 
 class HoldUnavailable(HypervisorError):
@@ -287,9 +324,19 @@ class HypervisorBackend(ABC):
         (model.parse.hostcpu), or None where the backend cannot read them. Never raises."""
         return None
 
+    def backing_store(self, guest: Guest, disk: AttachedDisk) -> BackingStore:
+        """The disk's backing store, for the host to read; BackingUnreadable (with the reason) where
+        the backend cannot read it. Default: it cannot."""
+        raise BackingUnreadable(f"the {self.name} backend cannot read a disk's backing store from the suite's host")
+
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> RequestTracer | None:
         """An exact per-request source for this disk, or None where the backend has none."""
         return None
+
+    def error_injector(self, guest: Guest, disk: AttachedDisk) -> ErrorInjector:
+        """A way to make a range of ``disk`` fail at the host (the error-propagation rule). Default:
+        InjectionUnavailable, naming the backend."""
+        raise InjectionUnavailable(f"the {self.name} backend cannot make a range of a disk fail at the host")
 
     def disk_hold(self, guest: Guest, disk: AttachedDisk) -> DiskHold:
         """A way to hold every request of ``disk`` at the host (the stall-tolerance rule). Default:

@@ -8,6 +8,8 @@ The phases, as the code marks them with ``with phase(NAME):``
 - ``ramp``: the wait after the first request, before the window opens;
 - ``window``: the measured window itself;
 - ``stop``: fio stopped, its output read and parsed;
+- ``kernel-log``: the kernel-log check's two guest commands around a rule (suites/kernel_log.py): its mark
+  before the measurement, the lines after it read back;
 - ``teardown``: the session's cleanup (the guest destroyed, its files removed).
 
 Whatever a test spends outside these (the rules' own settings reads, cache drops, SSH round trips)
@@ -24,7 +26,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-PHASES = ("boot", "set-up", "start", "ramp", "window", "stop", "teardown")
+PHASES = ("boot", "set-up", "start", "ramp", "window", "stop", "kernel-log", "teardown")
 #: Time spent before any test began (the session's set-up before the first test, rare) or after the last.
 SESSION = "(session)"
 

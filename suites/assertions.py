@@ -17,6 +17,7 @@ from model.blame import blame
 from model.rules.against_baseline import BaselineMissing, against_baseline
 from model.rules.verdict import combine_repeats
 from reports.per_test import raw_dir
+from suites import kernel_log
 
 if TYPE_CHECKING:
     from measure.disk import GuestDisk
@@ -66,8 +67,10 @@ def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, onc
     verdict; with several repeats each gets ``raw_dir/rK`` and what it adds to the record is
     ``NAME.rK``), combine the verdicts (model.rules.verdict.combine_repeats: ``exact`` checks fail
     on any failing repeat, measured ones by the majority), compare with the stored ``baseline``
-    when one is given, and conclude; a failure is blamed on a layer from ``disks``' settings."""
+    when one is given, and conclude; a failure is blamed on a layer from ``disks``' settings.
+    The guest of ``disks`` has its kernel log checked over all the repeats (suites/kernel_log.py)."""
     __tracebackhide__ = True
+    kernel_log.watch(record, disks)  # the kernel-log check's mark: before the first repeat (suites/kernel_log.py)
     verdicts = []
     for k in range(1, repeats + 1):
         record.repeat = k if repeats > 1 else 0
@@ -84,8 +87,10 @@ def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir:
     """Compare ``verdict`` with the stored ``baseline`` (``--baseline``; None: no comparison asked
     for) and conclude. A baseline with nothing to compare for this rule and configuration is never
     a plain pass: a failing verdict fails with the reason in a note, a passing one is an ERROR
-    (BaselineMissing), its verdict and numbers kept in the record."""
+    (BaselineMissing), its verdict and numbers kept in the record. First the guest's kernel log
+    since the rule's mark is judged into ``verdict`` (suites/kernel_log.py)."""
     __tracebackhide__ = True
+    verdict = kernel_log.fold(record, verdict, raw_dir)
     share = hostload.worst(record.nodeid)
     if share is not None:  # the evidence a later comparison with this run needs (model/parse/hostcpu.py)
         record.add(host_vcpu_wait_pct=share.wait_pct, host_vcpu_run_pct=share.run_pct)

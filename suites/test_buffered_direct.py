@@ -26,6 +26,7 @@ from reports.baseline import StoredBaseline
 from reports.per_test import Record
 from reports.results import file_mode, write_atomic
 from suites.assertions import conclude_against, raw_dir_for, trails_of
+from suites.kernel_log import watch
 from suites.needs import needed
 
 #: The copy's read requests: 1 MiB, a typical cp/dd buffer; the page cache turns them into
@@ -58,6 +59,7 @@ def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, re
             pytest.skip(f"the baseline {source} has no measurements of {disk.config_id} "
                         f"(it has {', '.join(sorted(all_configs)) or 'none'})")
     cache = needed(disk, PageCache, "buffered-direct")
+    watch(record, (disk,))  # the kernel-log check's mark (conclude_against reads after it)
     now: dict[str, RegimeSeries] = {}
     for mode in ("buffered", "direct"):
         samples = []

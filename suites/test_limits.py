@@ -5,21 +5,29 @@ advertises. Read from sysfs as the driver set it at probe time."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fixtures.options import SuiteOptions
 from measure.disk import GuestDisk
 from model.rules.limits import judge_limits
+from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
 from suites.assertions import judge_repeated, raw_dir_for
+from suites.kernel_log import provoke_kernel_warning
 
 
 @pytest.mark.rule("limits")
 def test_limits_advertisement(disk: GuestDisk, scratch_disk: GuestDisk, suite_options: SuiteOptions,
                               record: Record, stored_baseline: StoredBaseline | None) -> None:
+    def once(_raw: Path) -> RuleVerdict:
+        if "kernel-warning" in suite_options.inject:  # the fault runs inside the kernel-log check's window
+            provoke_kernel_warning(disk)
+        return judge_limits([(d.attached.spec.role, d.attached.configured, d.advertised_limits, d.advertised)
+                             for d in (disk, scratch_disk)])
+
     # Settings read once (they do not vary between repeats); exact, and compared with a baseline's.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id), 1,
-                   lambda _raw: judge_limits([(d.attached.spec.role, d.attached.configured, d.advertised_limits,
-                                               d.advertised) for d in (disk, scratch_disk)]),
+    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id), 1, once,
                    exact=True, baseline=stored_baseline, disks=(disk, scratch_disk))

@@ -437,10 +437,18 @@ class SshTransport:
         transport = self._client.get_transport()
         if transport is None or not transport.is_active():
             return  # the command's channel closes too; the wait loop reports it
+        t = time.monotonic()
         try:
             transport.open_session(timeout=SSH_ANSWER_TIMEOUT_S).close()
         except (OSError, EOFError, paramiko.SSHException) as e:
             if not transport.is_active():
+                return
+            if isinstance(e, paramiko.SSHException) and time.monotonic() - t < SSH_ANSWER_TIMEOUT_S:
+                # An answer, not silence: the server refused the channel (paramiko's ChannelException,
+                # or "Unable to open channel." for a refusal without a reason). The guest runs; the
+                # next check, or the command's own end, tells more.
+                log.warning("guest at %s:%d refused a check channel (%s); it answered, so it is not hung",
+                            self.endpoint.host, self.endpoint.port, e)
                 return
             self._check_alive(command, t0)
             raise self._died(f"its SSH server did not answer for {SSH_ANSWER_TIMEOUT_S:.0f} s ({e}): the guest "

@@ -1,7 +1,7 @@
 """Builds and caches the embedded vioconform guest: a Debian kernel plus a busybox initramfs.
 
 Everything comes from Debian packages: the kernel package (downloaded, not installed),
-busybox-static and dropbear-bin (copied from the host with their shared libraries), and fio
+busybox-static, dropbear-bin and dmsetup (copied from the host with their shared libraries), and fio
 built static from Debian's fio source (guest/image/fio_static.py, cached).
 The result is cached under ``$XDG_CACHE_HOME/vioconform/images/<recipe hash>/`` (see guest.cache);
 a change to the recipe (package versions, the init script, this file) gives a new hash.
@@ -42,9 +42,17 @@ MODULES = (
     "crc32c_generic", "ext4",
     # The host's entropy (the domain's virtio-rng): init loads it before it makes the SSH host key.
     "virtio_rng",
+    # device-mapper, for the data-integrity rule's lba-shift fault (a linear target offset by a few
+    # sectors, made with dmsetup): shipped, loaded by the rule when it needs it (modprobe), never at boot.
+    "dm_mod",
 )
-#: Host binaries copied into the guest with their shared-library closure.
-BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey")
+#: Modules copied into the image but loaded by no boot: a rule loads them when it needs them. The
+#: swallow-errors fault (error-propagation) mirrors the scratch disk with device-mapper's mirror
+#: target (dm_mirror, and dm_log, dm_region_hash with it) onto a RAM disk (brd).
+ON_DEMAND_MODULES = ("dm_mirror", "brd")
+#: Host binaries copied into the guest with their shared-library closure. dmsetup (Debian's dmsetup
+#: package, 0.2 MB and 1.3 MB of libraries) drives device-mapper: busybox has no applet for it.
+BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/sbin/dmsetup")
 #: fio is the suite's static build of Debian's fio source (guest/image/fio_static.py), not Debian's
 #: binary: Debian's links ceph, rdma, gnutls, ICU and more, 71 MB of libraries that would make the
 #: initramfs 93 MB (33.6 MB zstd), all decompressed into guest RAM at every boot, slowly under TCG.
@@ -63,7 +71,7 @@ REQUIRED_MODULES = ("virtio_pci", "virtio_net")
 #: + timer doesn't work!") before init. Virtual machines skip that check (RHEL's cloud images boot
 #: with it too).
 KERNEL_ARGS = "console=ttyS0 quiet no_timer_check cryptomgr.notests initcall_blacklist=crypto_kdf108_init"
-HOST_PACKAGES = ("busybox-static", "dropbear-bin", "libc6")
+HOST_PACKAGES = ("busybox-static", "dropbear-bin", "dmsetup", "libc6")
 KERNEL_META_PACKAGE = "linux-image-amd64"
 
 
@@ -168,6 +176,7 @@ def recipe(kernel_deb: Path | None = None) -> dict[str, object]:
         "kernel": _kernel_deb_id(kernel_deb) if kernel_deb else apt_answer("kernel_package", lambda: list(_kernel_package())),
         "packages": {p: _installed_version(p) for p in HOST_PACKAGES},
         "modules": list(MODULES),
+        "on_demand_modules": list(ON_DEMAND_MODULES),
         "fio": _static_fio_recipe(),
         "init_sha256": hashlib.sha256((HERE / "init").read_bytes()).hexdigest(),
         "builder_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
@@ -258,7 +267,7 @@ def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None
     shutil.copy2("/bin/busybox", root / "bin/busybox")
     shutil.copy2(HERE / "init", root / "init")
     os.chmod(root / "init", 0o755)
-    for rel in _module_closure(modroot, MODULES):
+    for rel in _module_closure(modroot, MODULES + ON_DEMAND_MODULES):
         dst = root / "lib/modules" / kver / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(modroot / rel, dst)

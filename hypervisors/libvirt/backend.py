@@ -34,10 +34,20 @@ import paramiko
 from guest.image.build import KERNEL_ARGS, GuestImage, ensure_image
 from guest.image.pvh import PVH_NAME, pvh_kernel
 from guest.image.user import UserImageError
-from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend, ImageRequest, kernel_panic
+from hypervisors.base import (
+    BackendOptions,
+    BackingUnreadable,
+    Guest,
+    GuestRequest,
+    HypervisorBackend,
+    ImageRequest,
+    InjectionUnavailable,
+    kernel_panic,
+)
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
 from hypervisors.libvirt import accel, environment, host_checks, imageboot, leftovers, machine, qemulog, stall, trace
 from hypervisors.libvirt.accel import PROBE_TIMEOUT_S, ProbeResult
+from hypervisors.libvirt.blkdebug import BlkdebugInjector
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
     NET_PCI_SLOT,
@@ -46,11 +56,19 @@ from hypervisors.libvirt.controllers import (
     disk_devices,
     disk_file,
     disk_overrides,
+    format_options,
     guest_drivers,
     pci_addr,
 )
 from hypervisors.libvirt.host_checks import check_drives_qemu, is_local, open_connection
-from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR, ConsoleMirror, HostFiles, LocalFiles, RemoteFiles
+from hypervisors.libvirt.hostfiles import (
+    DEFAULT_HOST_DIR,
+    BackingFile,
+    ConsoleMirror,
+    HostFiles,
+    LocalFiles,
+    RemoteFiles,
+)
 from hypervisors.libvirt.hostlink import HostAddress, HostLink
 from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.machine import DEFAULT_MACHINE
@@ -489,12 +507,33 @@ class LibvirtBackend(HypervisorBackend):
         """QEMU's answer: QMP ``qom-get`` on the disk's device and its HBA (hypervisors/libvirt/qom.py)."""
         return read_advertised(self.conn, guest.name, disk.spec)
 
+    def backing_store(self, guest: Guest, disk: AttachedDisk) -> BackingFile:
+        """A file-backed disk's raw file in the run's staging directory (this machine's, or the remote
+        host's over SFTP); a disk of another backing (the null-co latency disk) holds no data."""
+        if disk.spec.backing != "file":
+            raise BackingUnreadable(f"{disk.spec.label} is a {disk.spec.backing} disk, not file-backed: it keeps no "
+                                    "data to read back")
+        if guest.console_log_path is None:
+            raise BackingUnreadable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
+        return BackingFile(self.files, disk_file(self.stage(guest.console_log_path.parent), disk.spec))
+
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> trace.QemuTracer | None:
         family = CONTROLLERS[disk.spec.controller].trace_family
         if family is None or guest.console_log_path is None:
             return None
         return trace.QemuTracer(self.channel(guest, disk), family, self.stage(guest.console_log_path.parent) / TRACE_LOG,
                                 logical_block_bytes=disk.configured.logical_block_bytes, files=self.files)
+
+    def error_injector(self, guest: Guest, disk: AttachedDisk) -> BlkdebugInjector:
+        """QEMU's blkdebug under the disk's format node (hypervisors/libvirt/blkdebug.py): file-backed disks."""
+        kills = CONTROLLERS[disk.spec.controller].injected_error_kills
+        if kills:
+            raise InjectionUnavailable(f"on {disk.spec.controller} {kills} (measured: docs/rules/error-propagation.md)")
+        options = format_options(disk.spec)
+        if options is None:
+            raise InjectionUnavailable(f"disk {disk.spec.label} is not file-backed: errors are injected between a "
+                                       "disk's raw node and its file")
+        return BlkdebugInjector(self.channel(guest, disk), options)
 
     def disk_hold(self, guest: Guest, disk: AttachedDisk) -> stall.ThrottleHold:
         """QEMU's throttle at 1 byte/s on the disk's block backend (hypervisors/libvirt/stall.py), through a

@@ -68,6 +68,8 @@ class Controller:
     qemu_hba: str | None = None
     #: the Linux driver that binds the device in the guest
     guest_driver: str = ""
+    #: why a host error on this controller's disk must not be injected (it kills the guest), or ""
+    injected_error_kills: str = ""
 
     @property
     def has_hba(self) -> bool:
@@ -112,8 +114,15 @@ CONTROLLERS: dict[str, Controller] = {c.name: c for c in (
     Controller("mptsas1068", "LSI SAS1068 (mptsas1068) HBA with a scsi-hd", "lsisas1068", 64, 4096 * KIB,
                trace_family="scsi", guest_driver="mptsas"),
     # LSI 53C895A (sym53c8xx): queue_depth 16, which the guest cannot change; 32767 KiB.
+    # A read the host fails is never completed in the guest; at the 30 s command timeout the guest's
+    # error handler aborts it, and then QEMU 7.2 asserts (lsi_soft_reset: QTAILQ_EMPTY(&s->queue)) or
+    # the guest's sym53c8xx takes a general protection fault in sym_interrupt and panics (seen both).
     Controller("lsi53c895a", "LSI 53C895A (lsi53c895a) parallel SCSI HBA with a scsi-hd", "lsilogic", 16,
-               32767 * KIB, trace_family="scsi", guest_driver="sym53c8xx"),
+               32767 * KIB, trace_family="scsi", guest_driver="sym53c8xx",
+               injected_error_kills="a failed read is never completed in the guest; the abort at its 30 s command "
+                                    "timeout crashes QEMU 7.2 (lsi_soft_reset: Assertion 'QTAILQ_EMPTY(&s->queue)' "
+                                    "failed) or the Debian 6.1 guest (general protection fault in sym_interrupt, "
+                                    "kernel panic), and every rule after it with the guest"),
     # MegaRAID SAS 1078 (libvirt's model lsisas1078): queue_depth 256, can_queue 967, 128 KiB.
     Controller("megasas", "MegaRAID SAS 1078 (megasas) HBA with a scsi-hd", "lsisas1078", 256, 128 * KIB,
                trace_family="scsi", guest_driver="megaraid_sas"),
@@ -248,12 +257,20 @@ def _wwn(disk: DiskSpec) -> int:
     return 0x5000C50015EA7100 + disk.index
 
 
+#: Every disk hands a host error to the guest (the error-propagation rule makes the scratch disk fail):
+#: QEMU's ``rerror``/``werror`` ``report``, libvirt's ``error_policy``/``rerror_policy``. QEMU's own
+#: defaults report too (``auto``: report reads, ``enospc`` writes), but say nothing of what was meant.
+REPORT_ERRORS = {"rerror": "report", "werror": "report"}
+
+
 def device_props(p: Placement, node: str) -> dict[str, object]:
     """The QEMU ``-device`` properties of a disk whose block node is ``node``."""
     disk, ctl = p.disk, p.controller
     props: dict[str, object] = {"drive": node, "id": device_id(disk), "serial": disk.serial,
                                 "physical_block_size": disk.physical_block_bytes,
                                 "opt_io_size": disk.optimal_io_bytes}
+    if ctl.disk_bus != "nvme":  # QEMU's nvme has no error policy: it reports every error
+        props.update(REPORT_ERRORS)
     if ctl.disk_bus == "virtio":
         props.update({"driver": "virtio-blk-pci", "num-queues": disk.queues, "bus": "pci.0", "addr": f"{p.slot:#x}"})
     elif ctl.disk_bus == "nvme":
@@ -275,11 +292,29 @@ def latency_blockdev(disk: DiskSpec, node: str) -> dict[str, object]:
             "latency-ns": int(disk.latency_ms * 1_000_000), "read-zeroes": True}
 
 
+#: How libvirt 9.0 opens the raw format node of a ``<driver name='qemu' type='raw' cache='none'>`` disk
+#: (its ``-blockdev`` on the domain's command line), ``node-name`` and ``file`` aside.
+LIBVIRT_FORMAT_OPTIONS: dict[str, object] = {"driver": "raw", "read-only": False,
+                                             "cache": {"direct": True, "no-flush": False}}
+_CACHE = {"direct": True, "no-flush": False}
+#: The raw format node of a file disk the suite gives QEMU itself (``file_blockdev``), ``node-name`` and ``file`` aside.
+QEMU_FORMAT_OPTIONS: dict[str, object] = {"driver": "raw", "cache": _CACHE, "discard": "unmap"}
+
+
 def file_blockdev(path: PurePath, node: str) -> dict[str, object]:
-    """A raw file block node set up as libvirt sets up ``cache='none' io='native'``."""
-    cache = {"direct": True, "no-flush": False}
-    return {"driver": "raw", "node-name": node, "cache": cache, "discard": "unmap",
-            "file": {"driver": "file", "filename": str(path), "aio": "native", "cache": cache, "discard": "unmap"}}
+    """A raw file block node set up as libvirt sets up ``cache='none' io='native'``; its file node is
+    ``<node>-file`` (named, so that an error injector can put a node between them)."""
+    return {**QEMU_FORMAT_OPTIONS, "node-name": node,
+            "file": {"driver": "file", "node-name": f"{node}-file", "filename": str(path), "aio": "native",
+                     "cache": _CACHE, "discard": "unmap"}}
+
+
+def format_options(disk: DiskSpec) -> dict[str, object] | None:
+    """What the raw format node of a file-backed ``disk`` was opened with (``node-name`` and ``file``
+    aside), as ``blockdev-reopen`` needs them; None for a disk with no file under it (null-co)."""
+    if disk.backing != "file":
+        return None
+    return dict(LIBVIRT_FORMAT_OPTIONS if CONTROLLERS[disk.controller].libvirt_disks else QEMU_FORMAT_OPTIONS)
 
 
 def disk_args(p: Placement, run_dir: PurePath) -> list[str]:
@@ -342,7 +377,8 @@ def file_disk_xml(p: Placement, path: str, boot_order: int | None = None) -> str
         # libvirt 9.0 maps the unit to scsi-id on lsilogic, and target/unit to scsi-id/lun elsewhere.
         target, unit = (0, p.position) if ctl.scsi_model == "lsilogic" else (p.position, 0)
         addr = f"<address type='drive' controller='{p.hba_index}' bus='0' target='{target}' unit='{unit}'/>"
-    return (f"<disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'{queues}/>"
+    return (f"<disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'"
+            f" error_policy='report' rerror_policy='report'{queues}/>"
             f"<source file='{path}'/><target dev='{_dev_name(prefix, disk.index)}' bus='{bus}'/>{blockio}"
             f"<serial>{disk.serial}</serial>{wwn}<alias name='{device_id(disk)}'/>{addr}{boot}</disk>")
 

@@ -69,6 +69,12 @@ class LocalFiles(LocalLog):
     def remove(self, path: PurePath) -> None:
         Path(path).unlink(missing_ok=True)
 
+    def read_range(self, path: PurePath, offset: int, length: int) -> bytes:
+        """``length`` bytes of the file from ``offset`` (fewer at its end)."""
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(length)
+
     def qemu_log(self, name: str) -> str:
         path = qemulog.log_path(name)
         return path.read_text(errors="replace") if path.exists() else ""
@@ -191,6 +197,12 @@ class RemoteFiles:
     def read(self, path: PurePath, offset: int = 0) -> bytes:
         return self.link.read(path, offset)
 
+    def read_range(self, path: PurePath, offset: int, length: int) -> bytes:
+        """``length`` bytes of the file from ``offset`` (fewer at its end), over SFTP."""
+        if self.link.size(path) == 0:
+            raise FileNotFoundError(f"{path} on {self.link.address.host} is missing or empty")
+        return self.link.read(path, offset, length)
+
     def qemu_log(self, name: str) -> str:
         return self.link.read(PurePosixPath(qemulog.log_path(name))).decode(errors="replace")
 
@@ -232,6 +244,31 @@ class RemoteFiles:
 
 
 HostFiles = LocalFiles | RemoteFiles
+
+
+class BackingFile:
+    """A file-backed disk's raw file on the libvirt host (``hypervisors.base.BackingStore``), read by the
+    suite itself: on this machine, or over SFTP. QEMU writes it with O_DIRECT (``cache='none'``),
+    which leaves no stale page in the host's cache: a read sees what the guest's writes left there."""
+
+    def __init__(self, files: HostFiles, path: PurePath) -> None:
+        self.files = files
+        self.path = path
+
+    @property
+    def where(self) -> str:
+        host = "this machine" if isinstance(self.files, LocalFiles) else self.files.link.address.host
+        return f"the backing file {self.path} on {host}"
+
+    def read(self, offset_bytes: int, length_bytes: int) -> bytes:
+        try:
+            data = self.files.read_range(self.path, offset_bytes, length_bytes)
+        except OSError as e:
+            raise HypervisorError(f"cannot read {self.where}: {e}") from e
+        if len(data) != length_bytes:
+            raise HypervisorError(f"{self.where}: {len(data)} bytes at {offset_bytes}, not {length_bytes}: the file "
+                                  "is shorter than its disk")
+        return data
 
 
 

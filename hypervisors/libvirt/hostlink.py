@@ -379,12 +379,15 @@ class HostLink:
         except FileNotFoundError:
             return 0
 
-    def read(self, path: PurePath, offset: int = 0) -> bytes:
-        """The file from ``offset`` on; empty if it does not exist (yet)."""
+    def read(self, path: PurePath, offset: int = 0, length: int | None = None) -> bytes:
+        """The file from ``offset`` on (``length`` bytes of it at most; None: to its end); empty if
+        it does not exist (yet)."""
         try:
             with self._io, self.sftp.open(str(path), "rb") as f:
                 f.seek(offset)
-                return bytes(f.read())
+                if length is not None:
+                    f.prefetch(offset + length)  # the reads' requests in flight at once, not one round trip each
+                return bytes(f.read(length))
         except FileNotFoundError:
             return b""
 

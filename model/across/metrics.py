@@ -63,10 +63,20 @@ SHARED_METRICS: Metrics = (
     (r"baseline_worse|baseline_moved|baseline_not_judged", MetricSpec("", PARAM)),
     # a failed verdict's layer at fault and why (model/blame.py, reports/junit.py)
     (r"blame|blame_reason", MetricSpec("", PARAM)),
+    # the kernel-log check of every rule (model/kernel_log.py): the kernel's lines during the rule, those
+    # that failed it, their kinds, and the I/O errors in a range the rule injected errors into itself;
+    # kernel_log_source (what read the log) is a .*_source above
+    (r"kernel_log_(new|bad)_lines|kernel_log_expected_errors", MetricSpec("lines", PARAM)),
+    (r"kernel_log_bad_kinds", MetricSpec("", PARAM)),
 )
 
 #: (pattern over the whole name, spec): every rule module's METRICS, then the shared ones.
 METRICS: Metrics = (*(entry for rule in RULE_MODULES for entry in rule.METRICS), *SHARED_METRICS)
+
+#: Properties recorded as evidence about the host, never compared across runs themselves: how long
+#: the guest's vCPUs waited for a host CPU says how busy the host was, not how the guest behaved
+#: (model/rules/against_baseline.py uses it to decide what it may judge).
+HOST_EVIDENCE: frozenset[str] = frozenset({"host_vcpu_wait_pct", "host_vcpu_run_pct"})
 
 _COMPILED = tuple((re.compile(f"(?:{p})"), spec) for p, spec in METRICS)
 

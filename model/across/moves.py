@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from model.across.metrics import HOST_EVIDENCE
 from model.rules import RULE_MODULES
 from model.rules.spec import Direction
 
@@ -272,9 +273,12 @@ def metric_moved(key: MetricKey, a: Series, b: Series, min_effect: float = MIN_E
 def moved_metrics(a: Mapping[MetricKey, Series], b: Mapping[MetricKey, Series], min_effect: float = MIN_EFFECT,
                   min_effects: Mapping[str, float] = MIN_EFFECTS, alpha: float = ALPHA) -> list[Moved]:
     """Every metric both runs measured that moved beyond the noise, sorted by key. Each metric
-    needs its ``min_effects`` entry (the measured table by default), else ``min_effect``."""
+    needs its ``min_effects`` entry (the measured table by default), else ``min_effect``. The host's
+    evidence (``HOST_EVIDENCE``: how busy the host was) is no metric of the guest and never moves."""
     out = []
     for key in sorted(set(a) & set(b)):
+        if key[2] in HOST_EVIDENCE:
+            continue
         m = metric_moved(key, a[key], b[key], min_effects.get(key[2], min_effect), alpha)
         if m is not None:
             out.append(m)

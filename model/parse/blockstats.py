@@ -176,3 +176,46 @@ class HostCountersDelta:
     def iops(self) -> float:
         """Reads plus writes per second."""
         return self.requests * 1e9 / self.elapsed_ns
+
+
+@dataclass(frozen=True)
+class HostRequestOutcomes:
+    """Cumulative requests of one virtual disk that completed and that failed, by direction (QMP
+    ``query-blockstats``: ``rd_operations`` and ``wr_operations`` count the requests that completed,
+    ``failed_rd_operations`` and ``failed_wr_operations`` those the device answered with an error)."""
+
+    reads: int
+    writes: int
+    failed_reads: int
+    failed_writes: int
+
+    def since(self, before: HostRequestOutcomes) -> HostRequestOutcomes:
+        """``self - before``; ParseError if a counter went backwards (a reset or another disk)."""
+        diffs = {f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self)}
+        back = [name for name, d in diffs.items() if d < 0]
+        if back:
+            raise ParseError(f"host request counters went backwards ({', '.join(back)}): the VM or disk was "
+                             "restarted between snapshots, or they are of different disks")
+        return HostRequestOutcomes(**diffs)
+
+
+def parse_qmp_outcomes(reply: str | Mapping[str, Any], device_match: str) -> HostRequestOutcomes:
+    """The completed and failed requests of the disk ``device_match`` names (as parse_qmp_blockstats
+    finds it) in a ``query-blockstats`` reply. A QEMU that does not count failures (an entry without
+    ``failed_rd_operations``: ``account-failed`` off) is a ParseError that says so."""
+    counters = parse_qmp_blockstats(reply, device_match, 0)
+    decoded = json.loads(reply) if isinstance(reply, str) else reply
+    entries = decoded.get("return") if isinstance(decoded, Mapping) else decoded
+    assert isinstance(entries, list)  # parse_qmp_blockstats checked the reply
+    entry = next(e for e in entries if isinstance(e, Mapping) and any(device_match in n for n in _entry_names(e)))
+    stats = entry["stats"]
+    failed: dict[str, int] = {}
+    for key in ("failed_rd_operations", "failed_wr_operations"):
+        value = stats.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ParseError(f"query-blockstats {_entry_names(entry)}.stats.{key}: expected a non-negative integer, "
+                             f"got {value!r} (this QEMU does not count failed requests: account-failed is "
+                             f"{stats.get('account_failed')!r})")
+        failed[key] = value
+    return HostRequestOutcomes(counters.rd_operations, counters.wr_operations, failed["failed_rd_operations"],
+                               failed["failed_wr_operations"])

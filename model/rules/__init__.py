@@ -12,7 +12,9 @@ rule's numbers with a stored run (``--baseline``).
 from model.rules import (
     alignment,
     buffered_direct,
+    data_integrity,
     direct_io,
+    error_propagation,
     io_size,
     limits,
     multi_queue,
@@ -24,4 +26,4 @@ from model.rules.spec import RuleModule
 #: Every rule module, in the order of the rules' numbers (docs/rules/): each declares RULE, METRICS
 #: and MIN_EFFECTS (model/rules/spec.py), which mypy checks here.
 RULE_MODULES: tuple[RuleModule, ...] = (queue_depth, io_size, direct_io, buffered_direct, alignment, limits,
-                                        multi_queue, stall_tolerance)
+                                        multi_queue, data_integrity, error_propagation, stall_tolerance)

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 
-from model.across.metrics import describe
+from model.across.metrics import HOST_EVIDENCE, describe
 from model.across.moves import MIN_EFFECT, MIN_EFFECTS, Moved, Series, metric_moved
 from model.rules.verdict import Number, RuleVerdict
 
@@ -102,7 +102,7 @@ def against_baseline(verdict: RuleVerdict, now: Mapping[str, Number], baseline: 
         return replace(verdict, notes=(*verdict.notes, missing or f"no baseline for this configuration in {source}"),
                        properties={**verdict.properties, "baseline_source": source, "baseline_metrics_compared": 0})
     mine = series_of(now)
-    shared = sorted(set(mine) & set(baseline))
+    shared = sorted((set(mine) & set(baseline)) - HOST_EVIDENCE)  # the host's load is evidence, not a metric
     contention = host_contention(mine, baseline)
     set_aside = {n for n in shared if contention and mine[n].direction != "parameter" and HOST_CPU_BOUND.fullmatch(n)}
     judged = [n for n in shared if mine[n].direction != "parameter" and n not in set_aside]

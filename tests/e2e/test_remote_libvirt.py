@@ -93,11 +93,12 @@ class Watcher:
 
 
 def test_a_remote_host_runs_the_rules_end_to_end(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
-    """queue-depth (with the exact trace) and limits on virtio-scsi through qemu+ssh; the files are
-    the host's, the fingerprint names the host's kernel, and nothing stays on either side."""
+    """queue-depth (with the exact trace), limits and data-integrity (the scratch disk's file read back
+    over SFTP) on virtio-scsi through qemu+ssh; the files are the host's, the fingerprint names the
+    host's kernel, and nothing stays on either side."""
     results = tmp_path / "results"
     proc = start_suite(results, "--libvirt-uri", sshd.uri(), "--host-dir", str(host_dir),
-                       "--controllers", "virtio-scsi", "-k", "queue_depth or limits")
+                       "--controllers", "virtio-scsi", "-k", "queue_depth or limits or data_integrity")
     watcher = Watcher(proc.pid, host_dir)
     try:
         out, _ = proc.communicate(timeout=600)
@@ -113,6 +114,9 @@ def test_a_remote_host_runs_the_rules_end_to_end(sshd: SshServer, host_dir: Path
     junit = (results / "junit.xml").read_text()
     assert 'name="host.kernel"' in junit and "unknown" not in _prop(junit, "host.kernel")
     assert _prop(junit, "qd32_host_exact_source") == "exact (QEMU trace events)", junit[:2000]
+    # the scratch disk's file, on the host, was read back over SFTP and checked sector by sector
+    assert "dut1.img" in watcher.staged and _prop(junit, "host_sectors_checked") == "8192", junit[:2000]
+    assert _prop(junit, "host_bad_sectors") == "0" and _prop(junit, "host_guard_sectors_checked") == "4096"
     # the console came back to the results
     assert (results / "logs" / "console.log").stat().st_size > 0
     # nothing left: staging directory, domain, QEMU log, local run directory

@@ -17,7 +17,7 @@ import pytest
 from tests.e2e.conftest import SuiteRun, run_suite_at
 
 CONFIGS = ("libvirt:virtio-scsi:latency5ms", "libvirt:virtio-blk:latency5ms")
-RULES = ("alignment", "buffered-direct", "direct-io", "io-size", "limits", "multi-queue", "queue-depth",
+RULES = ("alignment", "buffered-direct", "data-integrity", "direct-io", "io-size", "limits", "multi-queue", "queue-depth",
          "stall-tolerance")
 BOTH = ("--controllers", "virtio-scsi,virtio-blk")
 
@@ -43,6 +43,10 @@ def test_healthy_guest_passes_every_rule(healthy: tuple[SuiteRun, Path]) -> None
             continue
         assert case.find("failure") is None and case.find("skipped") is None and case.find("error") is None, \
             (name, run.output[-3000:])
+        # the kernel-log check ran around every rule and the healthy guest's kernel logged nothing it fails on
+        kernel_log = SuiteRun.props(case)
+        assert kernel_log["kernel_log_source"] == "dmesg" and kernel_log["kernel_log_bad_lines"] == "0", \
+            (name, kernel_log)
     for c in CONFIGS:  # the measured numbers, not just verdicts
         qd = SuiteRun.props(cases[f"queue-depth[{c}]"])
         assert float(qd["qd32_host_depth"]) > 10 and float(qd["qd32_iops"]) > 10 * float(qd["qd1_iops"]), qd
@@ -55,6 +59,9 @@ def test_healthy_guest_passes_every_rule(healthy: tuple[SuiteRun, Path]) -> None
         assert al["partition_start_bytes"] == "1048576" and int(al["host_requests"]) >= 400, al
         mq = SuiteRun.props(cases[f"multi-queue[{c}]"])
         assert mq["queues_used"] == "2", mq
+        di = SuiteRun.props(cases[f"data-integrity[{c}]"])
+        assert di["host_sectors_checked"] == "8192" and di["host_bad_sectors"] == "0", di
+        assert di["guest_bytes_read"] == "4194304" and di["rand1k_writes"] == "512", di
     saved = json.loads(base.read_text())
     assert set(saved["configs"]) == set(CONFIGS)
     assert "JUnit XML:" in run.output and (run.results / "report.html").is_file()
@@ -97,6 +104,8 @@ FAULT_CASES = {
     "flush-dropped": ("direct_io", "direct-io", "acknowledged while still in a volatile write cache"),
     "readahead-off": ("regime", "buffered-direct", "buffered copy: host request size 4 KiB"),
     "misaligned": ("alignment", "alignment", "not a multiple of the optimal I/O size"),
+    "lba-shift": ("data_integrity", "data-integrity", "from the LBA it names: a shifted mapping"),
+    "kernel-warning": ("limits", "limits", "the guest's kernel logged a WARNING line during the rule"),
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from model.across.moves import Series
+from model.across.moves import Series, moved_metrics
 from model.parse.hostcpu import HostCpuShare, VcpuTimes, from_domain_stats
 from model.rules.against_baseline import HOST_CPU_BOUND, WAIT_MAX_PCT, against_baseline, host_contention, series_of
 from model.rules.verdict import RuleVerdict
@@ -90,3 +90,14 @@ def test_vcpu_shares_from_libvirt_statistics() -> None:
     assert from_domain_stats({}, 1.0) is None
     assert HostCpuShare.between(b, a) is None  # counters going back: another VM of the same name
     assert HostCpuShare.between(a, VcpuTimes(1, 3 * 10**9, 10**9, 101.0)) is None  # vCPUs changed
+
+
+def test_the_hosts_own_figures_are_evidence_never_a_move() -> None:
+    """A CI run compared io-size with its baseline minutes before on the same guest, and the vCPU
+    wait (a parameter) was reported as moved: how busy the host was is no change of the guest."""
+    v = against_baseline(PASSED, {**QUIET, "host_vcpu_wait_pct": 9.9, "host_vcpu_run_pct": 40.0},
+                         _base({**QUIET, "host_vcpu_run_pct": 10.0}), "run 1")
+    assert v.passed and v.properties["baseline_moved"] == "" and v.properties["baseline_metrics_compared"] == 3
+    a = {("r", "c", "host_vcpu_wait_pct"): Series("%", "parameter", (1.0, 1.1, 1.2, 1.0))}
+    b = {("r", "c", "host_vcpu_wait_pct"): Series("%", "parameter", (30.0, 31.0, 32.0, 30.0))}
+    assert moved_metrics(a, b) == []

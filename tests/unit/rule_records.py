@@ -13,16 +13,22 @@ import dataclasses
 from model.across.moves import Series
 from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits, DepthLimit, GuestLimits, IoMax, parse_guest_limits
+from model.kernel_log import InjectedErrors, check_kernel_log, with_kernel_log
+from model.parse.kernel_log import parse_kernel_log
 from model.rules.against_baseline import against_baseline
 from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
+from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity
 from model.rules.direct_io import LatencyFloor, judge_direct_io
+from model.rules.error_propagation import WORKLOAD, attempts_for, bound_for, judge_error_propagation
 from model.rules.io_size import judge_io_size
 from model.rules.limits import judge_limits
 from model.rules.multi_queue import judge_multiqueue
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
 from model.rules.stall_tolerance import judge_stall_tolerance
 from model.rules.verdict import RuleVerdict, combine_repeats
+from tests.model.test_error_propagation import HEALED, SCSI_BOUND, _scsi
+from tests.model.test_model_integrity import ZERO_GUARDS, window_of, written
 from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDELITY, _baseline, _file_writes, _io
 from tests.model.test_model_stall_tolerance import BLK, SCSI_30
 from tests.model.test_model_stall_tolerance import HEALTHY as STALL
@@ -38,6 +44,7 @@ SUITE_PROPERTIES: dict[str, tuple[str, ...]] = {
         "guest_queue_depth", "guest_nr_requests", "guest_driver"),
     "io-size": ("guest_avg_request_bytes",),
     "buffered-direct": ("baseline_saved_to",),
+    "error-propagation": ("injected_device", "injected_first_sector", "injected_sectors", "kernel_error_sectors"),
 }
 
 #: What every rule's record can hold besides its own numbers: a note, the repeats (``NAME.rK`` and
@@ -48,6 +55,9 @@ SHARED_PROPERTIES = ("notes", "repeats", "repeats_passed", "baseline_source", "b
                      "baseline_worse", "baseline_moved", "baseline_not_judged")
 #: Written around the verdict rather than by it (so not checked against the shared code's output here).
 AROUND_THE_VERDICT = ("host_vcpu_wait_pct", "host_vcpu_run_pct", "blame", "blame_reason")
+#: What the kernel-log check adds to every rule's verdict (model/kernel_log.py, suites/kernel_log.py).
+KERNEL_LOG_PROPERTIES = ("kernel_log_source", "kernel_log_new_lines", "kernel_log_bad_lines", "kernel_log_bad_kinds",
+                         "kernel_log_expected_errors")
 
 
 def _queue_depth() -> list[RuleVerdict]:
@@ -76,6 +86,17 @@ def _limits() -> list[RuleVerdict]:
     return [judge_limits(disks)]
 
 
+def _data_integrity() -> list[RuleVerdict]:
+    """A healthy run, and lba-shift's (a shift found, written through a mapping)."""
+    region, run = Region(), 0x5EED0001
+    writes = {p.name: p.writes for p in PLAN}
+    guest = GuestCheck("/dev/vdb", region.length_bytes, ())
+    healthy = check_backing(window_of(written(run)), ZERO_GUARDS, region, PLAN, run)
+    shifted = check_backing(window_of(written(run, shift_sectors=8)), ZERO_GUARDS, region, PLAN, run)
+    return [judge_data_integrity(healthy, guest, region, PLAN, run, writes),
+            judge_data_integrity(shifted, guest, region, PLAN, run, writes, "device-mapper target vioc-lba-shift")]
+
+
 def verdicts() -> dict[str, list[RuleVerdict]]:
     """Each rule's verdicts on recorded and synthetic inputs, by rule."""
     base = _baseline()["libvirt:virtio-blk:latency5ms"]
@@ -91,6 +112,12 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                                       "exact")],
         "multi-queue": [judge_multiqueue(2, 2, 2, {0: 1024, 1: 971}, online_cpus=1)],
         "limits": _limits(),
+        "data-integrity": _data_integrity(),
+        # healthy (every count, the driver's attempts); an unknown driver and no healed run
+        "error-propagation": [judge_error_propagation(WORKLOAD, [_scsi("read"), _scsi("write")], HEALED,
+                                                      attempts_for("sd"), SCSI_BOUND),
+                              judge_error_propagation(WORKLOAD, [_scsi("read", ended=False)], None, None,
+                                                      bound_for(None, None))],
         # every property of a judged stall; the timeout's only where the driver has one
         "stall-tolerance": [judge_stall_tolerance(SCSI_30, 30.0, STALL), judge_stall_tolerance(BLK, 30.0, None, "x")],
     }
@@ -114,5 +141,9 @@ def shared_recorded() -> list[str]:
     names = {*v.record_properties(), *compared.properties,
              *combine_repeats([v, v], exact=False).properties} - {"qd1_iops", "qd1_iops.r1", "qd1_iops.r2"}
     assert names == set(SHARED_PROPERTIES), sorted(names)
-    return [*SHARED_PROPERTIES, *AROUND_THE_VERDICT]
+    # the real 6.1 I/O errors of tests/data/guest: one in a range the rule injected errors into, one outside it
+    errors = parse_kernel_log((DATA / "dmesg-6.1-io-errors.txt").read_text(), "dmesg")
+    checked = with_kernel_log(v, check_kernel_log(errors, "dmesg", injected=[InjectedErrors("sdb", 800, 8)]))
+    assert set(checked.properties) - set(v.properties) == set(KERNEL_LOG_PROPERTIES), sorted(checked.properties)
+    return [*SHARED_PROPERTIES, *KERNEL_LOG_PROPERTIES, *AROUND_THE_VERDICT]
 

@@ -1,0 +1,161 @@
+"""The kernel-log check around every rule: the guest tool's two commands (a mark, the lines after it),
+the bracket in suites/assertions.py that turns a kernel WARNING during a passing rule into its failure,
+the ranges a rule injects errors into, and the kernel-warning fault's action; on a scripted guest
+whose answers are the real guest's (tests/data/guest/kernel-log-since-warning.txt)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from fixtures.outcomes import RuleFailure
+from guest.tools.kernel_log import KernelLog, KernelLogUnreadable, KernelWarning
+from model.kernel_log import InjectedErrors
+from model.rules.verdict import RuleVerdict
+from reports.per_test import Record
+from suites import kernel_log
+from suites.assertions import judge_repeated
+from tests.unit.fake_shell import FakeShell, Reply, fake_disk
+from transport.ssh import GuestCommandError
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "guest"
+SINCE_WARNING = (DATA / "kernel-log-since-warning.txt").read_text()
+WARNING = "WARNING: CPU: 1 PID: 20 at kernel/sched/core.c:752 update_rq_clock+0xb6/0x190"
+QUIET = "VIOCONFORM-KLOG source=dmesg\nVIOCONFORM-KLOG mark=found\n<6>[  311.000000] smpboot: CPU 1 is now offline\n"
+
+
+def _shell(since: str, mark: Reply = "") -> FakeShell:
+    return FakeShell(handlers=[(r"> /dev/kmsg$", lambda _c: mark), (r"VIOCONFORM-KLOG", lambda _c: since)])
+
+
+def _passing(_raw: Path) -> RuleVerdict:
+    return RuleVerdict("limits", ("dut disk: as asked",), ())
+
+
+def test_the_mark_and_the_lines_after_it_are_one_guest_command_each() -> None:
+    shell = _shell(SINCE_WARNING)
+    log = fake_disk(shell).tool(KernelLog)
+    token = log.mark("limits libvirt:virtio-blk:latency5ms")
+    read = log.since(token)
+    assert len(shell.commands) == 2
+    assert re.fullmatch(rf"echo '<5>vioconform: kernel-log mark {token} limits_libvirt:virtio-blk:latency5ms' "
+                        "> /dev/kmsg", shell.commands[0])
+    assert f"t={token}\n" in shell.commands[1]
+    assert read.source == "dmesg" and read.mark_found and WARNING in read.text
+    assert not read.text.startswith("VIOCONFORM-KLOG")
+
+
+@pytest.mark.parametrize(("mark", "since", "said"), [
+    ((1, "", "sh: can't create /dev/kmsg: Permission denied"), QUIET,
+     "cannot write a mark into /dev/kmsg (exit 1: sh: can't create /dev/kmsg: Permission denied)"),
+    ("", "VIOCONFORM-KLOG source=none\nVIOCONFORM-KLOG mark=lost\n",
+     "neither `dmesg -r` nor `journalctl -k` could read it in the guest"),
+    ("", (127, "", "sh: awk: not found"), "the kernel-log script printed no answer (exit 127: sh: awk: not found)"),
+])
+def test_a_log_that_cannot_be_read_says_why(mark: Reply, since: Reply, said: str) -> None:
+    log = fake_disk(FakeShell(handlers=[(r"> /dev/kmsg$", lambda _c: mark),
+                                        (r"VIOCONFORM-KLOG", lambda _c: since)])).tool(KernelLog)
+    with pytest.raises(KernelLogUnreadable) as e:
+        log.since(log.mark("limits x"))
+    assert str(e.value) == said
+
+
+def test_a_kernel_warning_during_a_passing_rule_fails_it(tmp_path: Path) -> None:
+    """Without the bracket in judge_repeated the rule's own verdict (passed) would be the test's."""
+    disk = fake_disk(_shell(SINCE_WARNING))
+    record = Record("suites/test_limits.py::test_limits[x]", "limits", "fake:virtio-blk")
+    with pytest.raises(RuleFailure) as e:
+        judge_repeated(record, "fake:virtio-blk", tmp_path, 1, _passing, exact=True, disks=(disk,))
+    assert f"FAIL: the guest's kernel logged a WARNING line during the rule: [  310.590766] {WARNING}" in str(e.value)
+    assert record.verdict is not None and not record.verdict.passed
+    assert record.verdict.properties["kernel_log_bad_lines"] == 1
+    assert record.verdict.properties["kernel_log_new_lines"] == 34
+    assert record.blame == "unknown" and "kernel-log check" in record.blame_reason
+    kept = (tmp_path / kernel_log.raw_file("limits")).read_text()
+    assert kept.startswith("# limits on fake:virtio-blk: the guest's kernel log after the suite's mark, read with "
+                           "dmesg\n") and WARNING in kept
+
+
+def test_a_quiet_log_leaves_a_passing_rule_passed(tmp_path: Path) -> None:
+    disk = fake_disk(_shell(QUIET))
+    record = Record("n", "limits", "fake:virtio-blk")
+    judge_repeated(record, "fake:virtio-blk", tmp_path, 3, _passing, exact=True, disks=(disk,))
+    assert record.verdict is not None and record.verdict.passed
+    assert record.verdict.properties["kernel_log_new_lines"] == 1
+    assert record.verdict.lines[-1] == "kernel log (dmesg): 1 new line(s) during the rule, 0 the check fails on"
+    # one mark before the first of the three repeats, one read after the last
+    assert sum("/dev/kmsg" in c for c in disk.tools.shell.commands) == 1  # type: ignore[attr-defined]
+    assert sum("VIOCONFORM-KLOG" in c for c in disk.tools.shell.commands) == 1  # type: ignore[attr-defined]
+
+
+def test_errors_a_rule_injects_are_its_own(tmp_path: Path) -> None:
+    io_errors = ("VIOCONFORM-KLOG source=dmesg\nVIOCONFORM-KLOG mark=found\n"
+                 + (DATA / "dmesg-6.1-io-errors.txt").read_text().split("\n", 1)[1])
+    disk = fake_disk(_shell(io_errors))
+    record = Record("n", "error-propagation", "fake:virtio-scsi")
+    with pytest.raises(RuntimeError, match=r"needs suites\.kernel_log\.watch first"):
+        kernel_log.expect_io_errors(record, InjectedErrors("sdb"))
+
+    def once(_raw: Path) -> RuleVerdict:
+        kernel_log.expect_io_errors(record, InjectedErrors("sdb"))
+        return RuleVerdict("error-propagation", ("errors as injected",), ())
+
+    judge_repeated(record, "fake:virtio-scsi", tmp_path, 1, once, exact=True, disks=(disk,))
+    assert record.verdict is not None and record.verdict.passed
+    assert record.verdict.properties["kernel_log_expected_errors"] == 5
+
+
+def test_a_log_that_cannot_be_read_is_noted_not_failed(tmp_path: Path) -> None:
+    disk = fake_disk(_shell(QUIET, mark=(1, "", "sh: can't create /dev/kmsg: Read-only file system")))
+    record = Record("n", "limits", "fake:virtio-blk")
+    judge_repeated(record, "fake:virtio-blk", tmp_path, 1, _passing, exact=True, disks=(disk,))
+    assert record.verdict is not None and record.verdict.passed
+    assert record.verdict.notes == (("the guest's kernel log was not checked: cannot write a mark into /dev/kmsg "
+                                    "(exit 1: sh: can't create /dev/kmsg: Read-only file system)"),)
+
+
+@pytest.mark.parametrize(("reply", "skipped"), [
+    ((3, "the guest has no second online CPU (cpu1) to take offline\n", ""),
+     "--inject kernel-warning: the guest has no second online CPU (cpu1) to take offline"),
+    ((4, "the kernel printed no WARNING when CPU 1 went offline\n", ""),
+     "--inject kernel-warning: the kernel printed no WARNING when CPU 1 went offline"),
+    ("warned\n", None),
+])
+def test_the_kernel_warning_faults_action(reply: Reply, skipped: str | None) -> None:
+    disk = fake_disk(FakeShell(handlers=[(r"WARN_DOUBLE_CLOCK", lambda _c: reply)]))
+    if skipped is None:
+        kernel_log.provoke_kernel_warning(disk)
+        return
+    with pytest.raises(pytest.skip.Exception) as e:
+        kernel_log.provoke_kernel_warning(disk)
+    assert str(e.value) == skipped
+
+
+def test_the_faults_action_failing_otherwise_is_an_error() -> None:
+    disk = fake_disk(FakeShell(handlers=[(r"WARN_DOUBLE_CLOCK", lambda _c: (1, "", "sh: can't create: I/O error"))]))
+    with pytest.raises(GuestCommandError, match="the kernel-warning fault"):
+        disk.tool(KernelWarning).provoke()
+
+
+def _calls(tree: ast.AST) -> list[ast.Call]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+
+
+def _name(call: ast.Call) -> str:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "suites").glob("test_*.py")), ids=lambda p: p.stem)
+def test_every_rule_test_marks_the_kernel_log(path: Path) -> None:
+    """A rule's test reaches its verdict through judge_repeated with its disks (which marks the kernel
+    log) or calls suites.kernel_log.watch itself before it measures: the check applies to every rule."""
+    calls = _calls(ast.parse(path.read_text()))
+    judged = [c for c in calls if _name(c) == "judge_repeated"]
+    assert judged or any(_name(c) == "watch" for c in calls), f"{path.name} never marks the guest's kernel log"
+    assert all(any(k.arg == "disks" for k in c.keywords) for c in judged), \
+        f"{path.name}: judge_repeated without disks= cannot mark the guest's kernel log"
