@@ -29,7 +29,7 @@ def test_the_healthy_guest_rides_out_a_stall_the_host_makes(tmp_path: Path) -> N
         assert p["hold_host_completions"] == "0" and p["hold_guest_inflight"] == "8", p
         # (measured over 10 repeats each on a loaded host: 4-6 probes answered, the slowest in 67-725 ms; the
         # slowest request 1958-2167 ms: a request issued a little after the hold began waits a little less)
-        assert int(p["hold_probes_answered"]) >= 2 and p["hold_probes_answered"] == p["hold_probes"], p
+        assert int(p["hold_probes_answered"]) >= 2, p
         assert 1500 < float(p["guest_max_latency_ms"]) < 3000 and p["stall_judged"] == "1", p
         assert p["host_aborts"] == p["host_resets"] == p["guest_errors"] == p["guest_recovery_lines"] == "0", p
     assert SuiteRun.props(cases[SCSI])["command_timeout_s"] == "30.0"
