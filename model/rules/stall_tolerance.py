@@ -52,11 +52,11 @@ DEFAULT_STALL_S = 30.0
 MAX_STALL_S = 300.0
 #: How long the dynamic part holds the disk by default: a few seconds, well under any timeout the
 #: static part lets pass (30 s), so the default suite judges it; with the I/O around it, the rule
-#: takes 5-6 s per controller under TCG here. A longer hold (``--stall-hold-s``) shows what the
-#: guest does when a stall outlasts its timeout (recorded, not judged).
+#: takes 3.1-3.4 s per controller in the default suite under TCG here. A longer hold
+#: (``--stall-hold-s``) shows what the guest does when a stall outlasts its timeout (recorded, not judged).
 DEFAULT_HOLD_S = 2.0
 #: The shortest --stall-hold-s: the guest is asked over SSH every ~0.3 s while the disk is held
-#: (one answer took 20-80 ms under TCG here, with fio's held requests queued): a hold under 1 s
+#: (one answer took 20-725 ms under TCG here, with fio's held requests queued): a hold under 1 s
 #: leaves too few answers to show that the guest's vCPUs ran on.
 MIN_HOLD_S = 1.0
 #: Requests the host may complete while it holds the disk: the one QEMU's throttle lets through
