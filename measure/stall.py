@@ -45,8 +45,8 @@ log = logging.getLogger("vioconform.measure")
 STALL_DEPTH = 8
 #: fio's region: random 4 KiB reads and writes over the first 64 MiB of the scratch disk.
 REGION_BYTES = 64 << 20
-#: Seconds between the guest's probes while the disk is held: each is one SSH command (20-80 ms
-#: under TCG here), so a 2 s hold gets 5-7 answers.
+#: Seconds between the guest's probes while the disk is held: each is one SSH command (20-725 ms
+#: under TCG here, on a loaded host), so a 2 s hold gets 4-6 answers.
 PROBE_PERIOD_S = 0.3
 #: After the hold is in place, before the host's counters are read: a request the backing file had
 #: taken before the hold completes within it (the file's service time, milliseconds), and counts
