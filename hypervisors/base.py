@@ -23,7 +23,7 @@ from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
 from model.errors import HypervisorError
 from model.injection import InjectedRange
-from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes
+from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes, HostUnmapCounters
 from model.parse.hostcpu import VcpuTimes
 from model.parse.stall_evidence import HostEvent
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
@@ -207,6 +207,29 @@ class ErrorInjector(Protocol):
     def outcomes(self) -> HostRequestOutcomes: ...
 
 
+class DiscardUnavailable(HypervisorError):
+    """The backend cannot watch this disk's discards on the host (its backing cannot release space, or
+    the backend has no counters for it): the discard rule skips with this message."""
+
+
+class DiscardObserver(Protocol):
+    """One disk's discards as the host sees them: the device's unmap counters and, where the host
+    can read it, how much of a byte range of the backing store is allocated."""
+
+    @property
+    def where(self) -> str:
+        """The backing store in messages: "the backing file /tmp/.../dut1.img on this machine"."""
+        ...
+
+    def unmap(self) -> HostUnmapCounters:
+        """The disk's cumulative discard counters."""
+        ...
+
+    def allocated_bytes(self, offset_bytes: int, length_bytes: int) -> int | None:
+        """Bytes of the backing store's range that hold data (not holes), or None where the host cannot say."""
+        ...
+
+
 class HoldUnavailable(HypervisorError):
     """The backend cannot hold a disk's requests at the host: the stall-tolerance rule's dynamic part
     does not run, and its verdict says why."""
@@ -337,6 +360,10 @@ class HypervisorBackend(ABC):
         """A way to make a range of ``disk`` fail at the host (the error-propagation rule). Default:
         InjectionUnavailable, naming the backend."""
         raise InjectionUnavailable(f"the {self.name} backend cannot make a range of a disk fail at the host")
+
+    def discard_observer(self, guest: Guest, disk: AttachedDisk) -> DiscardObserver:
+        """The host's view of ``disk``'s discards (the discard rule). Default: DiscardUnavailable, naming the backend."""
+        raise DiscardUnavailable(f"the {self.name} backend cannot watch a disk's discards on the host")
 
     def disk_hold(self, guest: Guest, disk: AttachedDisk) -> DiskHold:
         """A way to hold every request of ``disk`` at the host (the stall-tolerance rule). Default:

@@ -58,6 +58,8 @@ RULE_SETTINGS: dict[str, frozenset[str]] = {
     "data-integrity": frozenset(),
     # no sysfs setting decides where an error goes: its own evidence names the layer (the verdict's hint)
     "error-propagation": frozenset(),
+    # the guest's discard_max_bytes (0: it passes no discard on) is the one setting a discard depends on
+    "discard": frozenset({"discard"}),
     "stall-tolerance": frozenset({"io_timeout_ms"}),
     "limits": frozenset({"queue_depth", "max_hw_sectors_kb", "logical_block_size", "physical_block_size",
                          "optimal_io_size", "write_cache", "discard", "nr_hw_queues"}),

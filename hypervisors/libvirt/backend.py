@@ -37,6 +37,7 @@ from guest.image.user import UserImageError
 from hypervisors.base import (
     BackendOptions,
     BackingUnreadable,
+    DiscardUnavailable,
     Guest,
     GuestRequest,
     HypervisorBackend,
@@ -60,6 +61,7 @@ from hypervisors.libvirt.controllers import (
     guest_drivers,
     pci_addr,
 )
+from hypervisors.libvirt.discard import QmpDiscardObserver
 from hypervisors.libvirt.host_checks import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.hostfiles import (
     DEFAULT_HOST_DIR,
@@ -534,6 +536,17 @@ class LibvirtBackend(HypervisorBackend):
             raise InjectionUnavailable(f"disk {disk.spec.label} is not file-backed: errors are injected between a "
                                        "disk's raw node and its file")
         return BlkdebugInjector(self.channel(guest, disk), options)
+
+    def discard_observer(self, guest: Guest, disk: AttachedDisk) -> QmpDiscardObserver:
+        """QMP's unmap counters of the disk's device and its backing file's allocation
+        (hypervisors/libvirt/discard.py): file-backed disks, whose nodes the suite opens with discard=unmap."""
+        if disk.spec.backing != "file":
+            raise DiscardUnavailable(f"{disk.spec.label} is a {disk.spec.backing} disk, not file-backed: it has no "
+                                     "backing store to give discarded space back to")
+        if guest.console_log_path is None:
+            raise DiscardUnavailable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
+        return QmpDiscardObserver(self.channel(guest, disk), self.files,
+                                  disk_file(self.stage(guest.console_log_path.parent), disk.spec))
 
     def disk_hold(self, guest: Guest, disk: AttachedDisk) -> stall.ThrottleHold:
         """QEMU's throttle at 1 byte/s on the disk's block backend (hypervisors/libvirt/stall.py), through a

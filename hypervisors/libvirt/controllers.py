@@ -292,9 +292,9 @@ def latency_blockdev(disk: DiskSpec, node: str) -> dict[str, object]:
             "latency-ns": int(disk.latency_ms * 1_000_000), "read-zeroes": True}
 
 
-#: How libvirt 9.0 opens the raw format node of a ``<driver name='qemu' type='raw' cache='none'>`` disk
+#: How libvirt 9.0 opens the raw format node of a ``<driver name='qemu' type='raw' cache='none' discard='unmap'>`` disk
 #: (its ``-blockdev`` on the domain's command line), ``node-name`` and ``file`` aside.
-LIBVIRT_FORMAT_OPTIONS: dict[str, object] = {"driver": "raw", "read-only": False,
+LIBVIRT_FORMAT_OPTIONS: dict[str, object] = {"driver": "raw", "read-only": False, "discard": "unmap",
                                              "cache": {"direct": True, "no-flush": False}}
 _CACHE = {"direct": True, "no-flush": False}
 #: The raw format node of a file disk the suite gives QEMU itself (``file_blockdev``), ``node-name`` and ``file`` aside.
@@ -378,7 +378,7 @@ def file_disk_xml(p: Placement, path: str, boot_order: int | None = None) -> str
         target, unit = (0, p.position) if ctl.scsi_model == "lsilogic" else (p.position, 0)
         addr = f"<address type='drive' controller='{p.hba_index}' bus='0' target='{target}' unit='{unit}'/>"
     return (f"<disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'"
-            f" error_policy='report' rerror_policy='report'{queues}/>"
+            f" error_policy='report' rerror_policy='report' discard='unmap'{queues}/>"
             f"<source file='{path}'/><target dev='{_dev_name(prefix, disk.index)}' bus='{bus}'/>{blockio}"
             f"<serial>{disk.serial}</serial>{wwn}<alias name='{device_id(disk)}'/>{addr}{boot}</disk>")
 

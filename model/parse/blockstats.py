@@ -219,3 +219,78 @@ def parse_qmp_outcomes(reply: str | Mapping[str, Any], device_match: str) -> Hos
         failed[key] = value
     return HostRequestOutcomes(counters.rd_operations, counters.wr_operations, failed["failed_rd_operations"],
                                failed["failed_wr_operations"])
+
+
+@dataclass(frozen=True)
+class HostUnmapCounters:
+    """Cumulative discards of one virtual disk, from QMP ``query-blockstats`` (QEMU 7.2):
+
+    - the device's: ``unmap_operations`` and ``unmap_bytes`` count the discards the device handed to its
+      block node and that completed, ``failed_unmap_operations`` those that failed. QEMU 7.2's scsi-hd
+      and ide-hd (IDE, AHCI) count them; its virtio-blk and NVMe do not (measured: they stay 0 while
+      their discards reach the file);
+    - the file node's (its ``driver-specific`` ``file`` stats under the device's node): ``discard-nb-ok``
+      and ``discard-bytes-ok`` count the discards that reached the host file, ``discard-nb-failed`` those
+      it refused. None where the disk has no file node (null-co).
+    """
+
+    operations: int
+    bytes: int
+    failed_operations: int
+    file_operations: int | None = None
+    file_bytes: int | None = None
+    file_failed_operations: int | None = None
+
+    def since(self, before: HostUnmapCounters) -> HostUnmapCounters:
+        """``self - before``; ParseError if a counter went backwards (a reset or another disk)."""
+        diffs: dict[str, int | None] = {}
+        for f in fields(self):
+            a, b = getattr(before, f.name), getattr(self, f.name)
+            diffs[f.name] = None if a is None or b is None else b - a
+        back = [name for name, d in diffs.items() if d is not None and d < 0]
+        if back:
+            raise ParseError(f"host unmap counters went backwards ({', '.join(back)}): the VM or disk was "
+                             "restarted between snapshots, or they are of different disks")
+        return HostUnmapCounters(**diffs)  # type: ignore[arg-type]
+
+
+#: query-blockstats keys of each HostUnmapCounters field: the device's, and the file node's driver-specific ones.
+_UNMAP_KEYS = {"operations": "unmap_operations", "bytes": "unmap_bytes", "failed_operations": "failed_unmap_operations"}
+_FILE_DISCARD_KEYS = {"file_operations": "discard-nb-ok", "file_bytes": "discard-bytes-ok",
+                      "file_failed_operations": "discard-nb-failed"}
+
+
+def _file_stats(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``driver-specific`` stats of the first ``file`` node at or under ``entry`` (through ``parent``)."""
+    node: Any = entry
+    while isinstance(node, Mapping):
+        specific = node.get("driver-specific")
+        if isinstance(specific, Mapping) and specific.get("driver") == "file":
+            return specific
+        node = node.get("parent")
+    return None
+
+
+def _count(where: str, stats: Mapping[str, Any], key: str, why: str) -> int:
+    value = stats.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ParseError(f"{where}.{key}: expected a non-negative integer, got {value!r} ({why})")
+    return value
+
+
+def parse_qmp_unmap(reply: str | Mapping[str, Any], device_match: str) -> HostUnmapCounters:
+    """The discard counters of the disk ``device_match`` names (as parse_qmp_blockstats finds it) in a
+    ``query-blockstats`` reply. A reply without them (QEMU older than 4.2) is a ParseError that says so."""
+    parse_qmp_blockstats(reply, device_match, 0)  # finds exactly one entry, or says which exist
+    decoded = json.loads(reply) if isinstance(reply, str) else reply
+    entries = decoded.get("return") if isinstance(decoded, Mapping) else decoded
+    assert isinstance(entries, list)  # parse_qmp_blockstats checked the reply
+    entry = next(e for e in entries if isinstance(e, Mapping) and any(device_match in n for n in _entry_names(e)))
+    where = f"query-blockstats {_entry_names(entry)}"
+    values: dict[str, int | None] = {f: _count(f"{where}.stats", entry["stats"], k, "QEMU counts discards from 4.2 on")
+                                     for f, k in _UNMAP_KEYS.items()}
+    specific = _file_stats(entry)
+    for f, k in _FILE_DISCARD_KEYS.items():
+        values[f] = None if specific is None else _count(f"{where} file node", specific, k, "QEMU's file driver "
+                                                         "counts discards from 4.2 on")
+    return HostUnmapCounters(**values)  # type: ignore[arg-type]

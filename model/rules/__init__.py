@@ -14,6 +14,7 @@ from model.rules import (
     buffered_direct,
     data_integrity,
     direct_io,
+    discard,
     error_propagation,
     io_size,
     limits,
@@ -26,4 +27,5 @@ from model.rules.spec import RuleModule
 #: Every rule module, in the order of the rules' numbers (docs/rules/): each declares RULE, METRICS
 #: and MIN_EFFECTS (model/rules/spec.py), which mypy checks here.
 RULE_MODULES: tuple[RuleModule, ...] = (queue_depth, io_size, direct_io, buffered_direct, alignment, limits,
-                                        multi_queue, data_integrity, error_propagation, stall_tolerance)
+                                        multi_queue, data_integrity, error_propagation, discard,
+                                        stall_tolerance)

@@ -20,6 +20,7 @@ from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
 from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity
 from model.rules.direct_io import LatencyFloor, judge_direct_io
+from model.rules.discard import DiscardLimits, judge_discard
 from model.rules.error_propagation import WORKLOAD, attempts_for, bound_for, judge_error_propagation
 from model.rules.io_size import judge_io_size
 from model.rules.limits import judge_limits
@@ -27,11 +28,13 @@ from model.rules.multi_queue import judge_multiqueue
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
 from model.rules.stall_tolerance import judge_stall_tolerance
 from model.rules.verdict import RuleVerdict, combine_repeats
+from tests.model.test_discard import BLK, SCSI, WHERE, _healthy
 from tests.model.test_error_propagation import HEALED, SCSI_BOUND, _scsi
 from tests.model.test_model_integrity import ZERO_GUARDS, window_of, written
 from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDELITY, _baseline, _file_writes, _io
-from tests.model.test_model_stall_tolerance import BLK, SCSI_30
+from tests.model.test_model_stall_tolerance import BLK as STALL_BLK
 from tests.model.test_model_stall_tolerance import HEALTHY as STALL
+from tests.model.test_model_stall_tolerance import SCSI_30
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
 
 #: What suites/test_<rule>.py adds with record.add() besides the verdict's numbers, by rule:
@@ -118,8 +121,12 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                                                       attempts_for("sd"), SCSI_BOUND),
                               judge_error_propagation(WORKLOAD, [_scsi("read", ended=False)], None, None,
                                                       bound_for(None, None))],
+        # healthy with and without the device's own counts; a device without discard
+        "discard": [judge_discard(SCSI, _healthy(SCSI, True), WHERE, "sdb"),
+                    judge_discard(BLK, _healthy(BLK, False), WHERE, "vdb"),
+                    judge_discard(DiscardLimits(0, 0, 0), [], WHERE, "hdb")],
         # every property of a judged stall; the timeout's only where the driver has one
-        "stall-tolerance": [judge_stall_tolerance(SCSI_30, 30.0, STALL), judge_stall_tolerance(BLK, 30.0, None, "x")],
+        "stall-tolerance": [judge_stall_tolerance(SCSI_30, 30.0, STALL), judge_stall_tolerance(STALL_BLK, 30.0, None, "x")],
     }
 
 

@@ -90,7 +90,7 @@ def test_a_range_is_a_blkdebug_node_put_under_the_format_node_and_taken_away() -
                                                                   "vioc-errinj-ua-vioc-dut03-1")
     assert args["inject-error"][0] == {"event": "none", "iotype": "read", "errno": 5, "sector": 2116}
     assert [r["sector"] for r in args["inject-error"]] == list(range(2116, 2132))
-    assert reopen["arguments"]["options"] == [{"driver": "raw", "read-only": False, "cache": {
+    assert reopen["arguments"]["options"] == [{"driver": "raw", "read-only": False, "discard": "unmap", "cache": {
         "direct": True, "no-flush": False}, "node-name": "libvirt-1-format", "file": "vioc-errinj-ua-vioc-dut03-1"}]
     qmp.sent.clear()
     inj.heal()

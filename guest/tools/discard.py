@@ -1,0 +1,49 @@
+"""What the discard rule does in the guest: fill a byte range of a disk with data, discard a range
+with ``blkdiscard`` (busybox's and util-linux's take the same ``-o``/``-l`` in bytes), and read the
+disk's discard limits from ``/sys/block/<disk>/queue``.
+
+Example::
+
+    tool = disk.tool(Discard)
+    tool.fill("/dev/vdb", 256 << 20, 8 << 20)
+    done = tool.discard("/dev/vdb", 256 << 20, 1 << 20)  # a CommandResult: the guest's answer
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from guest.tools.sysfs import valid_disk
+from guest.tools.tool import GuestTool
+from model.rules.discard import DiscardLimits
+from transport.ssh import CommandResult
+
+#: The fill's block size: 64 KiB, a multiple of every granularity the suite's devices advertise.
+FILL_BLOCK_BYTES = 64 * 1024
+
+
+class Discard(GuestTool):
+    name = "discard"
+    programs = ("blkdiscard",)
+    install_hint = "blkdiscard is part of util-linux (or busybox): install it in the image"
+
+    def limits(self, disk: str) -> DiscardLimits:
+        """The disk's discard granularity and largest discard, as the guest's block layer has them now."""
+        q = f"/sys/block/{valid_disk(disk)}/queue"
+        said = self._run(f"cat {q}/discard_granularity {q}/discard_max_bytes {q}/discard_max_hw_bytes").stdout.split()
+        granularity, max_bytes, max_hw = (int(v) for v in said[:3])
+        return DiscardLimits(granularity, max_bytes, max_hw)
+
+    def fill(self, device: str, offset_bytes: int, length_bytes: int) -> None:
+        """Write data over ``[offset, offset + length)`` of ``device`` (both multiples of FILL_BLOCK_BYTES)
+        and make it reach the device, so that the host's file holds blocks there."""
+        if offset_bytes % FILL_BLOCK_BYTES or length_bytes % FILL_BLOCK_BYTES:
+            raise ValueError(f"fill range {offset_bytes}+{length_bytes} is not a multiple of {FILL_BLOCK_BYTES}")
+        self._run(f"dd if=/dev/zero of={shlex.quote(device)} bs={FILL_BLOCK_BYTES} "
+                  f"seek={offset_bytes // FILL_BLOCK_BYTES} count={length_bytes // FILL_BLOCK_BYTES} conv=fsync "
+                  "2>/dev/null", timeout_s=120)
+
+    def discard(self, device: str, offset_bytes: int, length_bytes: int) -> CommandResult:
+        """``blkdiscard`` of the range: its result as the guest answered (not checked: a refusal is a finding)."""
+        return self._run(f"blkdiscard -o {offset_bytes} -l {length_bytes} {shlex.quote(device)}", check=False,
+                         timeout_s=120)

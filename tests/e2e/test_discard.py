@@ -1,0 +1,43 @@
+"""discard on real guests (QEMU 7.2, the embedded Debian 6.1 guest, the scratch disk's file opened with
+discard=unmap): the healthy guest passes on virtio-scsi and virtio-blk with every range's bytes at the
+host's file and its blocks given back, and ``--inject discard-off`` fails it on both while limits and
+data-integrity pass."""
+
+from __future__ import annotations
+
+from tests.e2e.conftest import SuiteRun
+
+BOTH = ("--controllers", "virtio-scsi,virtio-blk")
+CASES = ("discard[libvirt:virtio-scsi:latency5ms]", "discard[libvirt:virtio-blk:latency5ms]")
+#: Each range's length: what the host's file must count (model/rules/discard.py's RANGES).
+LENGTHS = {"aligned": "1048576", "unaligned": "1051136", "beyond_max": "2097152"}
+
+
+def test_the_healthy_guest_passes_with_every_byte_at_the_host(run_suite) -> None:  # type: ignore[no-untyped-def]
+    run: SuiteRun = run_suite(*BOTH, "-k", "discard")
+    assert run.returncode == 0, run.output
+    assert run.outcomes() == dict.fromkeys(CASES, "passed"), run.output
+    scsi, blk = (SuiteRun.props(run.cases()[c]) for c in CASES)
+    for props in (scsi, blk):
+        assert props["discard_advertised"] == "1", props
+        for name, length in LENGTHS.items():
+            assert props[f"{name}_guest_discarded"] == "1" and props[f"{name}_host_bytes"] == length, props
+            assert int(props[f"{name}_allocated_after_bytes"]) <= 8192, props
+        assert props["beyond_max_host_requests"] == "8", props
+    assert scsi["aligned_device_bytes"] == "1048576" and blk["aligned_device_bytes"] == "0"  # 7.2's virtio-blk
+    assert run.left_behind == []
+
+
+def test_discard_off_fails_it_and_nothing_else(run_suite) -> None:  # type: ignore[no-untyped-def]
+    run: SuiteRun = run_suite(*BOTH, "-k", "discard or limits or data_integrity", "--inject", "discard-off")
+    assert run.returncode == 1, run.output
+    outcomes = run.outcomes()
+    assert {c: outcomes[c] for c in CASES} == dict.fromkeys(CASES, "failed"), run.output
+    assert [c for c, o in outcomes.items() if c not in CASES and o != "passed"] == [], outcomes
+    for case in CASES:
+        text = SuiteRun.failure_text(run.cases()[case])
+        assert "the guest's discard_max_bytes is 0: the guest passes no discard on" in text, text
+        assert "blame: guest configuration" in text, text
+        props = SuiteRun.props(run.cases()[case])
+        assert props["aligned_host_requests"] == "0" and props["aligned_allocated_after_bytes"] == "1048576", props
+    assert run.left_behind == []

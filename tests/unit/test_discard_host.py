@@ -1,0 +1,40 @@
+"""The discard rule's host side on this machine (hypervisors/libvirt/discard.py) and the scratch disks'
+discard mode: every file-backed disk's nodes are opened with discard=unmap, so that QEMU gives a
+discarded range back to the file (libvirt's default, discard=ignore, keeps the blocks)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from hypervisors.libvirt.controllers import disk_devices
+from hypervisors.libvirt.discard import allocated_in, punch_hole_problem
+from model.disks import suite_disks
+
+
+def test_every_file_backed_disk_gives_discarded_space_back(tmp_path: Path) -> None:
+    specs = suite_disks(["virtio-blk", "virtio-scsi", "megasas-gen2", "nvme", "ahci", "ide"])
+    for s in specs:
+        (tmp_path / f"dut{s.index}.img").write_bytes(b"")
+    xml, args = disk_devices(specs, tmp_path)
+    drivers = [x for x in xml if x.startswith("<disk")]
+    assert drivers and all("discard='unmap'" in x for x in drivers), drivers
+    files = [json.loads(v) for f, v in zip(args[::2], args[1::2], strict=False)
+             if f == "-blockdev" and json.loads(v)["driver"] == "raw"]
+    assert files and all(b["discard"] == "unmap" and b["file"]["discard"] == "unmap" for b in files), files
+
+
+def test_allocation_is_read_with_seek_data_and_a_punched_hole_gives_it_back(tmp_path: Path) -> None:
+    assert punch_hole_problem(tmp_path) is None  # the project's temp directories sit on ext4 or tmpfs
+    assert list(tmp_path.iterdir()) == []  # the probe file is gone
+    f = tmp_path / "disk.img"
+    with open(f, "wb") as out:
+        out.truncate(1 << 20)
+        out.seek(64 * 1024)
+        out.write(b"\x5a" * (128 * 1024))
+        out.flush()
+        os.fsync(out.fileno())
+    assert allocated_in(f, 0, 1 << 20) == 128 * 1024
+    assert allocated_in(f, 96 * 1024, 16 * 1024) == 16 * 1024
+    assert allocated_in(f, 512 * 1024, 4096) == 0
