@@ -1,4 +1,4 @@
-"""Rule 8, stall tolerance: the guest's command timeout for the scratch disk is at least the storage
+"""The stall-tolerance rule (docs/rules/stall-tolerance.md): the guest's command timeout for the scratch disk is at least the storage
 stall it must ride out (``--stall-s``), and a stall at the host shorter than that timeout passes with
 no error, abort, reset or read-only filesystem (measure/stall.py holds the disk; model/rules/
 stall_tolerance.py judges)."""

@@ -1,4 +1,4 @@
-"""Rule 8, stall tolerance: a storage stall as long as a SAN failover must not turn into aborts,
+"""The stall-tolerance rule (docs/rules/stall-tolerance.md): a storage stall as long as a SAN failover must not turn into aborts,
 resets, I/O errors or a read-only filesystem in the guest.
 
 Two parts:
