@@ -125,6 +125,9 @@ class GuestRequest:
     boot_timeout_s: float = 120.0
     #: a user's image to boot; None: the embedded guest
     image: ImageRequest | None = None
+    #: virtio-scsi HBAs send the guest a parameter-change event when a disk's size changes (QEMU's
+    #: ``param_change``, on by default); False: the ``param-change-off`` fault
+    virtio_scsi_param_change: bool = True
 
 
 class BackendOptions(Protocol):
@@ -191,6 +194,28 @@ class RequestTracer(Protocol):
 class InjectionUnavailable(HypervisorError):
     """The backend cannot make this disk fail (no way to inject errors under it): a rule that needs it
     skips with this message."""
+
+
+class ResizeUnavailable(HypervisorError):
+    """The backend cannot resize this disk under its running guest: the resize rule skips with this message."""
+
+
+@dataclass(frozen=True)
+class HostResize:
+    """The size the host reported after a resize, and how long its call took."""
+
+    size_bytes: int
+    seconds: float
+
+
+class DiskResizer(Protocol):
+    """Grows or shrinks one disk under its running guest (the resize rule). ``size_bytes``: the
+    disk's size as the host reports it; ``resize`` returns the size the host reports after the
+    call and the call's seconds."""
+
+    def size_bytes(self) -> int: ...
+
+    def resize(self, size_bytes: int) -> HostResize: ...
 
 
 class ErrorInjector(Protocol):
@@ -364,6 +389,11 @@ class HypervisorBackend(ABC):
     def discard_observer(self, guest: Guest, disk: AttachedDisk) -> DiscardObserver:
         """The host's view of ``disk``'s discards (the discard rule). Default: DiscardUnavailable, naming the backend."""
         raise DiscardUnavailable(f"the {self.name} backend cannot watch a disk's discards on the host")
+
+    def resizer(self, guest: Guest, disk: AttachedDisk) -> DiskResizer:
+        """A way to resize ``disk`` under its running guest (the resize rule). Default:
+        ResizeUnavailable, naming the backend."""
+        raise ResizeUnavailable(f"the {self.name} backend cannot resize a disk under its running guest")
 
     def disk_hold(self, guest: Guest, disk: AttachedDisk) -> DiskHold:
         """A way to hold every request of ``disk`` at the host (the stall-tolerance rule). Default:

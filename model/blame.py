@@ -60,6 +60,8 @@ RULE_SETTINGS: dict[str, frozenset[str]] = {
     "error-propagation": frozenset(),
     # the guest's discard_max_bytes (0: it passes no discard on) is the one setting a discard depends on
     "discard": frozenset({"discard"}),
+    # no sysfs setting decides whether the guest learns a new size: a notice the driver acts on does
+    "resize": frozenset(),
     "stall-tolerance": frozenset({"io_timeout_ms"}),
     "limits": frozenset({"queue_depth", "max_hw_sectors_kb", "logical_block_size", "physical_block_size",
                          "optimal_io_size", "write_cache", "discard", "nr_hw_queues"}),

@@ -76,6 +76,7 @@ from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qmp import DomainQmp
 from hypervisors.libvirt.qom import read_advertised
+from hypervisors.libvirt.resize import QmpResizer
 from model.advertised import Advertised
 from model.errors import HypervisorError, ParseError
 from model.parse.blockstats import HostBlockCounters
@@ -250,7 +251,7 @@ class LibvirtBackend(HypervisorBackend):
             disk_xml, disk_args = disk_devices(request.disks, run_dir,
                                                first_boot_order=2 if image_files is not None else None)
             devices += disk_xml
-            overrides = disk_overrides(request.disks)
+            overrides = disk_overrides(request.disks, param_change=request.virtio_scsi_param_change)
             qemu_args += disk_args + trace.domain_trace_args(run_dir / TRACE_LOG)
         vcpus = request.vcpus if request else 1
         memory = request.memory_mib if request else 256
@@ -547,6 +548,10 @@ class LibvirtBackend(HypervisorBackend):
             raise DiscardUnavailable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
         return QmpDiscardObserver(self.channel(guest, disk), self.files,
                                   disk_file(self.stage(guest.console_log_path.parent), disk.spec))
+
+    def resizer(self, guest: Guest, disk: AttachedDisk) -> QmpResizer:
+        """QMP ``block_resize`` on the disk's top node (hypervisors/libvirt/resize.py)."""
+        return QmpResizer(self.channel(guest, disk))
 
     def disk_hold(self, guest: Guest, disk: AttachedDisk) -> stall.ThrottleHold:
         """QEMU's throttle at 1 byte/s on the disk's block backend (hypervisors/libvirt/stall.py), through a

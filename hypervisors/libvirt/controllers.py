@@ -383,11 +383,17 @@ def file_disk_xml(p: Placement, path: str, boot_order: int | None = None) -> str
             f"<serial>{disk.serial}</serial>{wwn}<alias name='{device_id(disk)}'/>{addr}{boot}</disk>")
 
 
-def disk_overrides(disks: Sequence[DiskSpec]) -> str:
-    """``<qemu:override>`` properties libvirt's ``<disk>`` has no XML for: the optimal I/O size
-    (libvirt 9.0's ``<blockio>`` carries only the block sizes). Empty when none is needed."""
+def disk_overrides(disks: Sequence[DiskSpec], param_change: bool = True) -> str:
+    """``<qemu:override>`` properties libvirt's ``<disk>`` and ``<controller>`` have no XML for: the
+    optimal I/O size (libvirt 9.0's ``<blockio>`` carries only the block sizes) and, with
+    ``param_change`` False, virtio-scsi's ``param_change=off`` (the ``param-change-off`` fault). Empty
+    when none is needed."""
     props = []
     for p in layout(disks):
+        if not param_change and p.first and p.controller.name == "virtio-scsi":
+            props.append(f"<qemu:device alias='{hba_alias(p.controller.name)}'><qemu:frontend>"
+                         "<qemu:property name='param_change' type='bool' value='false'/>"
+                         "</qemu:frontend></qemu:device>")
         if p.disk.backing == "file" and p.controller.libvirt_disks and p.disk.optimal_io_bytes:
             props.append(f"<qemu:device alias='{device_id(p.disk)}'><qemu:frontend>"
                          f"<qemu:property name='opt_io_size' type='unsigned' value='{p.disk.optimal_io_bytes}'/>"

@@ -20,6 +20,7 @@ from model.rules import (
     limits,
     multi_queue,
     queue_depth,
+    resize,
     stall_tolerance,
 )
 from model.rules.spec import RuleModule
@@ -27,5 +28,5 @@ from model.rules.spec import RuleModule
 #: Every rule module, in the order of the rules' numbers (docs/rules/): each declares RULE, METRICS
 #: and MIN_EFFECTS (model/rules/spec.py), which mypy checks here.
 RULE_MODULES: tuple[RuleModule, ...] = (queue_depth, io_size, direct_io, buffered_direct, alignment, limits,
-                                        multi_queue, data_integrity, error_propagation, discard,
+                                        multi_queue, data_integrity, error_propagation, discard, resize,
                                         stall_tolerance)

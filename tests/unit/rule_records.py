@@ -26,6 +26,8 @@ from model.rules.io_size import judge_io_size
 from model.rules.limits import judge_limits
 from model.rules.multi_queue import judge_multiqueue
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
+from model.rules.resize import bound_for as resize_bound
+from model.rules.resize import judge_resize
 from model.rules.stall_tolerance import judge_stall_tolerance
 from model.rules.verdict import RuleVerdict, combine_repeats
 from tests.model.test_discard import BLK, SCSI, WHERE, _healthy
@@ -35,6 +37,8 @@ from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDEL
 from tests.model.test_model_stall_tolerance import BLK as STALL_BLK
 from tests.model.test_model_stall_tolerance import HEALTHY as STALL
 from tests.model.test_model_stall_tolerance import SCSI_30
+from tests.model.test_resize import SCSI_GROW_LOG
+from tests.model.test_resize import _run as _resize_run
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
 
 #: What suites/test_<rule>.py adds with record.add() besides the verdict's numbers, by rule:
@@ -125,6 +129,9 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
         "discard": [judge_discard(SCSI, _healthy(SCSI, True), WHERE, "sdb"),
                     judge_discard(BLK, _healthy(BLK, False), WHERE, "vdb"),
                     judge_discard(DiscardLimits(0, 0, 0), [], WHERE, "hdb")],
+        # healthy (both steps seen), and a grow never seen
+        "resize": [judge_resize(_resize_run("sd", "sdb", 0.049, 0.137, log=SCSI_GROW_LOG), resize_bound("sd")),
+                   judge_resize(_resize_run("sd", "sdb", None, 0.05, grow_guest=1 << 30), resize_bound("sd"))],
         # every property of a judged stall; the timeout's only where the driver has one
         "stall-tolerance": [judge_stall_tolerance(SCSI_30, 30.0, STALL), judge_stall_tolerance(STALL_BLK, 30.0, None, "x")],
     }

@@ -1,0 +1,158 @@
+"""Rule 10, resize: a disk the host grows while the guest runs I/O on it is seen at its new size by
+the running guest, without a rescan by hand, within a bound per driver; the I/O in flight does not fail.
+
+The host grows the scratch disk by :data:`GROW_BYTES` (libvirt ``virDomainBlockResize``, QEMU's
+``block_resize`` on the disk's node: local and remote alike) while fio reads and writes its first
+MiBs, then shrinks it back to its size, so that later rules find the disk as the suite made it. For
+each step the rule records how long the host's call took, how long after it the guest's
+``/sys/block/<disk>/size`` showed the size the host then reports, and the kernel log line that tells
+which path told the guest (:func:`mechanism`: virtio_blk's config-change interrupt, the SCSI
+"capacity data has changed" unit attention or virtio-scsi's parameter-change event, both ending in
+sd's revalidation). It fails when the guest does not see the host's size within the bound, sees
+another size, or when fio saw an error.
+
+Example::
+
+    v = judge_resize(run, bound_for("virtio_blk"))
+    v.problems  # ('grow: the guest still saw 1073741824 bytes 5.0 s after the host grew the disk ...',)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from model.rules.spec import PARAM, Metrics, MetricSpec
+from model.rules.verdict import Number, RuleVerdict
+
+RULE = "resize"
+
+#: What the scratch disk grows by: 64 MiB, a whole number of every logical block size and of
+#: the 1 MiB a partition table aligns to, small enough that a sparse file grows by nothing on disk.
+GROW_BYTES = 64 << 20
+
+_STEP = r"(grow|shrink)_"
+#: What the rule records (model/rules/spec.py). The seconds follow the host's load under TCG and
+#: are judged against the bound only: parameters, like the sizes and the bound.
+METRICS: Metrics = (
+    (_STEP + r"(host_from_bytes|host_to_bytes|guest_bytes)", MetricSpec("bytes", PARAM)),
+    (_STEP + r"(host_s|guest_seen_s)", MetricSpec("s", PARAM)),
+    (_STEP + r"mechanism", MetricSpec("", PARAM)),
+    (r"resize_bound_s", MetricSpec("s", PARAM)),
+    (r"fio_errors", MetricSpec("requests", PARAM)),
+)
+#: Nothing the rule records is a noisy measured quantity it compares across runs: no minimum effect.
+MIN_EFFECTS: Mapping[str, float] = {}
+
+#: How long the guest may take to see a new size, by the disk's guest driver. Every path is one
+#: notice (an interrupt or an event) and one work item that reads the size (virtio_blk: the config
+#: space; sd: READ CAPACITY), well under a second on an idle host. Measured under TCG on this 2-core
+#: machine with other guests running (docs/rules/resize.md gives the figures): 0.03-0.24 s from the
+#: host's return to the guest answering over SSH that it shows the size, the round trip included
+#: (virtio-blk and virtio-scsi, 4 runs each). The bound is 5 s for each: 20 times the largest
+#: measured, room for a loaded host, and still a bound: without a notice the guest never sees it.
+SEEN_BOUND_S: Mapping[str, float] = {"virtio_blk": 5.0, "sd": 5.0, "nvme": 5.0}
+#: For a driver not measured: the same one-notice-one-read path is assumed.
+DEFAULT_BOUND_S = 5.0
+
+
+@dataclass(frozen=True)
+class Bound:
+    """How long the guest may take to show a new size, and where the figure comes from."""
+
+    seconds: float
+    source: str
+
+
+def bound_for(driver: str) -> Bound:
+    """The bound for a disk of guest driver ``driver`` (``virtio_blk``, ``sd``, ``nvme``)."""
+    if driver in SEEN_BOUND_S:
+        return Bound(SEEN_BOUND_S[driver], f"measured on {driver} (SEEN_BOUND_S)")
+    return Bound(DEFAULT_BOUND_S, f"{driver} not measured: the bound of one notice and one read (DEFAULT_BOUND_S)")
+
+
+#: Kernel log lines that say how the guest learned a size, most telling first, each with the path it
+#: names. sd re-reads the capacity (its ``logical blocks:`` line) only when something rescans the
+#: device: on virtio-scsi the parameter-change event (virtio_scsi's ``virtscsi_handle_param_change``
+#: calls ``scsi_rescan_device``). The unit attention 2a/09 a command meets (``Capacity data has
+#: changed``) makes sd send a uevent only: alone, it tells the kernel nothing of the new size.
+#: Last, the block layer's line that every driver's ``set_capacity_and_notify`` prints.
+MECHANISMS: tuple[tuple[str, str], ...] = (
+    ("new size:", "virtio_blk's config-change interrupt"),
+    ("logical blocks:", "sd's revalidation (READ CAPACITY) on a rescan: virtio-scsi's parameter-change event"),
+    ("detected capacity change", "the block layer's capacity change (set_capacity_and_notify)"),
+    ("Capacity data has changed", "a SCSI unit attention 2a/09 only (sd sends a uevent and does not re-read the size)"),
+)
+
+
+def mechanism(kernel_lines: Sequence[str], disk: str) -> str | None:
+    """The kernel log line that names how the guest learned ``disk``'s new size, with the path it
+    names (``"virtio_blk's config-change interrupt: virtio_blk virtio3: [vdb] new size: ..."``);
+    None where no line does (the guest never learned it, or its kernel prints nothing). The unit
+    attention's line names the SCSI device (``sd 0:0:1:0``), not the disk: it is taken as it is."""
+    for needle, path in MECHANISMS:
+        for line in kernel_lines:
+            if needle in line and (f"{disk}]" in line or f"{disk}:" in line or needle == "Capacity data has changed"):
+                return f"{path}: {line.strip()}"
+    return None
+
+
+@dataclass(frozen=True)
+class ResizeStep:
+    """One change of the disk's size: what the host asked and then reported, how long its call took,
+    what the guest showed at the end of its wait and after how long (None: not within the wait)."""
+
+    name: str  # "grow" or "shrink"
+    host_from_bytes: int
+    host_to_bytes: int
+    host_s: float
+    guest_bytes: int
+    guest_seen_s: float | None
+    mechanism: str | None
+
+
+@dataclass(frozen=True)
+class ResizeRun:
+    """One run of the rule on a disk: its steps and what fio said of the I/O running through them."""
+
+    disk: str
+    driver: str
+    steps: tuple[ResizeStep, ...]
+    fio_errors: int
+    fio_said: str = ""
+
+
+def _step_problems(step: ResizeStep, bound: Bound) -> list[str]:
+    grew = "grew" if step.name == "grow" else "shrank"
+    if step.guest_seen_s is None and step.guest_bytes == step.host_from_bytes:
+        return [(f"{step.name}: the guest still saw {step.guest_bytes} bytes {bound.seconds:.1f} s after the host {grew} "
+                f"the disk from {step.host_from_bytes} to {step.host_to_bytes} bytes (bound {bound.seconds:.1f} s: "
+                f"{bound.source}); no notice reached the driver, or it did not act on it")]
+    if step.guest_seen_s is None:
+        return [(f"{step.name}: the guest saw {step.guest_bytes} bytes after the host {grew} the disk from "
+                f"{step.host_from_bytes} to {step.host_to_bytes} bytes: another size than the host configured")]
+    if step.guest_seen_s > bound.seconds:
+        return [(f"{step.name}: the guest saw the new size {step.guest_seen_s:.2f} s after the host {grew} the disk, "
+                f"beyond the bound of {bound.seconds:.1f} s ({bound.source})")]
+    return []
+
+
+def judge_resize(run: ResizeRun, bound: Bound) -> RuleVerdict:
+    lines = [f"{run.disk} ({run.driver}), the guest's bound {bound.seconds:.1f} s ({bound.source})"]
+    problems: list[str] = []
+    props: dict[str, Number] = {"resize_bound_s": bound.seconds, "fio_errors": run.fio_errors}
+    for s in run.steps:
+        seen = "never" if s.guest_seen_s is None else f"after {s.guest_seen_s:.2f} s"
+        lines.append(f"{s.name}: host {s.host_from_bytes} -> {s.host_to_bytes} bytes in {s.host_s:.2f} s; the guest "
+                     f"saw {s.guest_bytes} bytes {seen}; told by: {s.mechanism or 'no kernel log line'}")
+        problems += _step_problems(s, bound)
+        props |= {f"{s.name}_host_from_bytes": s.host_from_bytes, f"{s.name}_host_to_bytes": s.host_to_bytes,
+                  f"{s.name}_guest_bytes": s.guest_bytes, f"{s.name}_host_s": round(s.host_s, 3),
+                  f"{s.name}_mechanism": s.mechanism or "none"}
+        if s.guest_seen_s is not None:
+            props[f"{s.name}_guest_seen_s"] = round(s.guest_seen_s, 3)
+    lines.append(f"fio through the resizes: {run.fio_errors} error(s)")
+    if run.fio_errors:
+        problems.append(f"fio saw {run.fio_errors} error(s) while the host resized the disk (expected 0): "
+                        f"{run.fio_said[-400:] or 'fio said nothing more'}")
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), properties=props)

@@ -1,0 +1,103 @@
+"""Rule 10, resize (docs/rules/resize.md).
+
+On the scratch disk, while fio reads and writes its first MiBs: the host grows the disk by
+GROW_BYTES (QMP ``block_resize``), the guest is asked, in one command that waits up to the bound,
+whether ``/sys/block/<disk>/size`` shows the size the host then reports; then the host shrinks the
+disk back to its size and the guest is asked again, so that later rules find the disk as the suite
+made it (also when the rule fails or errors: the shrink is in a ``finally``). The kernel log after
+a mark says which path told the guest.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from fixtures.options import SuiteOptions
+from guest.tools.disksize import DiskSize
+from guest.tools.fio import Fio, FioJob
+from guest.tools.kernel_log import KernelLog
+from guest.tools.system import WorkDir
+from hypervisors.base import DiskResizer, ResizeUnavailable
+from measure.disk import GuestDisk
+from model.parse.fio_json import fio_messages, parse_fio_json
+from model.rules.resize import GROW_BYTES, RULE, Bound, ResizeRun, ResizeStep, bound_for, judge_resize, mechanism
+from model.rules.verdict import RuleVerdict
+from reports.baseline import StoredBaseline
+from reports.per_test import Record
+from suites.assertions import judge_repeated, raw_dir_for
+from suites.needs import needed
+
+#: The fault of this rule: a device property set when the guest starts (model/faults.py).
+FAULT = "param-change-off"
+#: The I/O in flight through the resizes: 4 KiB random reads and writes, 4 in flight, over the disk's
+#: first 16 MiB (well inside the size it shrinks back to), until stopped (the runtime is a cap).
+JOB = FioJob("resize-io", rw="randrw", bs_bytes=4096, iodepth=4, size_bytes=16 << 20, runtime_s=120)
+#: How long fio may take to stop and print its JSON once signalled (one 4 KiB request in flight
+#: ends in milliseconds; the rest is fio writing its output under TCG).
+FIO_STOP_S = 10.0
+
+
+def _step(name: str, disk: GuestDisk, resizer: DiskResizer, to_bytes: int, bound: Bound, raw: Path) -> ResizeStep:
+    klog = disk.tool(KernelLog)
+    token = klog.mark(f"{RULE} {name} {disk.config_id}")
+    before = resizer.size_bytes()
+    host = resizer.resize(to_bytes)
+    sent = time.monotonic()
+    # the guest waits for the size the host reports, not the one asked: QEMU may round it
+    wait = disk.tool(DiskSize).wait_for(disk.kernel_name, host.size_bytes, bound.seconds)
+    # from the host's call returning to the guest's answer that it shows the size: an upper bound,
+    # the SSH round trip included (the guest's own wait, wait.waited_s, is a lower one)
+    seen = time.monotonic() - sent if wait.reached else None
+    lines = klog.since(token).text
+    raw.mkdir(parents=True, exist_ok=True)
+    (raw / f"resize-{name}.kernel-log").write_text(lines)
+    return ResizeStep(name, before, host.size_bytes, host.seconds, wait.size_bytes, seen,
+                      mechanism(lines.splitlines(), disk.kernel_name))
+
+
+@pytest.mark.rule("resize")
+def test_resize(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: Record,
+                stored_baseline: StoredBaseline | None) -> None:
+    disk = scratch_disk
+    try:
+        resizer = disk.backend.resizer(disk.guest, disk.attached)
+    except ResizeUnavailable as e:
+        pytest.skip(f"{RULE} cannot run on {disk.config_id}: {e}")
+    if FAULT in suite_options.inject and disk.attached.spec.controller != "virtio-scsi":
+        pytest.skip(f"--inject {FAULT} cannot apply on {disk.config_id}: only virtio-scsi has a resize notice a device "
+                    "property withholds (virtio-blk has none: docs/rules/resize.md)")
+    needed(disk, DiskSize, RULE)
+    needed(disk, KernelLog, RULE)
+    fio = needed(disk, Fio, RULE)
+    bound = bound_for(disk.limits.driver)
+
+    def once(raw: Path) -> RuleVerdict:
+        original = resizer.size_bytes()
+        run = fio.start(JOB, disk.device_path, disk.tool(WorkDir).ensure(), f"vioc-resize-{disk.kernel_name}")
+        steps: list[ResizeStep] = []
+        try:
+            try:
+                steps.append(_step("grow", disk, resizer, original + GROW_BYTES, bound, raw))
+            except ResizeUnavailable as e:
+                pytest.skip(f"{RULE} cannot run on {disk.config_id}: {e}")
+            finally:
+                if resizer.size_bytes() != original:  # back to the suite's size, whatever happened
+                    steps.append(_step("shrink", disk, resizer, original, bound, raw))
+        finally:
+            finished = run.finish(FIO_STOP_S)
+        out = finished.output
+        (raw / "resize.fio.json").write_text(out.stdout)
+        (raw / "resize.fio.stderr").write_text(out.stderr)
+        errors = sum(j.error != 0 for j in parse_fio_json(out.stdout, f"fio {JOB.name} on {disk.device_path}").jobs)
+        if out.status != 0:
+            errors = max(errors, 1)
+        return judge_resize(ResizeRun(disk.kernel_name, disk.limits.driver, tuple(steps), errors,
+                                      fio_messages(out.stdout, out.stderr)), bound)
+
+    # A size seen or not is exact: every repeat must pass.
+    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / RULE,
+                   suite_options.repeats_for(RULE), once, exact=True, baseline=stored_baseline, disks=(disk,))
+
