@@ -25,6 +25,7 @@ from model.errors import HypervisorError
 from model.injection import InjectedRange
 from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes, HostUnmapCounters
 from model.parse.hostcpu import VcpuTimes
+from model.parse.stall_evidence import HostEvent
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
 
 log = logging.getLogger("vioconform.hypervisor")
@@ -280,6 +281,45 @@ class DiscardObserver(Protocol):
         ...
 
 
+class HoldUnavailable(HypervisorError):
+    """The backend cannot hold a disk's requests at the host: the stall-tolerance rule's dynamic part
+    does not run, and its verdict says why."""
+
+
+class DiskHold(Protocol):
+    """Holds every request of one disk at the host, in the hypervisor's block layer (the guest's
+    vCPUs run on), until released (the stall-tolerance rule).
+
+    ``hold`` starts holding (requests already at the backing store complete); ``release`` lets the
+    held requests go and is a no-op when nothing is held (it is the cleanup too); it waits for the
+    hypervisor's answer, which a hypervisor stuck on the held requests never gives: the caller bounds
+    it and then calls ``give_up``, which stops the guest's VM (the only way out of such a hypervisor).
+    ``counters`` reads the disk's counters the way ``release`` talks to the hypervisor (a connection
+    of its own), so a stuck release leaves the backend's other calls free."""
+
+    def hold(self) -> None: ...
+
+    def counters(self) -> HostBlockCounters: ...
+
+    def release(self) -> None: ...
+
+    def give_up(self) -> None: ...
+
+
+class RecoveryWatch(Protocol):
+    """Watches one disk's device model for aborts, resets and cancels between ``start`` and ``stop``;
+    ``watched`` says which events (or why none)."""
+
+    @property
+    def watched(self) -> str: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> tuple[HostEvent, ...]: ...
+
+    def abort(self) -> None: ...
+
+
 class HypervisorBackend(ABC):
     """One hypervisor. Subclasses implement the underscored methods."""
 
@@ -384,6 +424,15 @@ class HypervisorBackend(ABC):
         """A way to resize ``disk`` under its running guest (the resize rule). Default:
         ResizeUnavailable, naming the backend."""
         raise ResizeUnavailable(f"the {self.name} backend cannot resize a disk under its running guest")
+
+    def disk_hold(self, guest: Guest, disk: AttachedDisk) -> DiskHold:
+        """A way to hold every request of ``disk`` at the host (the stall-tolerance rule). Default:
+        HoldUnavailable, naming the backend."""
+        raise HoldUnavailable(f"the {self.name} backend cannot hold a disk's requests at the host")
+
+    def recovery_watch(self, guest: Guest, disk: AttachedDisk) -> RecoveryWatch | None:
+        """The aborts and resets of ``disk``'s device model, or None where the backend cannot see them."""
+        return None
 
     def environment(self, guest: Guest) -> dict[str, str]:
         """The running guest's environment fingerprint entries (model/across/fingerprint.py: the

@@ -64,6 +64,7 @@ RULE_SETTINGS: dict[str, frozenset[str]] = {
     "discard": frozenset({"discard"}),
     # no sysfs setting decides whether the guest learns a new size: a notice the driver acts on does
     "resize": frozenset(),
+    "stall-tolerance": frozenset({"io_timeout_ms"}),
     "limits": frozenset({"queue_depth", "max_hw_sectors_kb", "logical_block_size", "physical_block_size",
                          "optimal_io_size", "write_cache", "discard", "nr_hw_queues"}),
 }
@@ -128,7 +129,7 @@ LIMIT_KEYS = tuple(key for _, key, _ in _LIMITS)
 #: Settings the guest alone decides (no value is asked of the hypervisor for them), changed after boot
 #: by a fault or a --guest-setup command: the guest's key and the setting's words.
 _GUEST_ONLY = (("nr_requests", "queue/nr_requests"), ("max_sectors_kb", "queue/max_sectors_kb"),
-               ("read_ahead_kb", "queue/read_ahead_kb"))
+               ("read_ahead_kb", "queue/read_ahead_kb"), ("io_timeout_ms", "queue/io_timeout (ms)"))
 
 
 def in_guest_units(limit: str, value: object) -> object:

@@ -62,6 +62,9 @@ class GuestLimits:
     fua: int | None = None  # /sys/block/X/queue/fua: 1 if the guest sends FUA writes
     #: /sys/block/X/queue/max_segments: scatter-gather entries one request may carry
     max_segments: int | None = None
+    #: /sys/block/X/queue/io_timeout: the command timeout in ms (None: the driver has no timeout
+    #: handler, as Linux 6.1's virtio_blk, or a kernel before 5.0)
+    io_timeout_ms: int | None = None
 
     @property
     def effective_queue_depth(self) -> int:

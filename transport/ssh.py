@@ -454,6 +454,15 @@ class SshTransport:
             raise self._died(f"its SSH server did not answer for {SSH_ANSWER_TIMEOUT_S:.0f} s ({e}): the guest "
                              "hangs, or its SSH server is stopped", command, t0) from e
 
+    def declare_dead(self, reason: str) -> GuestDied:
+        """The suite found the guest unusable by other means (its disk's I/O or its hypervisor hung in
+        a storage stall): from now on every command fails at once with ``reason``, as after a death the
+        transport saw itself. Returns the error to raise now, with the guest's console tail."""
+        log.error("guest at %s:%d given up: %s", self.endpoint.host, self.endpoint.port, reason)
+        console = self._console() if self._console is not None else None
+        self._gone = (GuestDied, f"the guest died earlier: {reason}", console)
+        return GuestDied(reason, console)
+
     def _died(self, reason: str, command: str, t0: float) -> GuestDied:
         log.error("guest at %s:%d died: %s", self.endpoint.host, self.endpoint.port, reason)
         console = self._console() if self._console is not None else None

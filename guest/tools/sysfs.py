@@ -32,6 +32,7 @@ r $d/queue/rotational rotational
 r $d/queue/read_ahead_kb read_ahead_kb
 r $d/queue/fua fua
 r $d/queue/max_segments max_segments
+r $d/queue/io_timeout io_timeout_ms
 echo nr_hw_queues=$(ls -d $d/mq/* 2>/dev/null | wc -l)
 r $d/device/queue_depth scsi_queue_depth
 h=$(ls -d $d/device/../../../host*/scsi_host/host* 2>/dev/null | head -1)

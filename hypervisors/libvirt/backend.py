@@ -47,7 +47,7 @@ from hypervisors.base import (
     kernel_panic,
 )
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
-from hypervisors.libvirt import accel, environment, host_checks, imageboot, leftovers, machine, qemulog, trace
+from hypervisors.libvirt import accel, environment, host_checks, imageboot, leftovers, machine, qemulog, stall, trace
 from hypervisors.libvirt.accel import PROBE_TIMEOUT_S, ProbeResult
 from hypervisors.libvirt.blkdebug import BlkdebugInjector
 from hypervisors.libvirt.controllers import (
@@ -144,6 +144,7 @@ class LibvirtBackend(HypervisorBackend):
         self._accel: str | None = None
         self._stages: dict[Path, PurePath] = {}
         self._mirrors: dict[str, ConsoleMirror] = {}
+        self._hold_conn: libvirt.virConnect | None = None
 
     @classmethod
     def validate_options(cls, opts: BackendOptions) -> None:
@@ -563,6 +564,22 @@ class LibvirtBackend(HypervisorBackend):
         """QMP ``block_resize`` on the disk's top node (hypervisors/libvirt/resize.py)."""
         return QmpResizer(self.channel(guest, disk))
 
+    def disk_hold(self, guest: Guest, disk: AttachedDisk) -> stall.ThrottleHold:
+        """QEMU's throttle at 1 byte/s on the disk's block backend (hypervisors/libvirt/stall.py), through a
+        libvirt connection of the holds' own (opened on first use, closed with the backend's cleanup)."""
+        if self._hold_conn is None:
+            self._hold_conn = open_connection(self.uri)
+            conn = self._hold_conn
+            self.cleanup.push("libvirt connection of the stall's hold", lambda: _close(conn))
+        return stall.ThrottleHold(DomainQmp(self._hold_conn, guest.name, disk.host_ref),
+                                  lambda: self.destroy_by_name(guest.name))
+
+    def recovery_watch(self, guest: Guest, disk: AttachedDisk) -> stall.TraceRecoveryWatch | None:
+        if guest.console_log_path is None:
+            return None
+        return stall.TraceRecoveryWatch(self.channel(guest, disk), disk.spec.controller,
+                                        self.stage(guest.console_log_path.parent) / TRACE_LOG, self.files)
+
     def environment(self, guest: Guest) -> dict[str, str]:
         return environment.environment(self.conn, guest.name, self.files.kernel_release())
 
@@ -593,6 +610,11 @@ def _attached(request: GuestRequest) -> tuple[AttachedDisk, ...]:
     """The request's disks as the suite attached them: QEMU device, configured limits, found by serial."""
     return tuple(AttachedDisk(d, device_id(d), CONTROLLERS[d.controller].configured(d),
                               GuestDiskId("serial", d.serial)) for d in request.disks)
+
+
+def _close(conn: libvirt.virConnect) -> None:
+    with contextlib.suppress(libvirt.libvirtError):
+        conn.close()
 
 
 def _accel_name(domain_type: str) -> str:

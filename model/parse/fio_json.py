@@ -42,6 +42,8 @@ class FioDirection:
     clat_percentiles_us: dict[float, float]
     lat_mean_us: float
     slat_mean_us: float
+    #: the slowest request's completion latency (fio's ``clat_ns.max``; 0 where fio gave none)
+    clat_max_us: float = 0.0
 
     @property
     def avg_request_size_bytes(self) -> float:
@@ -198,6 +200,7 @@ def _direction(d: _Reader) -> FioDirection:
         clat_percentiles_us=_percentiles_us(clat),
         lat_mean_us=d.sub("lat_ns").number("mean") / 1000.0,
         slat_mean_us=d.sub("slat_ns").number("mean") / 1000.0,
+        clat_max_us=clat.number("max") / 1000.0 if "max" in clat.obj else 0.0,
     )
 
 

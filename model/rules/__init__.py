@@ -22,10 +22,12 @@ from model.rules import (
     multi_queue,
     queue_depth,
     resize,
+    stall_tolerance,
 )
 from model.rules.spec import RuleModule
 
 #: Every rule module, in the order of the rules' numbers (docs/rules/): each declares RULE, METRICS
 #: and MIN_EFFECTS (model/rules/spec.py), which mypy checks here.
 RULE_MODULES: tuple[RuleModule, ...] = (queue_depth, io_size, direct_io, buffered_direct, alignment, limits,
-                                        multi_queue, data_integrity, error_propagation, discard, resize, hotplug)
+                                        multi_queue, data_integrity, error_propagation, discard, resize, hotplug,
+                                        stall_tolerance)

@@ -17,7 +17,8 @@ import pytest
 from tests.e2e.conftest import SuiteRun, run_suite_at
 
 CONFIGS = ("libvirt:virtio-scsi:latency5ms", "libvirt:virtio-blk:latency5ms")
-RULES = ("alignment", "buffered-direct", "data-integrity", "direct-io", "io-size", "limits", "multi-queue", "queue-depth")
+RULES = ("alignment", "buffered-direct", "data-integrity", "direct-io", "discard", "error-propagation", "io-size",
+         "hotplug", "limits", "multi-queue", "queue-depth", "resize", "stall-tolerance")
 BOTH = ("--controllers", "virtio-scsi,virtio-blk")
 
 

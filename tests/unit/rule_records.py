@@ -29,6 +29,7 @@ from model.rules.multi_queue import judge_multiqueue
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
 from model.rules.resize import bound_for as resize_bound
 from model.rules.resize import judge_resize
+from model.rules.stall_tolerance import judge_stall_tolerance
 from model.rules.verdict import RuleVerdict, combine_repeats
 from tests.model.test_discard import BLK, SCSI, WHERE, _healthy
 from tests.model.test_error_propagation import HEALED, SCSI_BOUND, _scsi
@@ -36,6 +37,9 @@ from tests.model.test_hotplug import BLK as HOTPLUG_BLK
 from tests.model.test_hotplug import BLK_SURPRISE, SCSI_OFF, SCSI_SURPRISE
 from tests.model.test_model_integrity import ZERO_GUARDS, window_of, written
 from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDELITY, _baseline, _file_writes, _io
+from tests.model.test_model_stall_tolerance import BLK as STALL_BLK
+from tests.model.test_model_stall_tolerance import HEALTHY as STALL
+from tests.model.test_model_stall_tolerance import SCSI_30
 from tests.model.test_resize import SCSI_GROW_LOG
 from tests.model.test_resize import _run as _resize_run
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
@@ -133,6 +137,8 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
         # healthy (both steps seen), and a grow never seen
         "resize": [judge_resize(_resize_run("sd", "sdb", 0.049, 0.137, log=SCSI_GROW_LOG), resize_bound("sd")),
                    judge_resize(_resize_run("sd", "sdb", None, 0.05, grow_guest=1 << 30), resize_bound("sd"))],
+        # every property of a judged stall; the timeout's only where the driver has one
+        "stall-tolerance": [judge_stall_tolerance(SCSI_30, 30.0, STALL), judge_stall_tolerance(STALL_BLK, 30.0, None, "x")],
     }
 
 

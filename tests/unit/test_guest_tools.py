@@ -98,6 +98,7 @@ def test_every_fault_is_a_sysfs_setting_the_tool_accepts() -> None:
                               "echo 64 > /sys/block/sdb/queue/max_sectors_kb",
                               "echo 'write through' > /sys/block/sdb/queue/write_cache",
                               "echo 0 > /sys/block/sdb/queue/read_ahead_kb",
+                              "echo 5000 > /sys/block/sdb/queue/io_timeout",
                               "echo 0 > /sys/block/sdb/queue/discard_max_bytes"]
 
 

@@ -30,6 +30,7 @@ from fixtures.options_results import DEFAULT_REPEATS, DEFAULT_REPEATS_OTHERWISE
 from fixtures.options_target import DEFAULT_LIBVIRT_URI, DEFAULT_MACHINE
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR
 from model.across.series import SERIES_FORMAT
+from model.rules.stall_tolerance import DEFAULT_HOLD_S, DEFAULT_STALL_S
 from reports.results import DEFAULT_DIR_MODE, DEFAULT_PARENT
 from reports.store import default_url
 
@@ -86,6 +87,8 @@ EXPECTED: dict[str, str] = {
     "--store": default_url(),
     "--results-mode": f"{DEFAULT_DIR_MODE:04o}, files {DEFAULT_DIR_MODE & 0o666:04o}",
     "--series": f"derived from what the job asks for, {SERIES_FORMAT};",
+    "--stall-s": f"{_num(DEFAULT_STALL_S)}, the shortest failover of VMware's guest OS guidance",
+    "--stall-hold-s": _num(DEFAULT_HOLD_S),
 }
 
 
@@ -151,6 +154,8 @@ Check = Callable[[SuiteOptions], object]
     ((), lambda o: o.store_url, default_url()),
     ((), lambda o: o.results_mode, DEFAULT_DIR_MODE),
     ((), lambda o: o.results_dir.parent, (Path.cwd() / DEFAULT_PARENT).resolve()),
+    ((), lambda o: o.stall_s, DEFAULT_STALL_S),
+    ((), lambda o: o.stall_hold_s, DEFAULT_HOLD_S),
 ])
 def test_a_run_without_the_option_uses_the_constant(args: tuple[str, ...], got: Check, want: object) -> None:
     assert got(resolved(*args)) == want

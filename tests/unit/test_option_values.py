@@ -98,3 +98,20 @@ def test_an_inventory_that_is_a_fifo_is_never_read(tmp_path: Path) -> None:
         load_inventory(pipe)
     assert "it is a FIFO (named pipe), not a regular file" in str(e.value)
     assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
+
+
+def test_stall_lengths_the_rule_cannot_use_are_usage_errors(pytester: pytest.Pytester) -> None:
+    """--stall-s and --stall-hold-s above the stall-tolerance rule's bound (300 s, the longest the suite
+    waits for a guest), a hold under 1 s (too few probes to show the guest ran), and none of them a number."""
+    for args, said in [
+        (("--stall-s", "301"), "'301' s is above 300 s, the longest the suite waits on a guest"),
+        (("--stall-s", "0"), "'0' must be above 0"),
+        (("--stall-s", "nan"), "'nan' is not a finite number"),
+        (("--stall-hold-s", "600"), "'600' s is above 300 s"),
+        (("--stall-hold-s", "0.5"), "'0.5' s is under 1 s: the guest is asked over SSH every 0.3 s"),
+    ]:
+        result = run_suite_options(pytester, *args)
+        assert result.ret == 4, (args, errors(result))
+        assert said in errors(result) and "INTERNALERROR" not in errors(result), (args, errors(result))
+    ok = run_suite_options(pytester, "--stall-s", "300", "--stall-hold-s", "1")  # the bounds themselves
+    assert ok.ret == 0, errors(ok)

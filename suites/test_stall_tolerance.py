@@ -1,0 +1,66 @@
+"""The stall-tolerance rule (docs/rules/stall-tolerance.md): the guest's command timeout for the scratch disk is at least the storage
+stall it must ride out (``--stall-s``), and a stall at the host shorter than that timeout passes with
+no error, abort, reset or read-only filesystem (measure/stall.py holds the disk; model/rules/
+stall_tolerance.py judges)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixtures.options import SuiteOptions
+from guest.tools.stall import Stall
+from hypervisors.base import DiskHold, HoldUnavailable
+from measure.disk import GuestDisk
+from measure.stall import StallMeasurement, drain_bound_s, measure_stall
+from model.rules.stall_tolerance import StallRun, hold_problem, judge_stall_tolerance, judged, recovery_lines
+from model.rules.verdict import RuleVerdict
+from reports.baseline import StoredBaseline
+from reports.per_test import Record
+from suites.assertions import judge_repeated, raw_dir_for
+from suites.needs import needed
+
+
+class StallNotHeld(RuntimeError):
+    """The hold proved nothing about the guest (model.rules.stall_tolerance.hold_problem): an ERROR,
+    never a verdict."""
+
+
+def stall_run(m: StallMeasurement) -> StallRun:
+    """The rule's figures from one measured stall."""
+    j = m.fio.jobs[0]
+    return StallRun(hold_s=m.hold_s, host_completions=m.host_completions, guest_inflight_max=m.guest_inflight_max,
+                    probes=m.probes, probes_answered=m.probes_answered, probe_rtt_max_ms=m.probe_rtt_max_ms,
+                    guest_ios=j.read.io_count + j.write.io_count,
+                    guest_max_latency_ms=max(j.read.clat_max_us, j.write.clat_max_us) / 1000, fio_error=m.fio_error,
+                    host_events=m.host_events, host_events_source=m.host_events_source,
+                    guest_log=recovery_lines(m.kernel_log), readonly=m.readonly)
+
+
+@pytest.mark.rule("stall-tolerance")
+def test_stall_tolerance(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: Record,
+                         stored_baseline: StoredBaseline | None) -> None:
+    disk = scratch_disk
+    stall = needed(disk, Stall, "stall-tolerance")
+    hold: DiskHold | None
+    try:
+        hold, not_run = disk.backend.disk_hold(disk.guest, disk.attached), ""
+    except HoldUnavailable as e:
+        hold, not_run = None, str(e)
+    hold_s = suite_options.stall_hold_s
+
+    def once(raw: Path) -> RuleVerdict:
+        timeout = stall.command_timeout(disk.kernel_name, disk.limits.driver)
+        if hold is None:
+            return judge_stall_tolerance(timeout, suite_options.stall_s, None, not_run)
+        run = stall_run(measure_stall(disk, hold, hold_s, drain_bound_s(hold_s, timeout.timeout_s), raw))
+        problem = hold_problem(run, judged(timeout, run))
+        if problem is not None:
+            raise StallNotHeld(f"stall-tolerance on {disk.config_id}: {problem}")
+        return judge_stall_tolerance(timeout, suite_options.stall_s, run)
+
+    # A timeout under the bar and an error in a stall the guest should not notice are exact: every repeat must pass.
+    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / "stall-tolerance",
+                   suite_options.repeats_for("stall-tolerance"), once, exact=True, baseline=stored_baseline,
+                   disks=(disk,))
