@@ -38,7 +38,8 @@ def note(first: VcpuTimes | None, last: VcpuTimes | None, what: str) -> HostCpuS
     return share
 
 
-def worst(test: str) -> HostCpuShare | None:
-    """``test``'s most contended window, or None when no window of it had the figures."""
+def take(test: str) -> HostCpuShare | None:
+    """``test``'s most contended window, or None when no window of it had the figures; forgotten
+    here once taken (a test concludes once), so a long run keeps no figure of its finished tests."""
     with _lock:
-        return _worst.get(test)
+        return _worst.pop(test, None)

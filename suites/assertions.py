@@ -91,7 +91,7 @@ def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir:
     since the rule's mark is judged into ``verdict`` (suites/kernel_log.py)."""
     __tracebackhide__ = True
     verdict = kernel_log.fold(record, verdict, raw_dir)
-    share = hostload.worst(record.nodeid)
+    share = hostload.take(record.nodeid)
     if share is not None:  # the evidence a later comparison with this run needs (model/parse/hostcpu.py)
         record.add(host_vcpu_wait_pct=share.wait_pct, host_vcpu_run_pct=share.run_pct)
     if baseline is None:
