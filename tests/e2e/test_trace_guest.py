@@ -39,6 +39,8 @@ HOST_TOLERANCE = 0.02
 #: window -5.2 % to +1.2 % on the 31 windows of 1,000 requests or more, all 50 within 0.78 of
 #: the allowance; rates over each side's own window up to 21.9 % apart (7 of 31 beyond 6 %).
 GUEST_TOLERANCE = 0.02
+#: Fewest traced requests that make the comparisons mean something (their slack is 10 requests).
+MIN_TRACED = 100
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +65,10 @@ def test_trace_agrees_with_counters_and_guest(traced_guest, which: int) -> None:
     traced, host, whole = m.host_trace.counted_window_requests, m.host_trace.counter_requests, m.host_trace.count
     bounds = m.host_trace.counted_window_bounds
     assert traced is not None and host is not None and bounds is not None
-    assert traced > 1000, (traced, host)
+    # A floor on I/O having happened at all, not on speed: a clean-clone CI run on a loaded host
+    # traced 740 (370 IOPS at depth 16 under TCG), so any rate floor is a test that fails under load.
+    # The comparisons below carry their own absolute slack of 10 requests.
+    assert traced >= MIN_TRACED, (traced, host)
     surely, possibly = bounds
     assert surely <= traced <= possibly, (surely, traced, possibly)
     assert surely - (HOST_TOLERANCE * host + 10) <= host <= possibly + HOST_TOLERANCE * host + 10, (bounds, host)
@@ -128,5 +133,5 @@ def test_record_command_on_a_running_domain(traced_guest) -> None:  # type: igno
     assert r.returncode == 0, r.stderr
     sets = parse_vscsistats_csv(r.stdout)
     depth = sets[0].get(HistogramKind.OUTSTANDING_IOS)
-    assert depth.count > 1000 and depth.percentile(50) >= 12, depth
+    assert depth.count >= MIN_TRACED and depth.percentile(50) >= 12, depth
     assert sets[0].get(HistogramKind.IO_LENGTH).max == 4096

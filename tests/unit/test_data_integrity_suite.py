@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.libvirt_python import REASON
+
+pytest.importorskip("libvirt", reason=REASON)
+
 from guest.tools.integrity import READBACK_JOB, DeviceMapper, IntegrityWrites
 from guest.tools.tool import GuestTools
 from hypervisors.base import BackingUnreadable

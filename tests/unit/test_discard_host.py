@@ -8,6 +8,12 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
+from tests.libvirt_python import REASON
+
+pytest.importorskip("libvirt", reason=REASON)
+
 from hypervisors.libvirt.controllers import disk_devices
 from hypervisors.libvirt.discard import allocated_in, punch_hole_problem
 from model.disks import suite_disks

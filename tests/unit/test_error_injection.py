@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 
+from tests.libvirt_python import REASON
+
+pytest.importorskip("libvirt", reason=REASON)
+
 from guest.tools.devmapper import MirrorUnavailable, SwallowingMirror
 from guest.tools.errorpath import MARK_END, ErrorPath, Timeouts
 from guest.tools.fio import BackgroundFio, FioJob

@@ -19,6 +19,10 @@ from pathlib import Path
 import paramiko
 import pytest
 
+from tests.libvirt_python import REASON
+
+pytest.importorskip("libvirt", reason=REASON)
+
 from hypervisors.libvirt import FALLBACK_URI, default_uri
 from hypervisors.libvirt.host_checks import open_error
 from hypervisors.libvirt.hostlink import (

@@ -19,6 +19,7 @@ from model.rules.verdict import RuleVerdict
 from reports import compare, trend
 from reports.baseline import resolve_baseline
 from reports.store import Store, StoreError, in_memory, sqlite_file
+from tests.libvirt_python import needs_libvirt
 from tests.unit.fifo_watch import fifo_readers
 from tests.unit.suite_options import errors, run_suite_options
 from tests.unit.test_store import healthy, write_run
@@ -150,6 +151,7 @@ def _special_outputs(tmp_path: Path) -> list[Path]:
     return made
 
 
+@needs_libvirt
 def test_the_record_commands_refuse_a_device_a_fifo_or_a_directory_as_out_before_recording(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``python -m hypervisors.libvirt.record ... --out N`` recorded, then wrote the CSV into a
@@ -168,6 +170,7 @@ def test_the_record_commands_refuse_a_device_a_fifo_or_a_directory_as_out_before
         assert os.stat(special).st_mode == kind
 
 
+@needs_libvirt
 @pytest.mark.parametrize("value", ["nan", "inf", "-5", "0", "ten"])
 def test_the_record_commands_refuse_times_they_cannot_sleep(value: str, capsys: pytest.CaptureFixture[str]) -> None:
     """``--seconds nan`` (inf, -5) was a ValueError or OverflowError traceback from time.sleep, after
@@ -182,6 +185,7 @@ def test_the_record_commands_refuse_times_they_cannot_sleep(value: str, capsys: 
         assert e.value.code == 2 and "argument --seconds" in capsys.readouterr().err
 
 
+@needs_libvirt
 def test_record_refuses_a_uri_whose_host_cannot_be_read(capsys: pytest.CaptureFixture[str]) -> None:
     from hypervisors.libvirt import record as libvirt_record
 
@@ -212,6 +216,7 @@ def test_bench_noise_from_a_missing_store_creates_none(tmp_path: Path, capsys: p
     assert "does not exist" in capsys.readouterr().err and not missing.exists()
 
 
+@needs_libvirt
 def test_bench_tools_say_one_line_for_bad_values_and_images(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """bench.matrix booted a guest for 50 s before ``--window-s nan`` or ``--depths 0`` failed in fio,
@@ -273,6 +278,7 @@ def test_the_eta_never_waits_on_a_fifo_in_an_earlier_runs_directory(tmp_path: Pa
     assert opened == []
 
 
+@needs_libvirt
 @pytest.mark.parametrize("name", ["known_hosts", "keyfile"])
 def test_a_fifo_named_in_a_libvirt_uri_is_refused_without_being_read(name: str, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:

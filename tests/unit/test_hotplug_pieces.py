@@ -7,6 +7,10 @@ from pathlib import PurePosixPath
 
 import pytest
 
+from tests.libvirt_python import REASON
+
+pytest.importorskip("libvirt", reason=REASON)
+
 from guest.tools.hotplug import SCSI_SCAN, VIRTIO_AUTOPROBE, HotplugWatch, Sighting, off_setting
 from guest.tools.tool import GuestTools
 from hypervisors.base import HotplugUnavailable

@@ -7,6 +7,10 @@ from typing import Any
 
 import pytest
 
+from tests.libvirt_python import REASON
+
+pytest.importorskip("libvirt", reason=REASON)
+
 from hypervisors.base import ResizeUnavailable
 from hypervisors.libvirt.controllers import disk_overrides
 from hypervisors.libvirt.resize import QmpResizer
