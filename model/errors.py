@@ -48,6 +48,11 @@ class GuestDied(HypervisorError):
     console tail. Later commands on the same guest fail at once with "the guest died earlier"."""
 
 
+class GuestDiedEarlier(GuestDied):
+    """A command sent to a guest that had already died (``GuestDied``) or was given up: the rule
+    it belongs to never ran. Its outcome is NOT RUN with the death's cause, never an ERROR of its own."""
+
+
 class TraceIncomplete(HypervisorError):
     """The host trace holds fewer requests than the disk's own counters: the device carried
     commands its events do not show. Callers fall back to the counters and record ``gap``."""

@@ -161,7 +161,8 @@ def settle(records: Iterable[Record], interrupted_by: str = "") -> tuple[list[Re
     recs = list(records)
     settled = [r.settled(interrupted_by) for r in recs]
     unfinished = sum(1 for r in recs if r.outcome is None and r.started)
-    not_run = sum(1 for r in recs if r.outcome is None and not r.started)
+    # never started, or started on a guest that had died before it (fixtures/outcomes.py)
+    not_run = sum(1 for r in recs if (r.outcome is None and not r.started) or r.outcome == "not run")
     errors = sum(1 for r in settled if r.outcome == "error")
     stopped = interrupted_by or unfinished or not_run
     errors_only = errors if errors and not stopped and not any(reached_verdict(r) for r in settled) else 0

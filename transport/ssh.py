@@ -27,7 +27,7 @@ import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from model.errors import GuestDied, HypervisorError
+from model.errors import GuestDied, GuestDiedEarlier, HypervisorError
 from model.types import SshEndpoint
 from transport.probe import BANNER_TIMEOUT_S, HANDSHAKE_TIMEOUT_S
 from transport.probe import pinned_key as _pinned_key
@@ -460,13 +460,13 @@ class SshTransport:
         transport saw itself. Returns the error to raise now, with the guest's console tail."""
         log.error("guest at %s:%d given up: %s", self.endpoint.host, self.endpoint.port, reason)
         console = self._console() if self._console is not None else None
-        self._gone = (GuestDied, f"the guest died earlier: {reason}", console)
+        self._gone = (GuestDiedEarlier, f"the guest died earlier: {reason}", console)
         return GuestDied(reason, console)
 
     def _died(self, reason: str, command: str, t0: float) -> GuestDied:
         log.error("guest at %s:%d died: %s", self.endpoint.host, self.endpoint.port, reason)
         console = self._console() if self._console is not None else None
-        self._gone = (GuestDied, f"the guest died earlier: {reason}", console)
+        self._gone = (GuestDiedEarlier, f"the guest died earlier: {reason}", console)
         return GuestDied(f"the guest died {time.monotonic() - t0:.1f} s into the command {command!r}: {reason}",
                          console)
 

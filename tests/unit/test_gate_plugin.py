@@ -58,6 +58,8 @@ RULES = textwrap.dedent('''
 
     import harness
     from fixtures.run_properties import run_properties
+    from fixtures.setup_errors import setup_step
+    from model.errors import GuestDied, GuestDiedEarlier
     from suites.assertions import fail_unless
 
     @pytest.mark.rule("verdict")
@@ -87,9 +89,22 @@ RULES = textwrap.dedent('''
     def test_stopped(record):
         if os.environ.get("GATE_SIGNAL"):
             os.kill(os.getpid(), getattr(signal, os.environ["GATE_SIGNAL"]))
+        if os.environ.get("GATE_GUEST_DIES"):
+            raise GuestDied("the guest died 3.0 s into the command 'fio': its kernel panicked", "Kernel panic")
 
     @pytest.mark.rule("after")
     def test_after(record):
+        if os.environ.get("GATE_GUEST_DIES"):
+            raise GuestDiedEarlier("the guest died earlier: its kernel panicked", "Kernel panic")
+
+    @pytest.fixture
+    def guest_of_a_set_up():
+        with setup_step():
+            if os.environ.get("GATE_GUEST_DIES"):
+                raise GuestDiedEarlier("the guest died earlier: its kernel panicked")
+
+    @pytest.mark.rule("after-setup")
+    def test_after_setup(record, guest_of_a_set_up):
         pass
 ''')
 
@@ -134,7 +149,7 @@ def test_verdict_failures_fail_and_everything_else_is_an_error(tmp_path: Path) -
     cases = _cases(tmp_path / "out" / "junit.xml")
     assert {n: _kind(c) for n, c in cases.items()} == {
         "verdict": "failure", "own-assert": "failure", "fio-error": "error", "harness-assert": "error",
-        "passes": "passed", "stopped": "passed", "after": "passed"}
+        "passes": "passed", "stopped": "passed", "after": "passed", "after-setup": "passed"}
     assert _message(cases["fio-error"], "error") == "RuntimeError: fio exited 1: no space left in guest"
     assert _message(cases["verdict"], "failure") == "verdict failed on default"  # one line: it has no FAIL: line
     assert "host saw 0.8" in _body(cases["verdict"], "failure")
@@ -162,10 +177,27 @@ def test_sigterm_mid_rule_is_an_error_an_incomplete_run_and_a_non_zero_exit(tmp_
     props = {p.get("name"): p.get("value", "") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
     assert props["complete"] == "false" and props["interrupted_by"] == "SIGTERM"
     table = out.split("vioconform verdicts")[1]
-    assert "RUN INCOMPLETE: interrupted by SIGTERM; 1 rule test did not finish; 1 rule test not run" in table
+    assert "RUN INCOMPLETE: interrupted by SIGTERM; 1 rule test did not finish; 2 rule tests not run" in table
     assert "ERROR    stopped" in table and "NOT RUN  after" in table and "PASSED   stopped" not in table
     assert "RUN INCOMPLETE" in (tmp_path / "out" / "report.html").read_text()
     assert stat.S_IMODE((tmp_path / "out" / "report.html").stat().st_mode) == 0o640
+
+
+def test_rules_after_the_guest_died_are_not_run_with_its_cause(tmp_path: Path) -> None:
+    """The rule the guest died under is the ERROR; the later ones on that guest never ran: NOT RUN
+    with the death's cause (from the test itself or from a set-up step), and the run is incomplete."""
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), env={"GATE_GUEST_DIES": "1"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out  # test_verdict still failed its verdict
+    cases = _cases(tmp_path / "out" / "junit.xml")
+    assert _message(cases["stopped"], "error").startswith("GuestDied: the guest died 3.0 s into the command")
+    for name in ("after", "after-setup"):
+        assert _message(cases[name], "skipped") == "not run: the guest died earlier: its kernel panicked", name
+    props = {p.get("name"): p.get("value", "") for p in ET.parse(tmp_path / "out" / "junit.xml").iter("property")}
+    assert props["complete"] == "false"
+    table = out.split("vioconform verdicts")[1]
+    assert "RUN INCOMPLETE: 2 rule tests not run" in table
+    assert "NOT RUN  after " in table and "not run: the guest died earlier: its kernel panicked" in table
 
 
 def test_maxfail_leaves_rules_not_run_and_says_what_stopped_it(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from model.errors import GuestDied
+from model.errors import GuestDied, GuestDiedEarlier
 from model.types import SshEndpoint
 from transport import ssh
 from transport.ssh import SshTransport
@@ -57,5 +57,10 @@ def test_silence_for_the_whole_timeout_is_a_dead_guest(monkeypatch: pytest.Monke
         return 100.0 if len(calls) == 1 else 100.0 + ssh.SSH_ANSWER_TIMEOUT_S
 
     monkeypatch.setattr("transport.ssh.time.monotonic", clock)
-    with pytest.raises(GuestDied, match="did not answer for 15 s"):
-        _ssh(paramiko.SSHException("Timeout opening channel."))._check_ssh_answers("fio ...", 0.0)
+    t = _ssh(paramiko.SSHException("Timeout opening channel."))
+    with pytest.raises(GuestDied, match="did not answer for 15 s") as died:
+        t._check_ssh_answers("fio ...", 0.0)
+    assert not isinstance(died.value, GuestDiedEarlier)  # the rule it happened under is the ERROR
+    # every later command (a later rule) fails at once: that rule never ran (NOT RUN, fixtures/outcomes.py)
+    with pytest.raises(GuestDiedEarlier, match="the guest died earlier: its SSH server did not answer"):
+        t.run("true")
