@@ -23,6 +23,7 @@ from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
 from model.errors import HypervisorError
 from model.injection import InjectedRange
+from model.parse.backend_writes import BackendWrite
 from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes, HostUnmapCounters
 from model.parse.hostcpu import VcpuTimes
 from model.parse.stall_evidence import HostEvent
@@ -279,6 +280,26 @@ class DiscardObserver(Protocol):
     def allocated_bytes(self, offset_bytes: int, length_bytes: int) -> int | None:
         """Bytes of the backing store's range that hold data (not holes), or None where the host cannot say."""
         ...
+
+    def written_bytes(self) -> int:
+        """The device's cumulative bytes written (its counters count write-zeroes among them)."""
+        ...
+
+    def write_trace(self) -> WriteTrace | None:
+        """A window over the writes the host's block layer takes, write-zeroes told apart; None where the
+        host cannot tell them from writes of data."""
+        ...
+
+
+class WriteTrace(Protocol):
+    """The writes the host's block layer took between ``start`` and ``stop`` (every disk's: the caller
+    keeps its own range); ``abort`` switches the window off without reading it (a no-op when off)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> tuple[BackendWrite, ...]: ...
+
+    def abort(self) -> None: ...
 
 
 class HoldUnavailable(HypervisorError):

@@ -28,17 +28,18 @@ if [ -n "${VIOCONFORM_SKIP_HOST_SETUP:-}" ]; then
 fi
 
 # What the suite runs on (tox -e suite). The embedded guest image is built from Debian packages
-# (guest/image/build.py: the kernel package, busybox, dropbear, dmsetup, packed with cpio and zstd) and the
-# static fio pushed into every guest from Debian's fio source package (guest/image/fio_static.py:
-# dpkg-dev unpacks it, build-essential compiles it, libaio-dev and zlib1g-dev give the static
-# libraries it links in); Debian's own fio binary is not used. libvirt-python builds from source
-# in tox's environment: libvirt-dev, pkg-config, gcc and the Python headers.
+# (guest/image/build.py: the kernel package, busybox, dropbear, dmsetup, programs of e2fsprogs and
+# util-linux, packed with cpio and zstd) and the static fio pushed into every guest from Debian's fio
+# source package (guest/image/fio_static.py: dpkg-dev unpacks it, build-essential compiles it,
+# libaio-dev and zlib1g-dev give the static libraries it links in); Debian's own fio binary is not
+# used. libvirt-python builds from source in tox's environment: libvirt-dev, pkg-config, gcc and the
+# Python headers.
 SUITE_PACKAGES=(
   qemu-system-x86 qemu-utils ovmf
   libvirt-daemon-system libvirt-clients libvirt-dev pkg-config gcc python3-dev
   # qemu+ssh:// hosts: libvirt's ssh transport and the suite's host-key checks
   openssh-client
-  busybox-static dropbear-bin dmsetup cpio zstd
+  busybox-static dropbear-bin dmsetup e2fsprogs util-linux cpio zstd
   build-essential dpkg-dev libaio-dev zlib1g-dev
 )
 # What only the project's tests need (tox -e test).

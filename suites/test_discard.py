@@ -2,29 +2,44 @@
 
 On the scratch disk the guest fills a region, then discards known ranges of it with ``blkdiscard``
 (aligned, unaligned, larger than its ``discard_max_bytes``); the host's side of each is the device's
-unmap counters (QMP) and the backing file's allocation in the range. ``--inject discard-off`` sets the
-guest's ``discard_max_bytes`` to 0 (model/faults.py): the guest then refuses every discard.
+unmap counters (QMP) and the backing file's allocation in the range. Then ext4 over the disk's first
+64 MiB: a file written, deleted and trimmed (``fstrim``), the host's side the same; the filesystem is
+taken off again (unmounted, its superblock zeroed), also when the rule fails. Then, where the disk
+advertises it, write-zeroes of a range filled with data (``blkdiscard -z``), read back in the guest,
+the host's side its block layer's writes (a trace event). ``--inject discard-off`` sets the guest's
+``discard_max_bytes`` to 0 (model/faults.py): the guest then refuses every discard, fstrim's too.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from pathlib import Path
 
 import pytest
 
 from fixtures.options import SuiteOptions
-from guest.tools.discard import Discard
+from guest.tools.discard import NO_ZEROOUT, NO_ZEROOUT_STATUS, Discard
+from guest.tools.ext4 import Ext4, Fstrim
 from guest.tools.sysfs import Sysfs
+from guest.tools.tool import ToolMissing
 from hypervisors.base import DiscardObserver, DiscardUnavailable
 from measure.disk import GuestDisk
+from model.parse.backend_writes import BackendWrite, writes_in
+from model.parse.filesystem import parse_fstrim
 from model.rules.discard import (
     FILL_LENGTH_BYTES,
     FILL_OFFSET_BYTES,
+    FSTRIM_FILE_BYTES,
+    FSTRIM_FS_BYTES,
     RANGES,
     RULE,
+    ZEROES_RANGE,
     DiscardLimits,
     DiscardRange,
     RangeSeen,
+    TrimSeen,
+    ZeroesSeen,
     judge_discard,
     split_max_bytes,
 )
@@ -36,6 +51,13 @@ from suites.needs import needed
 
 #: The guest's setting the beyond_max range lowers for a while (and sets back).
 MAX_SETTING = "queue/discard_max_bytes"
+#: Where fstrim's filesystem is mounted, and its file.
+MOUNT = "/mnt/vioc-discard"
+TRIM_FILE = f"{MOUNT}/freed"
+
+
+def _last_line(said: str, status: int) -> str:
+    return (said.strip().splitlines() or [f"exit {status}"])[-1]
 
 
 def _seen(disk: GuestDisk, tool: Discard, observer: DiscardObserver, r: DiscardRange, guest_max: int) -> RangeSeen:
@@ -51,6 +73,70 @@ def _seen(disk: GuestDisk, tool: Discard, observer: DiscardObserver, r: DiscardR
                      guest_max, host.operations, host.bytes)
 
 
+def _trim(disk: GuestDisk, observer: DiscardObserver, ext4: Ext4, fstrim: Fstrim) -> TrimSeen:
+    """ext4 over the disk's first FSTRIM_FS_BYTES, trimmed once (whatever earlier rules left there), then
+    a file written, deleted and trimmed again: that second fstrim as both sides saw it. The filesystem is
+    unmounted and its superblock zeroed afterwards, whatever happened."""
+    ext4.unmount(MOUNT)
+    try:
+        ext4.make(disk.device_path, FSTRIM_FS_BYTES)
+        ext4.mount(disk.device_path, MOUNT)
+        try:
+            fstrim.trim(MOUNT)  # a refusal shows again in the one judged
+            ext4.write_file(TRIM_FILE, FSTRIM_FILE_BYTES)
+            ext4.remove(TRIM_FILE)
+            before = observer.allocated_bytes(0, FSTRIM_FS_BYTES)
+            counted = observer.unmap()
+            started = time.monotonic()
+            done = fstrim.trim(MOUNT)
+            seconds = time.monotonic() - started
+            host = observer.unmap().since(counted)
+            after = observer.allocated_bytes(0, FSTRIM_FS_BYTES)
+        finally:
+            ext4.unmount(MOUNT)
+    finally:
+        ext4.wipe(disk.device_path)
+    error = "" if done.ok else _last_line(done.stderr or done.stdout, done.exit_status)
+    said = parse_fstrim(done.stdout) if done.ok else None
+    if host.file_operations is None or host.file_bytes is None:  # no file node's count: the device's
+        return TrimSeen(FSTRIM_FS_BYTES, FSTRIM_FILE_BYTES, error, said, host.operations, host.bytes,
+                        host.failed_operations, before, after, seconds)
+    return TrimSeen(FSTRIM_FS_BYTES, FSTRIM_FILE_BYTES, error, said, host.file_operations, host.file_bytes,
+                    host.file_failed_operations or 0, before, after, seconds, host.operations, host.bytes)
+
+
+def _zeroes(disk: GuestDisk, tool: Discard, observer: DiscardObserver) -> ZeroesSeen:
+    """Write-zeroes of ZEROES_RANGE, filled with data first, where the disk advertises it: the guest's
+    answer and read-back, the host block layer's writes in the range over it and the device's write counters."""
+    r = ZEROES_RANGE
+    most = tool.write_zeroes_max(disk.kernel_name)
+    if most == 0:
+        return ZeroesSeen(r, 0)
+    tool.fill_data(disk.device_path, r.offset_bytes, r.length_bytes)
+    trace = observer.write_trace()
+    written = observer.written_bytes()
+    writes: tuple[BackendWrite, ...] | None = None
+    if trace is not None:
+        trace.start()
+    try:
+        done = tool.zero(disk.device_path, r.offset_bytes, r.length_bytes)
+    except BaseException:
+        if trace is not None:
+            trace.abort()
+        raise
+    if trace is not None:
+        writes = trace.stop()
+    device = observer.written_bytes() - written
+    if done.exit_status == NO_ZEROOUT_STATUS and NO_ZEROOUT in done.stderr:
+        return ZeroesSeen(r, most, unable=f"the guest cannot ask for it: {NO_ZEROOUT}")
+    error = "" if done.ok else _last_line(done.stderr or done.stdout, done.exit_status)
+    nonzero = None if error else tool.nonzero_bytes(disk.device_path, r.offset_bytes, r.length_bytes)
+    if writes is None:
+        return ZeroesSeen(r, most, "", error, nonzero, device_write_bytes=device)
+    seen = writes_in(writes, r.offset_bytes, r.length_bytes)
+    return ZeroesSeen(r, most, "", error, nonzero, seen.zero_requests, seen.zero_bytes, seen.data_bytes, device)
+
+
 @pytest.mark.rule("discard")
 def test_discard(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: Record,
                  stored_baseline: StoredBaseline | None) -> None:
@@ -61,6 +147,11 @@ def test_discard(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: R
         pytest.skip(f"{RULE} cannot run on {disk.config_id}: {e}")
     tool = needed(disk, Discard, RULE)
     sysfs = disk.tool(Sysfs)
+    try:
+        ext4, fstrim = disk.tool(Ext4), disk.tool(Fstrim)
+        no_trim = ""
+    except ToolMissing as e:
+        no_trim = f"fstrim on a filesystem not checked: {e}"
 
     def once(_raw: Path) -> RuleVerdict:
         limits: DiscardLimits = tool.limits(disk.kernel_name)
@@ -76,7 +167,9 @@ def test_discard(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: R
                 seen.append(_seen(disk, tool, observer, r, lowered))
             finally:
                 sysfs.write(disk.kernel_name, MAX_SETTING, str(limits.max_bytes))
-        return judge_discard(limits, seen, observer.where, disk.kernel_name)
+        trim = None if no_trim else _trim(disk, observer, ext4, fstrim)
+        verdict = judge_discard(limits, seen, observer.where, disk.kernel_name, trim, _zeroes(disk, tool, observer))
+        return dataclasses.replace(verdict, notes=(*verdict.notes, no_trim)) if no_trim else verdict
 
     # Every byte discarded is counted exactly: every repeat must pass.
     judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / RULE,

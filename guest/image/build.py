@@ -1,8 +1,9 @@
 """Builds and caches the embedded vioconform guest: a Debian kernel plus a busybox initramfs.
 
 Everything comes from Debian packages: the kernel package (downloaded, not installed),
-busybox-static, dropbear-bin and dmsetup (copied from the host with their shared libraries), and fio
-built static from Debian's fio source (guest/image/fio_static.py, cached).
+busybox-static, dropbear-bin, dmsetup, and a few programs of e2fsprogs and util-linux (copied from
+the host with their shared libraries), and fio built static from Debian's fio source
+(guest/image/fio_static.py, cached).
 The result is cached under ``$XDG_CACHE_HOME/vioconform/images/<recipe hash>/`` (see guest.cache);
 a change to the recipe (package versions, the init script, this file) gives a new hash.
 
@@ -52,7 +53,14 @@ MODULES = (
 ON_DEMAND_MODULES = ("dm_mirror", "brd")
 #: Host binaries copied into the guest with their shared-library closure. dmsetup (Debian's dmsetup
 #: package, 0.2 MB and 1.3 MB of libraries) drives device-mapper: busybox has no applet for it.
-BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/sbin/dmsetup")
+#: e2fsprogs' ``mkfs.ext4`` (mke2fs, which makes ext4 when called by that name; its built-in profile
+#: stands in for /etc/mke2fs.conf) and ``resize2fs`` (discard's fstrim and resize's online grow):
+#: busybox's mke2fs makes ext2 only and it has no resize2fs. util-linux's ``blkdiscard``, for its
+#: ``-z`` (BLKZEROOUT: discard's write-zeroes), which busybox's lacks: the guest's SSH sessions look
+#: in /usr/sbin before /bin (dropbear's root PATH), so it stands in for busybox's applet there.
+#: 1.1 MB with their libraries (libext2fs, libe2p, libcom_err, libblkid, libuuid).
+BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/sbin/dmsetup", "/usr/sbin/mkfs.ext4",
+            "/usr/sbin/resize2fs", "/usr/sbin/blkdiscard")
 #: fio is the suite's static build of Debian's fio source (guest/image/fio_static.py), not Debian's
 #: binary: Debian's links ceph, rdma, gnutls, ICU and more, 71 MB of libraries that would make the
 #: initramfs 93 MB (33.6 MB zstd), all decompressed into guest RAM at every boot, slowly under TCG.
@@ -71,7 +79,7 @@ REQUIRED_MODULES = ("virtio_pci", "virtio_net")
 #: + timer doesn't work!") before init. Virtual machines skip that check (RHEL's cloud images boot
 #: with it too).
 KERNEL_ARGS = "console=ttyS0 quiet no_timer_check cryptomgr.notests initcall_blacklist=crypto_kdf108_init"
-HOST_PACKAGES = ("busybox-static", "dropbear-bin", "dmsetup", "libc6")
+HOST_PACKAGES = ("busybox-static", "dropbear-bin", "dmsetup", "e2fsprogs", "util-linux", "libc6")
 KERNEL_META_PACKAGE = "linux-image-amd64"
 
 

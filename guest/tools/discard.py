@@ -1,6 +1,7 @@
 """What the discard rule does in the guest: fill a byte range of a disk with data, discard a range
-with ``blkdiscard`` (busybox's and util-linux's take the same ``-o``/``-l`` in bytes), and read the
-disk's discard limits from ``/sys/block/<disk>/queue``.
+with ``blkdiscard`` (busybox's and util-linux's take the same ``-o``/``-l`` in bytes), zero one with
+util-linux's ``blkdiscard -z`` and read it back, and read the disk's discard and write-zeroes limits
+from ``/sys/block/<disk>/queue``.
 
 Example::
 
@@ -20,6 +21,9 @@ from transport.ssh import CommandResult
 
 #: The fill's block size: 64 KiB, a multiple of every granularity the suite's devices advertise.
 FILL_BLOCK_BYTES = 64 * 1024
+#: What ``zero`` answers where no blkdiscard of the guest can zero (busybox's has no -z).
+NO_ZEROOUT = "no blkdiscard with -z (--zeroout) on PATH: util-linux's blkdiscard zeroes, busybox's cannot"
+NO_ZEROOUT_STATUS = 127
 
 
 class Discard(GuestTool):
@@ -47,3 +51,34 @@ class Discard(GuestTool):
         """``blkdiscard`` of the range: its result as the guest answered (not checked: a refusal is a finding)."""
         return self._run(f"blkdiscard -o {offset_bytes} -l {length_bytes} {shlex.quote(device)}", check=False,
                          timeout_s=120)
+
+    def write_zeroes_max(self, disk: str) -> int:
+        """The disk's ``queue/write_zeroes_max_bytes`` (0: the device does not advertise write-zeroes)."""
+        return int(self._run(f"cat /sys/block/{valid_disk(disk)}/queue/write_zeroes_max_bytes").stdout.split()[0])
+
+    def fill_data(self, device: str, offset_bytes: int, length_bytes: int) -> None:
+        """Write data that is not zeroes over the range (multiples of FILL_BLOCK_BYTES), O_DIRECT."""
+        if offset_bytes % FILL_BLOCK_BYTES or length_bytes % FILL_BLOCK_BYTES:
+            raise ValueError(f"fill range {offset_bytes}+{length_bytes} is not a multiple of {FILL_BLOCK_BYTES}")
+        self._run(f"tr '\\0' 'Z' </dev/zero | dd of={shlex.quote(device)} bs={FILL_BLOCK_BYTES} "
+                  f"seek={offset_bytes // FILL_BLOCK_BYTES} count={length_bytes // FILL_BLOCK_BYTES} iflag=fullblock "
+                  "oflag=direct 2>/dev/null", timeout_s=120)
+
+    def zero(self, device: str, offset_bytes: int, length_bytes: int) -> CommandResult:
+        """``blkdiscard -z`` of the range (BLKZEROOUT), by the first blkdiscard on PATH that has ``-z``
+        (util-linux's; by its path, since a busybox shell runs its own applet for a bare name): its result
+        as the guest answered. Exit NO_ZEROOUT_STATUS with NO_ZEROOUT in stderr: no blkdiscard here has it."""
+        return self._run(
+            f'for d in $(echo "$PATH" | tr : " "); do if [ -x "$d/blkdiscard" ] && "$d/blkdiscard" -h 2>&1 | '
+            f'grep -q zeroout; then exec "$d/blkdiscard" -z -o {offset_bytes} -l {length_bytes} '
+            f'{shlex.quote(device)}; fi; done; echo "{NO_ZEROOUT}" >&2; exit {NO_ZEROOUT_STATUS}', check=False,
+            timeout_s=120)
+
+    def nonzero_bytes(self, device: str, offset_bytes: int, length_bytes: int) -> int:
+        """How many bytes of the range read back (O_DIRECT) other than zero."""
+        if offset_bytes % FILL_BLOCK_BYTES or length_bytes % FILL_BLOCK_BYTES:
+            raise ValueError(f"read range {offset_bytes}+{length_bytes} is not a multiple of {FILL_BLOCK_BYTES}")
+        said = self._run(f"dd if={shlex.quote(device)} bs={FILL_BLOCK_BYTES} skip={offset_bytes // FILL_BLOCK_BYTES} "
+                         f"count={length_bytes // FILL_BLOCK_BYTES} iflag=direct 2>/dev/null | tr -d '\\0' | wc -c",
+                         timeout_s=120).stdout
+        return int(said.split()[0])

@@ -557,8 +557,9 @@ class LibvirtBackend(HypervisorBackend):
                                      "backing store to give discarded space back to")
         if guest.console_log_path is None:
             raise DiscardUnavailable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
-        return QmpDiscardObserver(self.channel(guest, disk), self.files,
-                                  disk_file(self.stage(guest.console_log_path.parent), disk.spec))
+        stage = self.stage(guest.console_log_path.parent)
+        return QmpDiscardObserver(self.channel(guest, disk), self.files, disk_file(stage, disk.spec),
+                                  stage / TRACE_LOG, self.files)
 
     def resizer(self, guest: Guest, disk: AttachedDisk) -> QmpResizer:
         """QMP ``block_resize`` on the disk's top node (hypervisors/libvirt/resize.py)."""

@@ -6,7 +6,8 @@ KEEP_SIZE)`` when the disk's block nodes are opened with ``discard=unmap`` (the 
 are: libvirt's ``<driver discard='unmap'/>``, or ``"discard": "unmap"`` on the nodes the suite gives
 QEMU itself); with ``discard=ignore`` the device still counts the discard but the file keeps its blocks.
 The file is read on this machine; on a remote libvirt host its allocation is not read (the counters still
-are), which the rule's verdict says.
+are), which the rule's verdict says. A write-zeroes is told from a write of data by QEMU's
+``blk_co_pwritev`` trace event (model/parse/backend_writes.py: its counters count both as writes).
 """
 
 from __future__ import annotations
@@ -14,14 +15,21 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import logging
 import os
 import tempfile
+import time
 from pathlib import Path, PurePath
 
 from hypervisors.base import DiscardUnavailable
 from hypervisors.libvirt.hostfiles import HostFiles, LocalFiles
 from hypervisors.libvirt.qmp import DomainQmp
-from model.parse.blockstats import HostUnmapCounters, parse_qmp_unmap
+from hypervisors.libvirt.trace import LogFiles
+from model.errors import HypervisorError
+from model.parse.backend_writes import EVENT, BackendWrite, parse_backend_writes
+from model.parse.blockstats import HostUnmapCounters, parse_qmp_blockstats, parse_qmp_unmap
+
+log = logging.getLogger("vioconform.libvirt")
 
 #: linux/falloc.h
 FALLOC_FL_KEEP_SIZE = 0x01
@@ -79,12 +87,51 @@ def allocated_in(path: PurePath, offset_bytes: int, length_bytes: int) -> int:
     return total
 
 
-class QmpDiscardObserver:
-    """``hypervisors.base.DiscardObserver`` of one libvirt disk: its device's counters through QMP and
-    its backing file's allocation (on this machine only)."""
+class BackendWriteTrace:
+    """``hypervisors.base.WriteTrace`` through QEMU's ``blk_co_pwritev`` trace event
+    (model/parse/backend_writes.py), switched on for the window only, read back from the domain's trace
+    log (``log_path``, where ``files`` finds it: the ``-D`` file of a domain the suite starts)."""
 
-    def __init__(self, qmp: DomainQmp, files: HostFiles, path: PurePath) -> None:
+    def __init__(self, qmp: DomainQmp, log_path: PurePath, files: LogFiles) -> None:
+        self.qmp, self.log_path, self.files = qmp, log_path, files
+        self._offset = 0
+        self._on = False
+
+    def _set(self, enable: bool) -> None:
+        reply = self.qmp.execute({"execute": "trace-event-set-state", "arguments": {"name": EVENT, "enable": enable}})
+        if "error" in reply:
+            raise HypervisorError(f"QMP trace-event-set-state {EVENT} on {self.qmp.domain} failed: {reply['error']}")
+
+    def start(self) -> None:
+        self._offset = self.files.size(self.log_path)
+        self._on = True
+        self._set(True)
+
+    def stop(self) -> tuple[BackendWrite, ...]:
+        self._set(False)
+        self._on = False
+        time.sleep(0.05)  # the last lines are written by QEMU's I/O thread
+        text = self.files.read(self.log_path, self._offset).decode(errors="replace")
+        return tuple(parse_backend_writes(text, str(self.log_path)))
+
+    def abort(self) -> None:
+        if self._on:
+            try:
+                self._set(False)
+            except HypervisorError as e:
+                log.warning("could not switch %s off: %s", EVENT, e)
+            finally:
+                self._on = False
+
+
+class QmpDiscardObserver:
+    """``hypervisors.base.DiscardObserver`` of one libvirt disk: its device's counters through QMP, its
+    backing file's allocation (on this machine only) and, where the domain has a trace log, its writes."""
+
+    def __init__(self, qmp: DomainQmp, files: HostFiles, path: PurePath, trace_log: PurePath | None = None,
+                 log_files: LogFiles | None = None) -> None:
         self.qmp, self.files, self.path = qmp, files, path
+        self.trace_log, self.log_files = trace_log, log_files
         if isinstance(files, LocalFiles):
             why = punch_hole_problem(Path(path).parent)
             if why is not None:
@@ -102,3 +149,11 @@ class QmpDiscardObserver:
         if not isinstance(self.files, LocalFiles):
             return None
         return allocated_in(self.path, offset_bytes, length_bytes)
+
+    def written_bytes(self) -> int:
+        return parse_qmp_blockstats(self.qmp.execute({"execute": "query-blockstats"}), self.qmp.device, 0).wr_bytes
+
+    def write_trace(self) -> BackendWriteTrace | None:
+        if self.trace_log is None or self.log_files is None:
+            return None
+        return BackendWriteTrace(self.qmp, self.trace_log, self.log_files)

@@ -9,6 +9,12 @@ bytes in the range must drop to what the range's partial granules keep. The verd
 the guest discarded and the host did not see, or saw split or rounded beyond the granularity, and says
 whether the device advertised discard at all.
 
+Then the same through a filesystem (:class:`TrimSeen`): the guest makes ext4, writes a file, deletes it
+and runs ``fstrim``, and the host must see at least the file's bytes discarded and give back as many in
+the filesystem's region. And write-zeroes (:class:`ZeroesSeen`), where the disk advertises it: the
+range must read back as zeroes in the guest, and the host must have taken it as write-zeroes (QEMU's
+``blk_co_pwritev`` trace: its counters count zeroes as writes).
+
 Example::
 
     v = judge_discard(limits, [RangeSeen(DiscardRange("aligned", 512 << 20, 1 << 20), "", 1, 1 << 20, 0,
@@ -46,6 +52,11 @@ METRICS: Metrics = (
     (r"discard_(granularity|max|max_hw)_bytes|discard_advertised|discard_disk", MetricSpec("", PARAM)),
     (_RANGE + r"(offset|length|host|device|allocated_before|allocated_after|guest_max)_bytes", MetricSpec("B", PARAM)),
     (_RANGE + r"(host_requests|host_failed|guest_discarded|device_requests)", MetricSpec("", PARAM)),
+    (r"fstrim_(fs|file|guest_trimmed|host|device|allocated_before|allocated_after)_bytes", MetricSpec("B", PARAM)),
+    (r"fstrim_(guest_ok|host_requests|host_failed|device_requests)", MetricSpec("", PARAM)),
+    (r"fstrim_s", MetricSpec("s", PARAM)),
+    (r"zeroes_(offset|length|max|guest_nonzero|host_zero|host_data|device_write)_bytes", MetricSpec("B", PARAM)),
+    (r"zeroes_(advertised|guest_zeroed|host_zero_requests)", MetricSpec("", PARAM)),
 )
 #: Nothing the rule records is a measured quantity: no minimum effect to measure.
 MIN_EFFECTS: Mapping[str, float] = {}
@@ -147,9 +158,11 @@ def _range_problems(limits: DiscardLimits, seen: RangeSeen, where: str) -> list[
     return problems
 
 
-def judge_discard(limits: DiscardLimits, ranges: Sequence[RangeSeen], where: str, disk: str = "") -> RuleVerdict:
+def judge_discard(limits: DiscardLimits, ranges: Sequence[RangeSeen], where: str, disk: str = "",
+                  trim: TrimSeen | None = None, zeroes: ZeroesSeen | None = None) -> RuleVerdict:
     """``limits``: the disk's discard limits before the rule changed any; ``ranges``: each range discarded,
-    as both sides saw it; ``where``: the backing store in messages."""
+    as both sides saw it; ``where``: the backing store in messages; ``trim``: fstrim on a filesystem the
+    guest filled and emptied; ``zeroes``: the write-zeroes range (None: not run)."""
     props: dict[str, Number] = {
         "discard_granularity_bytes": limits.granularity_bytes, "discard_max_bytes": limits.max_bytes,
         "discard_max_hw_bytes": limits.max_hw_bytes, "discard_advertised": int(limits.advertised),
@@ -196,6 +209,12 @@ def judge_discard(limits: DiscardLimits, ranges: Sequence[RangeSeen], where: str
                      f"{', '.join(uncounted)} discards that reached the file: this device does not account discards")
     if any(s.allocated_after_bytes is None for s in ranges):
         notes.append(f"{where}: the backing store's allocation was not read (only the device's counters were)")
+    if trim is not None:
+        trim_lines, trim_problems, trim_props = _trim_part(limits, trim, where, disk)
+        lines, problems, props = lines + trim_lines, problems + trim_problems, props | trim_props
+    if zeroes is not None:
+        z_lines, z_problems, z_notes, z_props = _zeroes_part(limits, zeroes, disk)
+        lines, problems, notes, props = lines + z_lines, problems + z_problems, notes + z_notes, props | z_props
     return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props)
 
 
@@ -227,3 +246,150 @@ def split_max_bytes(limits: DiscardLimits) -> int | None:
     if limits.max_bytes <= want:
         return None
     return want
+
+
+#: fstrim's filesystem: ext4 over the disk's first 64 MiB (one block group of 4 KiB blocks; made in
+#: about 0.1 s under TCG), apart from the ranges above.
+FSTRIM_FS_BYTES = 64 * MIB
+#: The file the guest writes there (O_DIRECT), deletes and trims: 8 MiB, as the ranges' fill.
+FSTRIM_FILE_BYTES = 8 * MIB
+#: The write-zeroes range: the MiB after the fill, filled with data of its own first.
+ZEROES_RANGE = DiscardRange("zeroes", FILL_OFFSET_BYTES + FILL_LENGTH_BYTES, MIB)
+
+
+@dataclass(frozen=True)
+class TrimSeen:
+    """fstrim on an ext4 filesystem the guest made over the disk's first ``fs_bytes``, trimmed once,
+    then filled with a file of ``file_bytes`` it deleted: the guest's answer to the second fstrim and
+    the host's discard counters over it (as RangeSeen's), and the backing store's allocation in the
+    filesystem's region after the delete (before that fstrim) and after it (None: not read)."""
+
+    fs_bytes: int
+    file_bytes: int
+    guest_error: str  # "" where fstrim succeeded, else its last line of error
+    guest_trimmed_bytes: int | None  # what fstrim -v said it trimmed (None: it said nothing)
+    host_requests: int
+    host_bytes: int
+    host_failed: int
+    allocated_before_bytes: int | None
+    allocated_after_bytes: int | None
+    seconds: float  # the fstrim command, as the host waited for it
+    device_requests: int | None = None
+    device_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class ZeroesSeen:
+    """Write-zeroes (``blkdiscard -z``: BLKZEROOUT) of a range the guest filled with data first.
+    ``max_bytes`` is the disk's write_zeroes_max_bytes (0: not advertised, nothing else was done);
+    ``unable``: why the guest could not ask (its blkdiscard has no -z), nothing else was done either.
+    ``nonzero_bytes``: bytes of the range that read back other than zero (O_DIRECT) afterwards. The host's
+    side is the writes its block backend took in the range (``host_*``, None where it has no trace of
+    them): write-zeroes and writes of data apart; ``device_write_bytes`` what the device's write
+    counters grew by, which count both."""
+
+    range: DiscardRange
+    max_bytes: int
+    unable: str = ""
+    guest_error: str = ""
+    nonzero_bytes: int | None = None
+    host_zero_requests: int | None = None
+    host_zero_bytes: int | None = None
+    host_data_bytes: int | None = None
+    device_write_bytes: int | None = None
+
+
+def _trim_part(limits: DiscardLimits, trim: TrimSeen, where: str, disk: str) -> tuple[list[str], list[str],
+                                                                                       dict[str, Number]]:
+    """The fstrim part of the verdict: its lines, its problems (where the device advertises discard), its numbers."""
+    edge = edge_bytes(limits)
+    fs = f"fstrim on ext4 over the first {trim.fs_bytes} bytes of {disk or 'the disk'}"
+    props: dict[str, Number] = {
+        "fstrim_fs_bytes": trim.fs_bytes, "fstrim_file_bytes": trim.file_bytes, "fstrim_guest_ok": int(not trim.guest_error),
+        "fstrim_host_requests": trim.host_requests, "fstrim_host_bytes": trim.host_bytes,
+        "fstrim_host_failed": trim.host_failed, "fstrim_s": round(trim.seconds, 3)}
+    if trim.guest_trimmed_bytes is not None:
+        props["fstrim_guest_trimmed_bytes"] = trim.guest_trimmed_bytes
+    if trim.device_requests is not None and trim.device_bytes is not None:
+        props |= {"fstrim_device_requests": trim.device_requests, "fstrim_device_bytes": trim.device_bytes}
+    drop = None
+    if trim.allocated_before_bytes is not None and trim.allocated_after_bytes is not None:
+        props |= {"fstrim_allocated_before_bytes": trim.allocated_before_bytes,
+                  "fstrim_allocated_after_bytes": trim.allocated_after_bytes}
+        drop = trim.allocated_before_bytes - trim.allocated_after_bytes
+    guest = (f"trimmed {trim.guest_trimmed_bytes} bytes" if not trim.guest_error and trim.guest_trimmed_bytes is not None
+             else "said nothing of what it trimmed" if not trim.guest_error else f"refused ({trim.guest_error})")
+    alloc = ("allocation not read" if drop is None else
+             f"allocated {trim.allocated_before_bytes} -> {trim.allocated_after_bytes} bytes (down {drop})")
+    lines = [(f"{fs}, after a file of {trim.file_bytes} bytes was written and deleted: guest {guest} in "
+              f"{trim.seconds:.2f} s; host file {trim.host_requests} requests, {trim.host_bytes} bytes; {alloc}")]
+    if not limits.advertised:
+        return lines, [], props
+    what = f"{fs} after deleting a file of {trim.file_bytes} bytes"
+    if trim.guest_error:
+        return lines, [(f"{what}: fstrim failed ({trim.guest_error}) although the device advertises discard "
+                        f"(discard_max_hw_bytes {limits.max_hw_bytes}); the guest's discard_max_bytes is "
+                        f"{limits.max_bytes}")], props
+    problems = []
+    said = trim.guest_trimmed_bytes
+    if said is not None and said < trim.file_bytes:
+        problems.append(f"{what}: fstrim trimmed {said} bytes, fewer than the {trim.file_bytes} bytes the file freed")
+    if trim.host_failed:
+        problems.append(f"{what}: the host failed {trim.host_failed} of its discard requests")
+    if trim.host_bytes < trim.file_bytes - edge:
+        problems.append(f"{what}: the host saw {trim.host_bytes} bytes discarded ({trim.host_requests} requests), fewer "
+                        f"than the {trim.file_bytes} bytes the file freed (at most {edge} fewer are allowed)")
+    elif said is not None and abs(said - trim.host_bytes) > edge:
+        problems.append(f"{what}: the host saw {trim.host_bytes} bytes discarded where fstrim trimmed {said}; at most "
+                        f"{edge} apart are allowed")
+    if drop is not None and drop < trim.file_bytes - edge:
+        problems.append(f"{what}: {where} gave back {drop} bytes in the filesystem's region ({trim.allocated_before_bytes}"
+                        f" -> {trim.allocated_after_bytes} allocated), fewer than the {trim.file_bytes} bytes the file "
+                        f"held (at most {edge} fewer are allowed)")
+    return lines, problems, props
+
+
+def _zeroes_part(limits: DiscardLimits, z: ZeroesSeen, disk: str) -> tuple[list[str], list[str], list[str],
+                                                                           dict[str, Number]]:
+    """The write-zeroes part of the verdict: its lines, problems, notes and numbers."""
+    r, edge = z.range, edge_bytes(limits)
+    props: dict[str, Number] = {"zeroes_offset_bytes": r.offset_bytes, "zeroes_length_bytes": r.length_bytes,
+                                "zeroes_max_bytes": z.max_bytes, "zeroes_advertised": int(z.max_bytes > 0)}
+    name = disk or "the disk"
+    if z.max_bytes == 0:
+        return ([f"write-zeroes: {name} does not advertise it (write_zeroes_max_bytes 0)"], [],
+                [f"write-zeroes not checked: {name} does not advertise it (write_zeroes_max_bytes 0)"], props)
+    if z.unable:
+        return ([f"write-zeroes: {name} advertises it (write_zeroes_max_bytes {z.max_bytes}); not asked: {z.unable}"],
+                [], [f"write-zeroes not checked: {z.unable}"], props)
+    props["zeroes_guest_zeroed"] = int(not z.guest_error)
+    if z.nonzero_bytes is not None:
+        props["zeroes_guest_nonzero_bytes"] = z.nonzero_bytes
+    if z.device_write_bytes is not None:
+        props["zeroes_device_write_bytes"] = z.device_write_bytes
+    traced = z.host_zero_requests is not None and z.host_zero_bytes is not None and z.host_data_bytes is not None
+    if traced:
+        props |= {"zeroes_host_zero_requests": z.host_zero_requests or 0, "zeroes_host_zero_bytes": z.host_zero_bytes or 0,
+                  "zeroes_host_data_bytes": z.host_data_bytes or 0}
+    guest = "zeroed" if not z.guest_error else f"refused ({z.guest_error})"
+    read = "" if z.nonzero_bytes is None else f", {z.nonzero_bytes} bytes not zero when read back"
+    host = (f"host backend {z.host_zero_requests} write-zeroes of {z.host_zero_bytes} bytes and {z.host_data_bytes} bytes "
+            "of data in the range" if traced else "host: no trace of its writes")
+    device = "" if z.device_write_bytes is None else f" (the device's write counters grew by {z.device_write_bytes} bytes)"
+    lines = [f"write-zeroes {r.describe()} (write_zeroes_max_bytes {z.max_bytes}): guest {guest}{read}; {host}{device}"]
+    what = f"write-zeroes {r.describe()}"
+    if z.guest_error:
+        return lines, [(f"{what}: the guest could not zero it ({z.guest_error}) although {name} advertises "
+                        f"write-zeroes (write_zeroes_max_bytes {z.max_bytes})")], [], props
+    problems, notes = [], []
+    if z.nonzero_bytes:
+        problems.append(f"{what}: {z.nonzero_bytes} bytes of it read back other than zero after the guest zeroed it")
+    if not traced:
+        notes.append(f"{what}: the host cannot tell write-zeroes from writes without its trace: only the device's write "
+                     "counters were read, which count both")
+    elif (z.host_zero_bytes or 0) < r.length_bytes - edge:
+        plain = (f"; it took {z.host_data_bytes} bytes of data there instead: the guest wrote the zeroes out itself"
+                 if z.host_data_bytes else "")
+        problems.append(f"{what}: the host saw {z.host_zero_bytes} bytes of it as write-zeroes, fewer than the "
+                        f"{r.length_bytes} the guest zeroed (at most {edge} fewer are allowed){plain}")
+    return lines, problems, notes, props
