@@ -4,7 +4,7 @@ On the scratch disk the guest fills a region, then discards known ranges of it w
 (aligned, unaligned, larger than its ``discard_max_bytes``); the host's side of each is the device's
 unmap counters (QMP) and the backing file's allocation in the range. Then ext4 over the disk's first
 64 MiB: a file written, deleted and trimmed (``fstrim``), the host's side the same; the filesystem is
-taken off again (unmounted, its superblock zeroed), also when the rule fails. Then, where the disk
+taken off again (unmounted, its superblock zeroed), also when the rule fails or errors. Then, where the disk
 advertises it, write-zeroes of a range filled with data (``blkdiscard -z``), read back in the guest,
 the host's side its block layer's writes (a trace event). ``--inject discard-off`` sets the guest's
 ``discard_max_bytes`` to 0 (model/faults.py): the guest then refuses every discard, fstrim's too.
@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
-from guest.tools.discard import NO_ZEROOUT, NO_ZEROOUT_STATUS, Discard
+from guest.tools.discard import Discard
 from guest.tools.ext4 import Ext4, Fstrim
 from guest.tools.sysfs import Sysfs
 from guest.tools.tool import ToolMissing
 from hypervisors.base import DiscardObserver, DiscardUnavailable
 from measure.disk import GuestDisk
-from model.parse.backend_writes import BackendWrite, writes_in
+from model.parse.backend_writes import writes_in
 from model.parse.filesystem import parse_fstrim
 from model.rules.discard import (
     FILL_LENGTH_BYTES,
@@ -74,28 +74,21 @@ def _seen(disk: GuestDisk, tool: Discard, observer: DiscardObserver, r: DiscardR
 
 
 def _trim(disk: GuestDisk, observer: DiscardObserver, ext4: Ext4, fstrim: Fstrim) -> TrimSeen:
-    """ext4 over the disk's first FSTRIM_FS_BYTES, trimmed once (whatever earlier rules left there), then
-    a file written, deleted and trimmed again: that second fstrim as both sides saw it. The filesystem is
-    unmounted and its superblock zeroed afterwards, whatever happened."""
-    ext4.unmount(MOUNT)
+    """ext4 over the disk's first FSTRIM_FS_BYTES (mkfs discarding them first, so that nothing earlier
+    rules left there is given back now), a file written and deleted, then fstrim, as both sides saw it.
+    The filesystem is taken off afterwards (unmounted, its superblock zeroed), whatever happened."""
     try:
-        ext4.make(disk.device_path, FSTRIM_FS_BYTES)
-        ext4.mount(disk.device_path, MOUNT)
-        try:
-            fstrim.trim(MOUNT)  # a refusal shows again in the one judged
-            ext4.write_file(TRIM_FILE, FSTRIM_FILE_BYTES)
-            ext4.remove(TRIM_FILE)
-            before = observer.allocated_bytes(0, FSTRIM_FS_BYTES)
-            counted = observer.unmap()
-            started = time.monotonic()
-            done = fstrim.trim(MOUNT)
-            seconds = time.monotonic() - started
-            host = observer.unmap().since(counted)
-            after = observer.allocated_bytes(0, FSTRIM_FS_BYTES)
-        finally:
-            ext4.unmount(MOUNT)
+        ext4.make_mounted(disk.device_path, MOUNT, FSTRIM_FS_BYTES, discard=True)
+        ext4.write_and_delete(TRIM_FILE, FSTRIM_FILE_BYTES)
+        before = observer.allocated_bytes(0, FSTRIM_FS_BYTES)
+        counted = observer.unmap()
+        started = time.monotonic()
+        done = fstrim.trim(MOUNT)
+        seconds = time.monotonic() - started
+        host = observer.unmap().since(counted)
+        after = observer.allocated_bytes(0, FSTRIM_FS_BYTES)
     finally:
-        ext4.wipe(disk.device_path)
+        ext4.take_off(disk.device_path, MOUNT)
     error = "" if done.ok else _last_line(done.stderr or done.stdout, done.exit_status)
     said = parse_fstrim(done.stdout) if done.ok else None
     if host.file_operations is None or host.file_bytes is None:  # no file node's count: the device's
@@ -109,13 +102,11 @@ def _zeroes(disk: GuestDisk, tool: Discard, observer: DiscardObserver) -> Zeroes
     """Write-zeroes of ZEROES_RANGE, filled with data first, where the disk advertises it: the guest's
     answer and read-back, the host block layer's writes in the range over it and the device's write counters."""
     r = ZEROES_RANGE
-    most = tool.write_zeroes_max(disk.kernel_name)
+    most = tool.prepare_zeroes(disk.kernel_name, disk.device_path, r.offset_bytes, r.length_bytes)
     if most == 0:
         return ZeroesSeen(r, 0)
-    tool.fill_data(disk.device_path, r.offset_bytes, r.length_bytes)
     trace = observer.write_trace()
     written = observer.written_bytes()
-    writes: tuple[BackendWrite, ...] | None = None
     if trace is not None:
         trace.start()
     try:
@@ -124,17 +115,15 @@ def _zeroes(disk: GuestDisk, tool: Discard, observer: DiscardObserver) -> Zeroes
         if trace is not None:
             trace.abort()
         raise
-    if trace is not None:
-        writes = trace.stop()
+    writes = trace.stop() if trace is not None else None
     device = observer.written_bytes() - written
-    if done.exit_status == NO_ZEROOUT_STATUS and NO_ZEROOUT in done.stderr:
-        return ZeroesSeen(r, most, unable=f"the guest cannot ask for it: {NO_ZEROOUT}")
-    error = "" if done.ok else _last_line(done.stderr or done.stdout, done.exit_status)
-    nonzero = None if error else tool.nonzero_bytes(disk.device_path, r.offset_bytes, r.length_bytes)
+    if done.unable:
+        return ZeroesSeen(r, most, unable=f"the guest cannot ask for it: {done.unable}")
     if writes is None:
-        return ZeroesSeen(r, most, "", error, nonzero, device_write_bytes=device)
+        return ZeroesSeen(r, most, "", done.error, done.nonzero_bytes, device_write_bytes=device)
     seen = writes_in(writes, r.offset_bytes, r.length_bytes)
-    return ZeroesSeen(r, most, "", error, nonzero, seen.zero_requests, seen.zero_bytes, seen.data_bytes, device)
+    return ZeroesSeen(r, most, "", done.error, done.nonzero_bytes, seen.zero_requests, seen.zero_bytes,
+                      seen.data_bytes, device)
 
 
 @pytest.mark.rule("discard")

@@ -6,6 +6,10 @@ whether ``/sys/block/<disk>/size`` shows the size the host then reports; then th
 disk back to its size and the guest is asked again, so that later rules find the disk as the suite
 made it (also when the rule fails or errors: the shrink is in a ``finally``). The kernel log after
 a mark says which path told the guest.
+
+Then, with fio stopped: ext4 over the whole disk, mounted; the host grows the disk again and, once
+the guest sees it, ``resize2fs`` grows the mounted filesystem online; then it is unmounted, its
+superblock zeroed and the disk shrunk back (also when that fails).
 """
 
 from __future__ import annotations
@@ -17,13 +21,26 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.disksize import DiskSize
+from guest.tools.ext4 import Ext4, Resize2fs
 from guest.tools.fio import Fio, FioJob
 from guest.tools.kernel_log import KernelLog
 from guest.tools.system import WorkDir
+from guest.tools.tool import ToolMissing
 from hypervisors.base import DiskResizer, ResizeUnavailable
 from measure.disk import GuestDisk
+from model.parse.filesystem import parse_resize2fs
 from model.parse.fio_json import fio_messages, parse_fio_json
-from model.rules.resize import GROW_BYTES, RULE, Bound, ResizeRun, ResizeStep, bound_for, judge_resize, mechanism
+from model.rules.resize import (
+    GROW_BYTES,
+    RULE,
+    Bound,
+    FsGrow,
+    ResizeRun,
+    ResizeStep,
+    bound_for,
+    judge_resize,
+    mechanism,
+)
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
@@ -38,6 +55,8 @@ JOB = FioJob("resize-io", rw="randrw", bs_bytes=4096, iodepth=4, size_bytes=16 <
 #: How long fio may take to stop and print its JSON once signalled (one 4 KiB request in flight
 #: ends in milliseconds; the rest is fio writing its output under TCG).
 FIO_STOP_S = 10.0
+#: Where the filesystem grown online is mounted.
+MOUNT = "/mnt/vioc-resize"
 
 
 def _step(name: str, disk: GuestDisk, resizer: DiskResizer, to_bytes: int, bound: Bound, raw: Path) -> ResizeStep:
@@ -56,6 +75,47 @@ def _step(name: str, disk: GuestDisk, resizer: DiskResizer, to_bytes: int, bound
     (raw / f"resize-{name}.kernel-log").write_text(lines)
     return ResizeStep(name, before, host.size_bytes, host.seconds, wait.size_bytes, seen,
                       mechanism(lines.splitlines(), disk.kernel_name))
+
+
+def _grow_mounted(disk: GuestDisk, resizer: DiskResizer, original: int, bound: Bound) -> FsGrow:
+    """ext4 over the whole disk, mounted; the host grows the disk by GROW_BYTES and, once the guest sees
+    it, resize2fs grows the mounted filesystem; taken off afterwards (unmounted, its superblock zeroed),
+    whatever happened."""
+    try:
+        ext4, resize2fs = disk.tool(Ext4), disk.tool(Resize2fs)
+    except ToolMissing as e:
+        return FsGrow(None, None, original, not_run=str(e))
+    try:
+        before = ext4.make_mounted(disk.device_path, MOUNT)
+        host = resizer.resize(original + GROW_BYTES)
+        wait = disk.tool(DiskSize).wait_for(disk.kernel_name, host.size_bytes, bound.seconds)
+        if not wait.reached:
+            return FsGrow(before, None, wait.size_bytes, not_run=(
+                f"the guest still saw {wait.size_bytes} bytes {bound.seconds:.1f} s after the host grew the disk to "
+                f"{host.size_bytes} bytes"))
+        started = time.monotonic()
+        grown = resize2fs.grow(disk.device_path, MOUNT)
+        seconds = time.monotonic() - started
+        said = parse_resize2fs(grown.said)
+        error = "" if grown.ok else said.last_line or f"resize2fs exited {grown.exit_status}"
+        return FsGrow(before, grown.size, host.size_bytes, error, said.size_bytes, seconds)
+    finally:
+        ext4.take_off(disk.device_path, MOUNT)
+
+
+def _grow_fs(disk: GuestDisk, resizer: DiskResizer, original: int, bound: Bound) -> FsGrow:
+    """:func:`_grow_mounted`, then the disk back at ``original`` bytes and seen so by the guest (whatever
+    happened: later rules find the disk as the suite made it)."""
+    try:
+        return _grow_mounted(disk, resizer, original, bound)
+    finally:
+        if resizer.size_bytes() != original:
+            host = resizer.resize(original)
+            back = disk.tool(DiskSize).wait_for(disk.kernel_name, host.size_bytes, bound.seconds)
+            if not back.reached:
+                raise RuntimeError(f"{RULE}: the guest still shows {back.size_bytes} bytes {bound.seconds:.1f} s after "
+                                   f"the host shrank {disk.device_path} back to {host.size_bytes} bytes: later rules "
+                                   "would find it at another size than the suite made")
 
 
 @pytest.mark.rule("resize")
@@ -94,8 +154,12 @@ def test_resize(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: Re
         errors = sum(j.error != 0 for j in parse_fio_json(out.stdout, f"fio {JOB.name} on {disk.device_path}").jobs)
         if out.status != 0:
             errors = max(errors, 1)
+        if steps and steps[0].guest_seen_s is None:
+            fs = FsGrow(None, None, original, not_run="the guest never saw the disk grow (above)")
+        else:
+            fs = _grow_fs(disk, resizer, original, bound)
         return judge_resize(ResizeRun(disk.kernel_name, disk.limits.driver, tuple(steps), errors,
-                                      fio_messages(out.stdout, out.stderr)), bound)
+                                      fio_messages(out.stdout, out.stderr), fs), bound)
 
     # A size seen or not is exact: every repeat must pass.
     judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / RULE,

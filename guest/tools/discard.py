@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 from guest.tools.sysfs import valid_disk
 from guest.tools.tool import GuestTool
@@ -21,9 +22,20 @@ from transport.ssh import CommandResult
 
 #: The fill's block size: 64 KiB, a multiple of every granularity the suite's devices advertise.
 FILL_BLOCK_BYTES = 64 * 1024
-#: What ``zero`` answers where no blkdiscard of the guest can zero (busybox's has no -z).
+#: What ``zero``'s command says where no blkdiscard of the guest can zero (busybox's has no -z).
 NO_ZEROOUT = "no blkdiscard with -z (--zeroout) on PATH: util-linux's blkdiscard zeroes, busybox's cannot"
 NO_ZEROOUT_STATUS = 127
+NONZERO_MARK = "VIOC-NONZERO"
+
+
+@dataclass(frozen=True)
+class Zeroed:
+    """The guest's write-zeroes of a range: its error ("" where it succeeded), why it could not ask
+    ("" where it could), and how many bytes of the range read back other than zero (None: not read)."""
+
+    error: str
+    unable: str
+    nonzero_bytes: int | None
 
 
 class Discard(GuestTool):
@@ -52,33 +64,37 @@ class Discard(GuestTool):
         return self._run(f"blkdiscard -o {offset_bytes} -l {length_bytes} {shlex.quote(device)}", check=False,
                          timeout_s=120)
 
-    def write_zeroes_max(self, disk: str) -> int:
-        """The disk's ``queue/write_zeroes_max_bytes`` (0: the device does not advertise write-zeroes)."""
-        return int(self._run(f"cat /sys/block/{valid_disk(disk)}/queue/write_zeroes_max_bytes").stdout.split()[0])
-
-    def fill_data(self, device: str, offset_bytes: int, length_bytes: int) -> None:
-        """Write data that is not zeroes over the range (multiples of FILL_BLOCK_BYTES), O_DIRECT."""
+    def prepare_zeroes(self, disk: str, device: str, offset_bytes: int, length_bytes: int) -> int:
+        """The disk's ``queue/write_zeroes_max_bytes`` (0: the device does not advertise write-zeroes) and,
+        where it is above 0, data that is not zeroes written over the range (FILL_BLOCK_BYTES multiples,
+        O_DIRECT) for write-zeroes to clear: one guest command."""
         if offset_bytes % FILL_BLOCK_BYTES or length_bytes % FILL_BLOCK_BYTES:
-            raise ValueError(f"fill range {offset_bytes}+{length_bytes} is not a multiple of {FILL_BLOCK_BYTES}")
-        self._run(f"tr '\\0' 'Z' </dev/zero | dd of={shlex.quote(device)} bs={FILL_BLOCK_BYTES} "
-                  f"seek={offset_bytes // FILL_BLOCK_BYTES} count={length_bytes // FILL_BLOCK_BYTES} iflag=fullblock "
-                  "oflag=direct 2>/dev/null", timeout_s=120)
-
-    def zero(self, device: str, offset_bytes: int, length_bytes: int) -> CommandResult:
-        """``blkdiscard -z`` of the range (BLKZEROOUT), by the first blkdiscard on PATH that has ``-z``
-        (util-linux's; by its path, since a busybox shell runs its own applet for a bare name): its result
-        as the guest answered. Exit NO_ZEROOUT_STATUS with NO_ZEROOUT in stderr: no blkdiscard here has it."""
-        return self._run(
-            f'for d in $(echo "$PATH" | tr : " "); do if [ -x "$d/blkdiscard" ] && "$d/blkdiscard" -h 2>&1 | '
-            f'grep -q zeroout; then exec "$d/blkdiscard" -z -o {offset_bytes} -l {length_bytes} '
-            f'{shlex.quote(device)}; fi; done; echo "{NO_ZEROOUT}" >&2; exit {NO_ZEROOUT_STATUS}', check=False,
-            timeout_s=120)
-
-    def nonzero_bytes(self, device: str, offset_bytes: int, length_bytes: int) -> int:
-        """How many bytes of the range read back (O_DIRECT) other than zero."""
-        if offset_bytes % FILL_BLOCK_BYTES or length_bytes % FILL_BLOCK_BYTES:
-            raise ValueError(f"read range {offset_bytes}+{length_bytes} is not a multiple of {FILL_BLOCK_BYTES}")
-        said = self._run(f"dd if={shlex.quote(device)} bs={FILL_BLOCK_BYTES} skip={offset_bytes // FILL_BLOCK_BYTES} "
-                         f"count={length_bytes // FILL_BLOCK_BYTES} iflag=direct 2>/dev/null | tr -d '\\0' | wc -c",
-                         timeout_s=120).stdout
+            raise ValueError(f"range {offset_bytes}+{length_bytes} is not a multiple of {FILL_BLOCK_BYTES}")
+        said = self._run(
+            f"m=$(cat /sys/block/{valid_disk(disk)}/queue/write_zeroes_max_bytes) && echo $m && "
+            f"if [ \"$m\" -gt 0 ]; then tr '\\0' 'Z' </dev/zero | dd of={shlex.quote(device)} bs={FILL_BLOCK_BYTES} "
+            f"seek={offset_bytes // FILL_BLOCK_BYTES} count={length_bytes // FILL_BLOCK_BYTES} iflag=fullblock "
+            "oflag=direct 2>/dev/null; fi", timeout_s=120).stdout
         return int(said.split()[0])
+
+    def zero(self, device: str, offset_bytes: int, length_bytes: int) -> Zeroed:
+        """``blkdiscard -z`` of the range (BLKZEROOUT) by the first blkdiscard on PATH that has ``-z``
+        (util-linux's; called by its path, since a busybox shell runs its own applet for a bare name),
+        then the range read back (O_DIRECT): one guest command."""
+        if offset_bytes % FILL_BLOCK_BYTES or length_bytes % FILL_BLOCK_BYTES:
+            raise ValueError(f"range {offset_bytes}+{length_bytes} is not a multiple of {FILL_BLOCK_BYTES}")
+        dev = shlex.quote(device)
+        done = self._run(
+            'b=; for d in $(echo "$PATH" | tr : " "); do if [ -x "$d/blkdiscard" ] && "$d/blkdiscard" -h 2>&1 | '
+            'grep -q zeroout; then b="$d/blkdiscard"; break; fi; done; '
+            f'[ -n "$b" ] || {{ echo "{NO_ZEROOUT}" >&2; exit {NO_ZEROOUT_STATUS}; }}; '
+            f'"$b" -z -o {offset_bytes} -l {length_bytes} {dev} || exit $?; '
+            f"echo {NONZERO_MARK} $(dd if={dev} bs={FILL_BLOCK_BYTES} skip={offset_bytes // FILL_BLOCK_BYTES} "
+            f"count={length_bytes // FILL_BLOCK_BYTES} iflag=direct 2>/dev/null | tr -d '\\0' | wc -c)",
+            check=False, timeout_s=120)
+        if done.exit_status == NO_ZEROOUT_STATUS and NO_ZEROOUT in done.stderr:
+            return Zeroed("", NO_ZEROOUT, None)
+        if not done.ok:
+            return Zeroed((done.stderr.strip().splitlines() or [f"exit {done.exit_status}"])[-1], "", None)
+        words = done.stdout.split()
+        return Zeroed("", "", int(words[words.index(NONZERO_MARK) + 1]))

@@ -1,25 +1,27 @@
 """ext4 that a rule makes on its disk and takes off again: discard's fstrim, resize's online grow.
 
-Made with e2fsprogs' ``mkfs.ext4`` (4 KiB blocks) so that the only writes are its own metadata:
-``nodiscard`` (mke2fs would discard the whole filesystem first, which the discard rule counts),
+Made with e2fsprogs' ``mkfs.ext4`` (4 KiB blocks) so that its only writes are its own metadata:
 ``lazy_itable_init`` and ``lazy_journal_init`` (the inode tables and the journal are not zeroed: 0.1 s
-instead of seconds under TCG), and mounted with ``noinit_itable`` so that the kernel does not zero the
-inode tables in the background either (its ext4lazyinit thread would send write-zeroes while the rules
-count). ``fstrim`` (util-linux or busybox) trims a mounted filesystem; ``resize2fs`` grows one online.
+for 1 GiB under TCG), and mounted with ``noinit_itable`` so that the kernel does not zero the inode
+tables in the background either (its ext4lazyinit thread would send write-zeroes while the rules
+count); ``nodiscard`` unless asked to discard the region first (mke2fs's default). ``fstrim``
+(util-linux or busybox) trims a mounted filesystem; ``resize2fs`` grows one online. Each method is one
+guest command: under TCG a command's round trip (about 80 ms) costs more than the work.
 
 Example::
 
     fs = disk.tool(Ext4)
-    fs.make("/dev/vdb", 64 << 20)
-    fs.mount("/dev/vdb", "/mnt/vioc-fs")
-    fs.size("/mnt/vioc-fs").total_bytes  # 58675200
+    fs.make_mounted("/dev/vdb", "/mnt/vioc-fs", 64 << 20).total_bytes  # 58675200
+    fs.take_off("/dev/vdb", "/mnt/vioc-fs")
 """
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 from guest.tools.tool import GuestTool
+from model.errors import ParseError
 from model.parse.filesystem import FsSize, parse_statfs
 from transport.ssh import CommandResult
 
@@ -32,6 +34,23 @@ MOUNT_OPTIONS = "noatime,noinit_itable"
 WIPE_BYTES = 1 << 20
 #: The block the test files are written in.
 WRITE_BLOCK_BYTES = 1 << 20
+#: statfs(2) of a mountpoint (busybox's stat and coreutils' alike): block size, total, free, available.
+_STATFS = "stat -f -c '%S %b %f %a'"
+_SIZE_MARK = "VIOC-STATFS"
+
+
+@dataclass(frozen=True)
+class Grown:
+    """resize2fs's answer: its exit status, what it printed (stdout and stderr), and the filesystem's
+    size afterwards (None where resize2fs failed or statfs could not be read)."""
+
+    exit_status: int
+    said: str
+    size: FsSize | None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
 
 
 class Ext4(GuestTool):
@@ -39,39 +58,37 @@ class Ext4(GuestTool):
     programs = ("mkfs.ext4",)
     install_hint = "mkfs.ext4 is part of e2fsprogs: install e2fsprogs in the image"
 
-    def make(self, device: str, size_bytes: int | None = None) -> None:
-        """ext4 over ``device``'s first ``size_bytes`` (a multiple of BLOCK_BYTES), or all of it."""
+    def make_mounted(self, device: str, mountpoint: str, size_bytes: int | None = None,
+                     discard: bool = False) -> FsSize:
+        """ext4 over ``device``'s first ``size_bytes`` (a multiple of BLOCK_BYTES), or all of it, mounted at
+        ``mountpoint`` (whatever was mounted there first unmounted): its size. ``discard``: mkfs discards
+        the filesystem's region first, as it does unless told not to."""
+        m, dev = shlex.quote(mountpoint), shlex.quote(device)
         size = "" if size_bytes is None else f" {size_bytes // 1024}k"
-        self._run(f"mkfs.ext4 -q -F -b {BLOCK_BYTES} -E {MKFS_OPTIONS} {shlex.quote(device)}{size}", timeout_s=120)
-
-    def mount(self, device: str, mountpoint: str) -> None:
-        m = shlex.quote(mountpoint)
-        self._run(f"mkdir -p {m} && mount -t ext4 -o {MOUNT_OPTIONS} {shlex.quote(device)} {m}")
-
-    def unmount(self, mountpoint: str) -> bool:
-        """Unmount if mounted; whether something was."""
-        return self._run(f"umount {shlex.quote(mountpoint)} 2>/dev/null", check=False).ok
+        options = MKFS_OPTIONS.replace("nodiscard", "discard") if discard else MKFS_OPTIONS
+        said = self._run(f"umount {m} 2>/dev/null; mkfs.ext4 -q -F -b {BLOCK_BYTES} -E {options} {dev}{size} && "
+                         f"mkdir -p {m} && mount -t ext4 -o {MOUNT_OPTIONS} {dev} {m} && {_STATFS} {m}",
+                         timeout_s=120).stdout
+        return parse_statfs(said.strip().splitlines()[-1], f"stat -f {mountpoint}")
 
     def size(self, mountpoint: str) -> FsSize:
         """The mounted filesystem's size as statfs gives it (what ``df`` shows)."""
-        said = self._run(f"stat -f -c '%S %b %f %a' {shlex.quote(mountpoint)}").stdout
+        said = self._run(f"{_STATFS} {shlex.quote(mountpoint)}").stdout
         return parse_statfs(said, f"stat -f {mountpoint}")
 
-    def write_file(self, path: str, size_bytes: int) -> None:
+    def write_and_delete(self, path: str, size_bytes: int) -> None:
         """Write ``size_bytes`` (whole MiB) of data that is not zeroes to a new file at ``path``, with
-        O_DIRECT, and sync: every block of it allocated and on the disk."""
-        self._run(f"tr '\\0' 'Z' </dev/zero | dd of={shlex.quote(path)} bs={WRITE_BLOCK_BYTES} "
-                  f"count={-(-size_bytes // WRITE_BLOCK_BYTES)} iflag=fullblock oflag=direct 2>/dev/null && sync",
-                  timeout_s=120)
+        O_DIRECT, sync, delete it and sync again: its blocks were on the disk and are free now (the
+        journal's transaction that frees them committed)."""
+        p = shlex.quote(path)
+        self._run(f"tr '\\0' 'Z' </dev/zero | dd of={p} bs={WRITE_BLOCK_BYTES} count={-(-size_bytes // WRITE_BLOCK_BYTES)} "
+                  f"iflag=fullblock oflag=direct 2>/dev/null && sync && rm {p} && sync", timeout_s=120)
 
-    def remove(self, path: str) -> None:
-        """Delete the file and sync: its blocks are free once the journal's transaction commits."""
-        self._run(f"rm -f {shlex.quote(path)} && sync")
-
-    def wipe(self, device: str) -> None:
-        """Zero the disk's first MiB (the superblock and group descriptors): no filesystem is found there after."""
-        self._run(f"dd if=/dev/zero of={shlex.quote(device)} bs={WIPE_BYTES} count=1 oflag=direct conv=fsync "
-                  "2>/dev/null")
+    def take_off(self, device: str, mountpoint: str) -> None:
+        """Unmount whatever is mounted at ``mountpoint`` and zero the disk's first WIPE_BYTES (the
+        superblock and group descriptors): no filesystem is found there afterwards."""
+        self._run(f"umount {shlex.quote(mountpoint)} 2>/dev/null; dd if=/dev/zero of={shlex.quote(device)} "
+                  f"bs={WIPE_BYTES} count=1 oflag=direct conv=fsync 2>/dev/null")
 
 
 class Fstrim(GuestTool):
@@ -89,6 +106,14 @@ class Resize2fs(GuestTool):
     programs = ("resize2fs",)
     install_hint = "resize2fs is part of e2fsprogs: install e2fsprogs in the image"
 
-    def grow(self, device: str) -> CommandResult:
-        """``resize2fs`` of the (mounted) filesystem on ``device`` to the device's size: the guest's answer."""
-        return self._run(f"resize2fs {shlex.quote(device)} 2>&1", check=False, timeout_s=120)
+    def grow(self, device: str, mountpoint: str) -> Grown:
+        """``resize2fs`` of the filesystem on ``device`` (mounted at ``mountpoint``) to the device's size,
+        then its size as statfs gives it: one guest command. A refusal is the guest's answer, not raised."""
+        done = self._run(f"resize2fs {shlex.quote(device)} 2>&1; s=$?; echo {_SIZE_MARK} $({_STATFS} "
+                         f"{shlex.quote(mountpoint)}); exit $s", check=False, timeout_s=120)
+        said, _, size = done.stdout.partition(_SIZE_MARK)
+        try:
+            grown = parse_statfs(size, f"stat -f {mountpoint}") if done.ok else None
+        except ParseError:
+            grown = None
+        return Grown(done.exit_status, said.strip(), grown)

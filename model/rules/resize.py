@@ -162,7 +162,7 @@ class ResizeRun:
 def _fs_part(fs: FsGrow, disk: str) -> tuple[list[str], list[str], dict[str, Number], Blame | None]:
     """The online grow's line, problems, numbers, and the layer a failed resize2fs blames."""
     if fs.not_run:
-        return [f"online filesystem grow: not tried ({fs.not_run})"], [], {}, None
+        return [f"online filesystem grow: not tried: {fs.not_run}"], [], {}, None
     props: dict[str, Number] = {"fs_grow_device_bytes": fs.device_bytes, "fs_grow_ok": int(not fs.error),
                                 "fs_grow_s": round(fs.seconds, 3)}
     if fs.before is not None:
@@ -228,7 +228,10 @@ def judge_resize(run: ResizeRun, bound: Bound) -> RuleVerdict:
         problems.append(f"fio saw {run.fio_errors} error(s) while the host resized the disk (expected 0): "
                         f"{run.fio_said[-400:] or 'fio said nothing more'}")
     hint = None
+    notes = []
     if run.fs is not None:
         fs_lines, fs_problems, fs_props, hint = _fs_part(run.fs, run.disk)
         lines, problems, props = lines + fs_lines, problems + fs_problems, props | fs_props
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), properties=props, hint=hint)
+        if run.fs.not_run:
+            notes.append(f"online filesystem grow not tried: {run.fs.not_run}")
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, hint=hint)
