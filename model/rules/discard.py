@@ -376,8 +376,9 @@ def _zeroes_part(limits: DiscardLimits, z: ZeroesSeen, disk: str) -> tuple[list[
     host = (f"host backend {z.host_zero_requests} write-zeroes of {z.host_zero_bytes} bytes and {z.host_data_bytes} bytes "
             "of data in the range" if traced else "host: no trace of its writes")
     device = "" if z.device_write_bytes is None else f" (the device's write counters grew by {z.device_write_bytes} bytes)"
-    lines = [f"write-zeroes {r.describe()} (write_zeroes_max_bytes {z.max_bytes}): guest {guest}{read}; {host}{device}"]
-    what = f"write-zeroes {r.describe()}"
+    lines = [(f"write-zeroes of the {r.describe()} (write_zeroes_max_bytes {z.max_bytes}): guest {guest}{read}; "
+             f"{host}{device}")]
+    what = f"the {r.describe()}"
     if z.guest_error:
         return lines, [(f"{what}: the guest could not zero it ({z.guest_error}) although {name} advertises "
                         f"write-zeroes (write_zeroes_max_bytes {z.max_bytes})")], [], props

@@ -1,13 +1,15 @@
 """The resize rule's judgement on figures from real runs (the embedded Debian 6.1 guest under TCG,
 QEMU 7.2's block_resize on the 1 GiB scratch disk grown by 64 MiB and shrunk back, fio randrw
 through both: virtio-blk saw the grow 0.108 s and the shrink 0.09 s after the host's call returned;
-virtio-scsi 0.049 s and 0.137 s), and on the cases that must fail."""
+virtio-scsi 0.049 s and 0.137 s; then ext4 over the whole disk grown online by resize2fs in 0.10-0.16 s,
+statfs's total going from 1020702720 to 1085706240 bytes on both), and on the cases that must fail."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from model.rules.resize import GROW_BYTES, ResizeRun, ResizeStep, bound_for, judge_resize, mechanism
+from model.parse.filesystem import FsSize
+from model.rules.resize import GROW_BYTES, FsGrow, ResizeRun, ResizeStep, bound_for, judge_resize, mechanism
 
 GIB = 1 << 30
 #: the kernel's lines after each step, as the runs printed them
@@ -67,3 +69,42 @@ def test_an_unmeasured_driver_gets_the_default_bound_and_says_so() -> None:
     assert mechanism(("<6>[ 1.0] sdc: detected capacity change from 1 to 2",), "sdc") is not None
     assert mechanism(("<6>[ 1.0] sdc: detected capacity change from 1 to 2",), "sdb") is None
     assert dataclasses.replace(_run("sd", "sdb", 0.1, 0.1), steps=()).steps == ()
+
+
+#: statfs of ext4 over the 1 GiB disk, and after resize2fs grew it into the disk's 64 MiB more
+BEFORE = FsSize(4096, 249195, 249189, 231986)
+AFTER = FsSize(4096, 265065, 265059, 248212)
+GROWN = FsGrow(BEFORE, AFTER, GIB + GROW_BYTES, "", GIB + GROW_BYTES, 0.131)
+
+
+def test_the_filesystem_grown_online_passes_with_its_numbers() -> None:
+    v = judge_resize(dataclasses.replace(_run("virtio_blk", "vdb", 0.108, 0.09), fs=GROWN), bound_for("virtio_blk"))
+    assert v.passed, v.problems
+    assert (v.properties["fs_grow_before_bytes"], v.properties["fs_grow_after_bytes"]) == (1020702720, 1085706240)
+    assert v.properties["fs_grow_s"] == 0.131 and v.properties["fs_grow_resize2fs_bytes"] == GIB + GROW_BYTES
+    assert "statfs total 1020702720 -> 1085706240 bytes (+65003520; the disk grew by 67108864)" in v.explain()
+    assert v.hint is None
+
+
+def test_a_refused_online_grow_fails_with_its_words_and_blames_the_guest() -> None:
+    refused = FsGrow(BEFORE, None, GIB + GROW_BYTES, "resize2fs: Permission denied to resize filesystem", None, 0.02)
+    v = judge_resize(dataclasses.replace(_run("virtio_blk", "vdb", 0.108, 0.09), fs=refused), bound_for("virtio_blk"))
+    assert v.problems == (("online filesystem grow: resize2fs on the mounted ext4 of vdb (the disk now 1140850688 bytes) "
+                           "failed: resize2fs: Permission denied to resize filesystem"),)
+    assert v.hint is not None and v.hint.layer == "guest driver" and "resize2fs said" in v.hint.reason
+    assert v.properties["fs_grow_ok"] == 0 and "fs_grow_after_bytes" not in v.properties
+
+
+def test_a_filesystem_that_did_not_take_the_new_space_fails() -> None:
+    half = FsGrow(BEFORE, FsSize(4096, BEFORE.total_blocks + 4096, 0, 0), GIB + GROW_BYTES, "", GIB + GROW_BYTES, 0.1)
+    v = judge_resize(dataclasses.replace(_run("virtio_blk", "vdb", 0.108, 0.09), fs=half), bound_for("virtio_blk"))
+    assert "statfs shows the filesystem 16777216 bytes larger, less than the 63753420 bytes" in v.problems[0]
+
+
+def test_the_online_grow_is_not_tried_where_the_guest_never_saw_the_disk_grow() -> None:
+    unseen = FsGrow(None, None, GIB, not_run="the guest never saw the disk grow (above)")
+    v = judge_resize(dataclasses.replace(_run("sd", "sdb", None, 0.05, grow_guest=GIB, log=SCSI_GROW_LOG[:1]), fs=unseen),
+                     bound_for("sd"))
+    assert len(v.problems) == 1 and v.notes == (("online filesystem grow not tried: the guest never saw the disk grow "
+                                                "(above)"),)
+    assert not any(k.startswith("fs_grow") for k in v.properties)

@@ -20,7 +20,7 @@ from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
 from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity
 from model.rules.direct_io import LatencyFloor, judge_direct_io
-from model.rules.discard import DiscardLimits, judge_discard
+from model.rules.discard import ZEROES_RANGE, DiscardLimits, ZeroesSeen, judge_discard
 from model.rules.error_propagation import WORKLOAD, attempts_for, bound_for, judge_error_propagation
 from model.rules.hotplug import judge_hotplug
 from model.rules.io_size import judge_io_size
@@ -31,7 +31,8 @@ from model.rules.resize import bound_for as resize_bound
 from model.rules.resize import judge_resize
 from model.rules.stall_tolerance import judge_stall_tolerance
 from model.rules.verdict import RuleVerdict, combine_repeats
-from tests.model.test_discard import BLK, SCSI, WHERE, _healthy
+from tests.model.test_discard import BLK, SCSI, WHERE, _healthy, _zeroes
+from tests.model.test_discard import _trim as _discard_trim
 from tests.model.test_error_propagation import HEALED, SCSI_BOUND, _scsi
 from tests.model.test_hotplug import BLK as HOTPLUG_BLK
 from tests.model.test_hotplug import BLK_SURPRISE, SCSI_OFF, SCSI_SURPRISE
@@ -40,6 +41,7 @@ from tests.model.test_model_rules import DATA, HEALTHY_DURABILITY, HEALTHY_FIDEL
 from tests.model.test_model_stall_tolerance import BLK as STALL_BLK
 from tests.model.test_model_stall_tolerance import HEALTHY as STALL
 from tests.model.test_model_stall_tolerance import SCSI_30
+from tests.model.test_resize import GROWN as RESIZE_GROWN
 from tests.model.test_resize import SCSI_GROW_LOG
 from tests.model.test_resize import _run as _resize_run
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
@@ -130,12 +132,13 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                                                       bound_for(None, None))],
         "hotplug": [judge_hotplug(dataclasses.replace(HOTPLUG_BLK, surprise=SCSI_SURPRISE)), judge_hotplug(SCSI_OFF),
                     judge_hotplug(dataclasses.replace(HOTPLUG_BLK, surprise=BLK_SURPRISE))],
-        # healthy with and without the device's own counts; a device without discard
-        "discard": [judge_discard(SCSI, _healthy(SCSI, True), WHERE, "sdb"),
-                    judge_discard(BLK, _healthy(BLK, False), WHERE, "vdb"),
-                    judge_discard(DiscardLimits(0, 0, 0), [], WHERE, "hdb")],
+        # healthy with and without the device's own counts, fstrim and write-zeroes; a device without discard
+        "discard": [judge_discard(SCSI, _healthy(SCSI, True), WHERE, "sdb", _discard_trim(True), _zeroes(2147479552)),
+                    judge_discard(BLK, _healthy(BLK, False), WHERE, "vdb", _discard_trim(False), _zeroes(2147483136)),
+                    judge_discard(DiscardLimits(0, 0, 0), [], WHERE, "hdb", zeroes=ZeroesSeen(ZEROES_RANGE, 0))],
         # healthy (both steps seen), and a grow never seen
-        "resize": [judge_resize(_resize_run("sd", "sdb", 0.049, 0.137, log=SCSI_GROW_LOG), resize_bound("sd")),
+        "resize": [judge_resize(dataclasses.replace(_resize_run("sd", "sdb", 0.049, 0.137, log=SCSI_GROW_LOG),
+                                                    fs=RESIZE_GROWN), resize_bound("sd")),
                    judge_resize(_resize_run("sd", "sdb", None, 0.05, grow_guest=1 << 30), resize_bound("sd"))],
         # every property of a judged stall; the timeout's only where the driver has one
         "stall-tolerance": [judge_stall_tolerance(SCSI_30, 30.0, STALL), judge_stall_tolerance(STALL_BLK, 30.0, None, "x")],
