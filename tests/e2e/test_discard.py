@@ -1,7 +1,7 @@
 """discard on real guests (QEMU 7.2, the embedded Debian 6.1 guest, the scratch disk's file opened with
 discard=unmap): the healthy guest passes on virtio-scsi and virtio-blk with every range's bytes at the
-host's file and its blocks given back, and ``--inject discard-off`` fails it on both while limits and
-data-integrity pass."""
+host's file and its blocks given back, fstrim's too, and its write-zeroes taken as such by the host;
+``--inject discard-off`` fails it on both, the fstrim part with it, while limits and data-integrity pass."""
 
 from __future__ import annotations
 
@@ -25,6 +25,16 @@ def test_the_healthy_guest_passes_with_every_byte_at_the_host(run_suite) -> None
             assert int(props[f"{name}_allocated_after_bytes"]) <= 8192, props
         assert props["beyond_max_host_requests"] == "8", props
     assert scsi["aligned_device_bytes"] == "1048576" and blk["aligned_device_bytes"] == "0"  # 7.2's virtio-blk
+    for props in (scsi, blk):
+        # fstrim: all the filesystem's free space, the deleted file's 8 MiB among it, and those 8 MiB given back
+        trimmed = int(props["fstrim_guest_trimmed_bytes"])
+        assert props["fstrim_guest_ok"] == "1" and int(props["fstrim_host_bytes"]) == trimmed >= 8 << 20, props
+        drop = int(props["fstrim_allocated_before_bytes"]) - int(props["fstrim_allocated_after_bytes"])
+        assert 8 << 20 <= drop <= (8 << 20) + 8192, props
+        # write-zeroes: advertised by both, one 1 MiB write-zeroes at the host, the range reads back as zeroes
+        assert props["zeroes_advertised"] == "1" and props["zeroes_guest_zeroed"] == "1", props
+        assert (props["zeroes_host_zero_bytes"], props["zeroes_host_data_bytes"]) == ("1048576", "0"), props
+        assert props["zeroes_guest_nonzero_bytes"] == "0", props
     assert run.left_behind == []
 
 
@@ -38,6 +48,10 @@ def test_discard_off_fails_it_and_nothing_else(run_suite) -> None:  # type: igno
         text = SuiteRun.failure_text(run.cases()[case])
         assert "the guest's discard_max_bytes is 0: the guest passes no discard on" in text, text
         assert "blame: guest configuration" in text, text
+        assert "fstrim failed (fstrim: FITRIM: Operation not supported) although the device advertises discard" \
+            in text, text
         props = SuiteRun.props(run.cases()[case])
         assert props["aligned_host_requests"] == "0" and props["aligned_allocated_after_bytes"] == "1048576", props
+        assert (props["fstrim_guest_ok"], props["fstrim_host_bytes"]) == ("0", "0"), props
+        assert props["zeroes_guest_zeroed"] == "1", props  # write-zeroes does not depend on discard_max_bytes
     assert run.left_behind == []

@@ -1,6 +1,7 @@
 """resize on real guests (QEMU 7.2's block_resize through libvirt's monitor, the embedded Debian 6.1
 guest): the healthy guest sees the scratch disk grow and shrink back on virtio-scsi and virtio-blk,
-told by its driver's own notice, and fio running through both resizes sees no error."""
+told by its driver's own notice, fio running through both resizes sees no error, and ext4 over the
+disk grows online into the new space."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ def test_the_healthy_guest_sees_the_disk_grow_and_shrink_back(run_suite) -> None
         assert props["shrink_guest_bytes"] == props["grow_host_from_bytes"] == props["shrink_host_to_bytes"], props
         assert float(props["grow_guest_seen_s"]) <= float(props["resize_bound_s"]), props
         assert props["fio_errors"] == "0", props
+        # ext4 grown online: resize2fs to the disk's new size, statfs larger by the grow less ext4's overhead
+        assert props["fs_grow_ok"] == "1" and props["fs_grow_resize2fs_bytes"] == str(grown), props
+        assert 0.95 * (64 << 20) <= int(props["fs_grow_after_bytes"]) - int(props["fs_grow_before_bytes"]) <= 64 << 20
+        assert float(props["fs_grow_s"]) > 0, props
     assert "config-change" in blk["grow_mechanism"] or "capacity change" in blk["grow_mechanism"], blk
     assert "sd" in scsi["grow_mechanism"] or "Capacity data" in scsi["grow_mechanism"], scsi
     assert run.left_behind == []
@@ -36,4 +41,5 @@ def test_virtio_scsi_without_its_parameter_change_event_fails_it(run_suite) -> N
     # sd met the unit attention and re-read nothing; the shrink back leaves the guest at the suite's size
     assert props["grow_mechanism"].startswith("a SCSI unit attention 2a/09 only"), props
     assert props["shrink_guest_bytes"] == props["grow_host_from_bytes"], props
+    assert "online filesystem grow not tried: the guest never saw the disk grow" in props["notes"], props
     assert run.left_behind == []
