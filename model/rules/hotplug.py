@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model.blame import Blame
-from model.rules.figures import Pair, pair_figure
+from model.rules.figures import PRESENCE_LEVELS, Change, Figure, Marker, Pair, StepSeries, TimelineFigure, pair_figure
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
@@ -164,7 +164,71 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
                          f"{gone.guest_s:.2f} s, the host's configuration dropped it after {gone.host_s:.2f} s")
     if run.surprise is not None:
         hint = _judge_surprise(run.surprise, run.gone_bound_s, lines, problems, props, pairs) or hint
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, pair_figure(*pairs), hint)
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props,
+                       (*pair_figure(*pairs), *hotplug_figures(run)), hint)
+
+
+def hotplug_figures(run: HotplugRun) -> tuple[Figure, ...]:
+    """The disk's presence on each side over time: the add and the idle removal on one clock
+    (:func:`presence_timeline`), the surprise removal on its own (:func:`surprise_timeline`): the suite
+    does not time the second add, so the two share no clock."""
+    first = presence_timeline(run)
+    return (first,) if run.surprise is None else (first, surprise_timeline(run.surprise, run.gone_bound_s))
+
+
+def presence_timeline(run: HotplugRun) -> TimelineFigure:
+    """The add and the idle removal on the suite's clock from the host's add request: the host shows the
+    disk from its request's return (``attach_host_s``), the guest from its answer (``seen_s``). The remove
+    request follows that answer at once; the guest drops the disk its own wait after the request returned
+    (``detach_host_s + guest_s``), the host's configuration ``host_s`` after the request. A side that kept
+    the disk keeps it to the end of the wait for it, the bound."""
+    host = [Change(0.0, 0.0), Change(run.attach_host_s, 1.0)]
+    guest = [Change(0.0, 0.0)]
+    markers = [Marker("host: add request returned", run.attach_host_s)]
+    seen, gone = run.seen, run.gone
+    if seen is None:
+        end = run.attach_host_s + run.seen_bound_s
+        markers.append(Marker("guest's wait ended at the bound", end))
+    else:
+        guest.append(Change(seen.seen_s, 1.0))
+        end = seen.seen_s
+        if gone is not None:
+            removed = seen.seen_s
+            markers.append(Marker("host: remove request", removed))
+            waited = removed + gone.detach_host_s
+            if gone.guest_s is not None:
+                guest.append(Change(waited + gone.guest_s, 0.0))
+            if gone.host_s is not None:
+                host.append(Change(removed + gone.host_s, 0.0))
+            end = max(waited + (run.gone_bound_s if gone.guest_s is None else gone.guest_s),
+                      removed + (run.gone_bound_s if gone.host_s is None else gone.host_s))
+    return TimelineFigure(f"{run.controller}: the added disk present on each side", "s from the host's add request",
+                          (StepSeries("host: disk present", "host", tuple(host)),
+                           StepSeries("guest: disk present", "guest", tuple(guest))),
+                          end, tuple(markers), levels=PRESENCE_LEVELS,
+                          note=("The guest's times reach the suite over SSH (the round trip is in them); the guest's "
+                                "drop is its own wait from the remove request's return, and the host's configuration "
+                                "is read every 0.1 s once the guest's wait ended."))
+
+
+def surprise_timeline(s: Surprise, gone_bound_s: float) -> TimelineFigure:
+    """The surprise removal on the suite's clock from the host's remove request, fio reading the disk:
+    when fio ended (or the bound, where it did not), when the host's configuration dropped the disk
+    (``host_gone_s``), and the guest's drop, its own wait (``guest_gone_s``) after fio's end: the wait
+    began only then, so the guest is drawn dropping the disk no earlier than that."""
+    fio_end = s.fio_bound_s if s.fio_s is None else s.fio_s
+    markers = [Marker("fio ended" if s.fio_s is not None else "fio still reading at the bound", fio_end)]
+    host = [Change(0.0, 1.0)] + ([] if s.host_gone_s is None else [Change(s.host_gone_s, 0.0)])
+    guest = [Change(0.0, 1.0)] + ([] if s.guest_gone_s is None else [Change(fio_end + s.guest_gone_s, 0.0)])
+    end = max(fio_end + (gone_bound_s if s.guest_gone_s is None else s.guest_gone_s),
+              s.fio_bound_s + gone_bound_s if s.host_gone_s is None else s.host_gone_s)
+    return TimelineFigure(f"surprise removal of {s.device} under fio: present on each side",
+                          "s from the host's remove request", (StepSeries("host: disk present", "host", tuple(host)),
+                                                               StepSeries("guest: disk present", "guest", tuple(guest))),
+                          end, tuple(markers), levels=PRESENCE_LEVELS,
+                          note=("The guest's wait for the disk to go began after fio ended (or was stopped) and the "
+                                "guest answered over SSH: its drop is drawn that wait after fio's end, the round trips "
+                                "not counted. The second add is not timed: this removal has its own clock."))
 
 
 def _judge_surprise(s: Surprise, gone_bound_s: float, lines: list[str], problems: list[str],
