@@ -80,6 +80,23 @@ def disk_instances(devices: Sequence[vim.vm.device.VirtualDevice]) -> dict[str, 
             if isinstance(d, vim.vm.device.VirtualDisk) and d.controllerKey in buses}
 
 
+def controller_units(controller: vim.vm.device.VirtualController) -> tuple[int, ...]:
+    """The unit numbers a disk can take on ``controller`` (SCSI: 0-15 but 7; NVMe: 0-14)."""
+    return NVME_UNITS if _family(controller) == "nvme" else SCSI_UNITS
+
+
+def instance_name(controller: vim.vm.device.VirtualController, unit: int) -> str:
+    """The perf instance name of unit ``unit`` on ``controller`` ("scsi1:2")."""
+    return f"{_family(controller)}{controller.busNumber}:{unit}"
+
+
+def wwn_of(disk: vim.vm.device.VirtualDisk) -> str:
+    """The disk's UUID as lower-case hex without dashes: what the guest sees as its WWN (with
+    ``disk.EnableUUID``), the way the guest finds a vSphere disk (vSphere sets no serial). "" without one."""
+    uuid = getattr(disk.backing, "uuid", None) or ""
+    return str(uuid).replace("-", "").lower()
+
+
 @dataclass(frozen=True)
 class PlannedDisk:
     """Where a requested disk goes: its temporary controller key, and its perf instance ("scsi1:0")."""

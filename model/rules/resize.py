@@ -121,6 +121,8 @@ class ResizeRun:
     steps: tuple[ResizeStep, ...]
     fio_errors: int
     fio_said: str = ""
+    #: why the host did not shrink the disk back (the hypervisor's refusal: vSphere only grows a disk), or ""
+    not_shrunk: str = ""
 
 
 def _step_problems(step: ResizeStep, bound: Bound) -> list[str]:
@@ -152,6 +154,8 @@ def judge_resize(run: ResizeRun, bound: Bound) -> RuleVerdict:
                   f"{s.name}_mechanism": s.mechanism or "none"}
         if s.guest_seen_s is not None:
             props[f"{s.name}_guest_seen_s"] = round(s.guest_seen_s, 3)
+    if run.not_shrunk:
+        lines.append(f"shrink: not done ({run.not_shrunk}); the disk keeps its grown size for the rest of the run")
     lines.append(f"fio through the resizes: {run.fio_errors} error(s)")
     if run.fio_errors:
         problems.append(f"fio saw {run.fio_errors} error(s) while the host resized the disk (expected 0): "
