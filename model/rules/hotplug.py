@@ -148,16 +148,9 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
         notes.append("the removal was not judged: the guest never showed the disk")
     else:
         props["detach_host_s"] = round(gone.detach_host_s, 2)
-        if gone.guest_s is None:
-            problems.append(f"the guest still shows {seen.device if seen else 'the disk'} {run.gone_bound_s:g} s after "
-                            "the host removed it: it did not release the device")
+        if _judge_gone("", seen.device if seen else "the disk", gone.guest_s, gone.host_s, run.gone_bound_s,
+                       problems, props, (": it did not release the device", "its request to remove it")):
             hint = Blame("guest driver", "the guest kept a disk the host removed")
-        else:
-            props["gone_guest_s"] = round(gone.guest_s, 2)
-        if gone.host_s is None:
-            problems.append(f"the host still shows the disk {run.gone_bound_s:g} s after its request to remove it")
-        else:
-            props["gone_host_s"] = round(gone.host_s, 2)
         if gone.guest_s is not None and gone.host_s is not None:
             pairs.append(Pair("gone (guest) / gone (host)", round(gone.guest_s, 2), round(gone.host_s, 2), "s"))
             lines.append(f"the host removed it (request {gone.detach_host_s:.2f} s): the guest let it go after "
@@ -231,6 +224,25 @@ def surprise_timeline(s: Surprise, gone_bound_s: float) -> TimelineFigure:
                                 "not counted. The second add is not timed: this removal has its own clock."))
 
 
+def _judge_gone(step: str, device: str, guest_s: float | None, host_s: float | None, bound_s: float,
+                problems: list[str], props: dict[str, Number], wording: tuple[str, str]) -> bool:
+    """The disk gone on both sides within ``bound_s`` after a removal (the idle one, ``step`` "", or
+    the surprise one): a problem per side that still shows it, the seconds of each side that let it
+    go. ``wording``: what follows the guest's problem, and what the host's bound counts from.
+    True if the guest kept it."""
+    prefix = f"{step} removal: " if step else ""
+    key = f"{step}_" if step else ""
+    if guest_s is None:
+        problems.append(f"{prefix}the guest still shows {device} {bound_s:g} s after the host removed it{wording[0]}")
+    else:
+        props[f"{key}gone_guest_s"] = round(guest_s, 2)
+    if host_s is None:
+        problems.append(f"{prefix}the host still shows the disk {bound_s:g} s after {wording[1]}")
+    else:
+        props[f"{key}gone_host_s"] = round(host_s, 2)
+    return guest_s is None
+
+
 def _judge_surprise(s: Surprise, gone_bound_s: float, lines: list[str], problems: list[str],
                     props: dict[str, Number], pairs: list[Pair]) -> Blame | None:
     hint = None
@@ -260,14 +272,7 @@ def _judge_surprise(s: Surprise, gone_bound_s: float, lines: list[str], problems
             hint = Blame("guest driver", f"reads of a removed disk ({s.device}) reported no error")
     if not s.responsive:
         problems.append("surprise removal: the guest did not answer over SSH after the removal")
-    if s.guest_gone_s is None:
-        problems.append(f"surprise removal: the guest still shows {s.device} {gone_bound_s:g} s after the host removed it")
-    else:
-        props["surprise_gone_guest_s"] = round(s.guest_gone_s, 2)
-    if s.host_gone_s is None:
-        problems.append(f"surprise removal: the host still shows the disk {gone_bound_s:g} s after removing it")
-    else:
-        props["surprise_gone_host_s"] = round(s.host_gone_s, 2)
+    _judge_gone("surprise", s.device, s.guest_gone_s, s.host_gone_s, gone_bound_s, problems, props, ("", "removing it"))
     if s.fio_s is not None and s.host_gone_s is not None:
         pairs.append(Pair("surprise: fio ended (guest) / gone (host)", round(s.fio_s, 2), round(s.host_gone_s, 2), "s"))
     return hint
