@@ -48,6 +48,10 @@ CONTROLLERS: dict[str, ControllerKind] = {k.name: k for k in (
 )}
 
 
+#: Every VMDK's limits as vSphere configures them (configured_limits says why).
+VMDK_LIMITS = ConfiguredLimits(queue_depth=None, physical_block_bytes=512, optimal_io_bytes=0, queues=1)
+
+
 def configured_limits(spec: DiskSpec) -> ConfiguredLimits:
     """What vSphere configures for a disk, whatever the spec asked for.
 
@@ -57,7 +61,7 @@ def configured_limits(spec: DiskSpec) -> ConfiguredLimits:
     optimal I/O size, so the spec's values are not applied: the disk is 512-byte sectors with no
     optimal size, and ``queues`` is 1.
     """
-    return ConfiguredLimits(queue_depth=None, physical_block_bytes=512, optimal_io_bytes=0, queues=1)
+    return VMDK_LIMITS
 
 
 def _controllers(devices: Sequence[vim.vm.device.VirtualDevice]) -> list[vim.vm.device.VirtualController]:

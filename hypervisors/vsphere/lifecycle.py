@@ -38,8 +38,16 @@ from pyVmomi import vim, vmodl
 
 from hypervisors.base import HostResize, HotplugUnavailable, ResizeUnavailable
 from hypervisors.cleanup import CleanupStack
-from hypervisors.vsphere.controllers import KIB, controller_units, disk_instances, instance_name, wwn_of
+from hypervisors.vsphere.controllers import (
+    KIB,
+    VMDK_LIMITS,
+    controller_units,
+    disk_instances,
+    instance_name,
+    wwn_of,
+)
 from hypervisors.vsphere.vcenter import TaskFailed, VCenter, devices, fault_text
+from model.device_limits import ConfiguredLimits
 from model.errors import HypervisorError
 from model.types import AttachedDisk
 
@@ -192,6 +200,10 @@ class VSphereHotplugDisk:
     @property
     def size_bytes(self) -> int:
         return self._size_bytes
+
+    @property
+    def configured(self) -> ConfiguredLimits:
+        return VMDK_LIMITS
 
     def _devices(self, what: str) -> list[vim.vm.device.VirtualDevice]:
         with vcenter_call(self.vm_name, what):

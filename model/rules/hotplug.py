@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from model.blame import Blame
+from model.blame import LIMIT_KEYS, Blame
 from model.rules.figures import PRESENCE_LEVELS, Change, Figure, Marker, Pair, StepSeries, TimelineFigure, pair_figure
+from model.rules.limits import LimitComparison
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
@@ -36,6 +37,8 @@ METRICS: Metrics = (
     (r"surprise_fio_exit_status", MetricSpec("", PARAM)),
     (r"surprise_fio_reads", MetricSpec("requests", PARAM)),
     (r"surprise_fio_read_bytes", MetricSpec("bytes", PARAM)),
+    # the limits rule's comparison on the added disk, as text (model/rules/limits.py)
+    (r"added_(" + "|".join(LIMIT_KEYS) + ")_(guest|configured)", MetricSpec("", PARAM)),
 )
 #: Nothing the rule records is a noisy measured quantity it compares: no minimum effect to measure.
 MIN_EFFECTS: Mapping[str, float] = {}
@@ -60,6 +63,9 @@ class Seen:
     size_bytes: int
     guest_s: float  # the guest's own wait, from its first look to the disk (its clock)
     seen_s: float  # from the host's request to the guest's answer (the suite's clock)
+    #: the limits rule's comparison on the added disk: each limit the host configured against the
+    #: guest's view of it when it appeared (empty: not read)
+    limits: tuple[LimitComparison, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,6 +145,13 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
         if seen.seen_s > run.seen_bound_s:
             problems.append(f"the guest showed {seen.device} {seen.seen_s:.2f} s after the host added it, past the "
                             f"bound of {run.seen_bound_s:g} s")
+        for c in seen.limits:
+            props[f"added_{c.key}_guest"] = str(c.guest)
+            if c.compared:
+                props[f"added_{c.key}_configured"] = str(c.configured)
+            if not c.matches:
+                problems.append(f"the added disk {seen.device}: {c.limit}: the host configured {c.configured}, the "
+                                f"guest sees {c.guest} (the limits rule's comparison)")
         if seen.size_bytes != run.configured_size_bytes:
             problems.append(f"the guest shows {seen.device} with {seen.size_bytes} bytes, the host configured "
                             f"{run.configured_size_bytes}")
