@@ -111,7 +111,7 @@ def test_the_added_disks_limits_are_the_limits_rules_comparison() -> None:
     assert v.problems == () and v.properties["added_physical_block_size_guest"] == "4096"
     assert v.properties["added_physical_block_size_configured"] == "4096"
     other = added_view(512)
-    seen = dataclasses.replace(BLK.seen, limits=tuple(compare_limits(ADDED_CONFIGURED, other)))  # type: ignore[arg-type]
+    seen = dataclasses.replace(BLK.seen, limits=tuple(compare_limits(ADDED_CONFIGURED, other)))  # type: ignore[type-var]
     v = judge_hotplug(dataclasses.replace(BLK, seen=seen))
     assert len(v.problems) == 1 and "the added disk vdc: physical block size: the host configured 4096, the guest " \
         "sees 512" in v.problems[0], v.problems
