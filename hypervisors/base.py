@@ -21,6 +21,7 @@ from typing import ClassVar, Protocol, Self
 
 from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
+from model.device_limits import ConfiguredLimits
 from model.errors import HypervisorError
 from model.injection import InjectedRange
 from model.parse.backend_writes import BackendWrite
@@ -251,6 +252,12 @@ class HotplugDisk(Protocol):
 
     @property
     def size_bytes(self) -> int: ...
+
+    @property
+    def configured(self) -> ConfiguredLimits:
+        """The limits the host configures for the added disk: what the guest must see (the limits
+        rule's comparison, reused)."""
+        ...
 
     def attach(self) -> None: ...
 

@@ -24,7 +24,17 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import assert_never
 
-from model.rules.figures import Buckets, DepthFigure, Figure, HistogramFigure, PairFigure
+from model.rules.figures import (
+    Buckets,
+    DepthFigure,
+    Figure,
+    HistogramFigure,
+    PairFigure,
+    RangeFigure,
+    RangeLane,
+    TimelineFigure,
+    size_text,
+)
 
 BACKGROUND = "#ffffff"
 TEXT = "#000000"
@@ -90,6 +100,8 @@ def chart_title(figure: Figure) -> str:
             return "; ".join(p.label for p in figure.pairs)
         case HistogramFigure():
             return f"{figure.label}: host and guest histograms"
+        case RangeFigure() | TimelineFigure():
+            return figure.title
         case _:
             assert_never(figure)
 
@@ -112,8 +124,39 @@ def chart_summary(figure: Figure) -> str:
                      else "fio submitted depth not recorded")
             clat = ", ".join(f"{k} {_num(v)} us" for k, v in figure.guest_clat_us) or "not recorded"
             return f"{host} Guest: {depth}; completion latency {clat}."
+        case RangeFigure():
+            if figure.empty:
+                return f"{NOTHING_TO_DRAW}: {figure.note or 'no range'}."
+            return " ".join([*(_lane_text(lane) for lane in figure.lanes), figure.note]).strip()
+        case TimelineFigure():
+            if figure.empty:
+                return f"{NOTHING_TO_DRAW}: {figure.note or 'no series'}."
+            series = " ".join(f"{s.label}: " + ", ".join(
+                f"{figure.value_text(c.value)} {'at' if k == 0 else 'from'} {seconds(c.t_s)} s"
+                for k, c in enumerate(s.changes)) + "." for s in figure.series if s.changes)
+            marks = ("; ".join(f"{m.label} at {seconds(m.t_s)} s" for m in figure.markers) + ".") if figure.markers else ""
+            return " ".join(x for x in (f"Time in {figure.clock}, to {seconds(figure.end_s)} s.", series,
+                                        f"Marked: {marks}" if marks else "", figure.note) if x)
         case _:
             assert_never(figure)
+
+
+#: What a range or timeline chart without data says, drawn and in words.
+NOTHING_TO_DRAW = "Nothing to draw"
+
+
+def seconds(t_s: float) -> str:
+    """A time to the millisecond, without trailing zeros: 0.004, 0.112, 6.07, 5."""
+    return f"{t_s:.3f}".rstrip("0").rstrip(".") or "0"
+
+
+def _lane_text(lane: RangeLane) -> str:
+    """One lane in words: each range's size, and where it is when the lane knows."""
+    if not lane.ranges:
+        return f"{lane.label}: none."
+    parts = [f"{r.label} {size_text(r.length_bytes)}" + (f" at {size_text(r.offset_bytes)}" if lane.placed else "")
+             + (f" ({r.note})" if r.note else "") for r in lane.ranges]
+    return f"{lane.label}{'' if lane.placed else ' (amounts)'}: {'; '.join(parts)}."
 
 
 def _row_stories(rows: Sequence[str], columns: Sequence[str],

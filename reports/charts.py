@@ -11,6 +11,11 @@ backend: no display needed.
 - :func:`histogram_svg`: one window as vscsiStats shows it, the host's histograms of outstanding
   I/Os, request length and latency beside the guest's own view (fio's submitted depth and its
   completion latency percentiles).
+- :func:`range_svg`: byte ranges of a disk in lanes, the guest's over the host's (discard): each range
+  has its own hatch in every lane, so a reader matches a range across lanes without colour; a lane of
+  amounts (a counter, an allocation total) draws each amount from its range's start, with a dashed edge.
+- :func:`timeline_svg`: step series on one clock, one row per series (host: solid line and squares;
+  guest: dashed line and circles), each event a dotted vertical line named in the legend.
 - :func:`verdict_grid_svg` and :func:`series_svg`: the trend page (reports/trend.py), each run whose
   fingerprint changed marked by a dashed line before its column (:data:`CHANGE_LABEL` in the
   legend, and said in the chart's description).
@@ -35,7 +40,15 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from model.rules.figures import Buckets, DepthFigure, HistogramFigure, PairFigure
+from model.rules.figures import (
+    Buckets,
+    DepthFigure,
+    HistogramFigure,
+    PairFigure,
+    RangeFigure,
+    Side,
+    TimelineFigure,
+)
 from reports.a11y import (
     ABSENT,
     BACKGROUND,
@@ -47,6 +60,7 @@ from reports.a11y import (
     chart_summary,
     chart_title,
     grid_summary,
+    seconds,
     series_summary,
 )
 
@@ -147,6 +161,95 @@ def histogram_svg(figure: HistogramFigure) -> str:
     _bars(axes[4], figure.guest_clat_us, GUEST, "guest: completion latency", "us")
     fig.suptitle(f"{figure.label}" + (f" (host: {figure.source})" if figure.source else
                                        f" (host: {figure.host_missing})"), fontsize=8, x=0.01, ha="left")
+    fig.tight_layout()
+    return to_svg(fig, chart_title(figure), chart_summary(figure))
+
+
+SIDE_COLORS: dict[Side, str] = {"guest": GUEST, "host": HOST}
+#: Each range's hatch, in the order the ranges come: the same range has the same hatch in every lane.
+RANGE_HATCHES = ("//", "..", "xx", "\\\\", "++", "oo")
+#: The timelines' series, told apart without colour: the host solid with squares, the guest dashed with circles.
+SIDE_LINES: dict[Side, tuple[str, str]] = {"host": ("-", "s"), "guest": ("--", "o")}
+#: The timelines' events, one line style each (in the legend with their names and times).
+MARKER_STYLES = (":", "-.", (0, (1, 3)), (0, (5, 2, 1, 2, 1, 2)))
+MIB = 1 << 20
+
+
+def nothing_svg(title: str, desc: str) -> str:
+    """A chart without data: a short figure that says so in words (``desc``, which starts with
+    NOTHING_TO_DRAW), not an empty space."""
+    fig, ax = plt.subplots(figsize=(6.4, 0.5))
+    ax.axis("off")
+    ax.text(0.0, 0.5, desc, ha="left", va="center", transform=ax.transAxes, fontsize=9, wrap=True)
+    return to_svg(fig, title, desc)
+
+
+def range_svg(figure: RangeFigure) -> str:
+    """Each lane a row, top to bottom as the figure lists them; the x axis the disk's offset in MiB. A range
+    the guest asked for and did not get is an outline; an amount of nothing is written "none"."""
+    if figure.empty:
+        return nothing_svg(chart_title(figure), chart_summary(figure))
+    names = list(dict.fromkeys(r.label for lane in figure.lanes for r in lane.ranges))
+    hatch = {name: RANGE_HATCHES[i % len(RANGE_HATCHES)] for i, name in enumerate(names)}
+    n = len(figure.lanes)
+    fig, ax = plt.subplots(figsize=(6.4, 0.62 * n + 0.9))
+    for row, lane in enumerate(figure.lanes):
+        y = n - 1 - row
+        color = SIDE_COLORS[lane.side]
+        for r in lane.ranges:
+            left, width = r.offset_bytes / MIB, r.length_bytes / MIB
+            text = r.label + (f": {r.note}" if r.note else "")
+            if r.length_bytes <= 0:
+                ax.text(left, y, f"{r.label}: none" + (f" ({r.note})" if r.note else ""), ha="left", va="center", fontsize=6.5)
+                continue
+            ax.barh(y, width, left=left, height=0.5, color=BACKGROUND if r.failed else color, hatch=hatch[r.label],
+                    edgecolor=color if r.failed else TEXT, linewidth=1.2 if r.failed else 0.6,
+                    linestyle="-" if lane.placed else "--")
+            ax.text(left + width / 2, y + 0.3, text, ha="center", va="bottom", fontsize=6.5)
+    ax.set_yticks(range(n), [lane.label + ("" if lane.placed else "\n(amount, from\nthe range's start)")
+                             for lane in reversed(figure.lanes)], fontsize=7)
+    ends = [r.end_bytes / MIB for lane in figure.lanes for r in lane.ranges]
+    starts = [r.offset_bytes / MIB for lane in figure.lanes for r in lane.ranges]
+    pad = (max(ends) - min(starts)) * 0.04 or 0.5
+    ax.set_xlim(min(starts) - pad, max(ends) + pad)
+    ax.set_ylim(-0.5, n - 0.2)
+    ax.set_xlabel("offset on the disk (MiB)", fontsize=7)
+    ax.tick_params(axis="x", labelsize=7)
+    fig.tight_layout()
+    return to_svg(fig, chart_title(figure), chart_summary(figure))
+
+
+def timeline_svg(figure: TimelineFigure) -> str:
+    """One row per series over the figure's clock, from 0 to ``end_s`` (a little past it, so a last change
+    shows); the values as their level's word or in MiB; each event a vertical line across the rows."""
+    series = [s for s in figure.series if s.changes]
+    if not series:
+        return nothing_svg(chart_title(figure), chart_summary(figure))
+    right = max(figure.end_s, *(c.t_s for s in series for c in s.changes), *(m.t_s for m in figure.markers)) * 1.08
+    right = right or 1.0
+    values = sorted({c.value for s in series for c in s.changes})  # one scale in every row: the rows compare
+    pad = (values[-1] - values[0]) * 0.25 or max(abs(values[-1]) * 0.1, 0.5)
+    fig, axes = plt.subplots(len(series), 1, figsize=(6.4, 0.85 * len(series) + 1.1), sharex=True, squeeze=False)
+    for ax, s in zip(axes[:, 0], series, strict=True):
+        style, marker = SIDE_LINES[s.side]
+        xs = [c.t_s for c in s.changes] + [right]
+        ys = [c.value for c in s.changes] + [s.changes[-1].value]
+        ax.plot(xs, ys, drawstyle="steps-post", color=SIDE_COLORS[s.side], ls=style, lw=1.6)
+        ax.plot(xs[:-1], ys[:-1], ls="none", marker=marker, ms=4, color=SIDE_COLORS[s.side])
+        ax.set_yticks(values, [figure.value_text(v) for v in values], fontsize=7)
+        ax.set_ylim(values[0] - pad, values[-1] + pad)
+        ax.set_title(s.label, fontsize=8, loc="left")
+        for k, m in enumerate(figure.markers):
+            ax.axvline(m.t_s, color=TEXT, lw=0.9, ls=MARKER_STYLES[k % len(MARKER_STYLES)])
+    bottom = axes[-1, 0]
+    bottom.set_xlim(0, right)
+    bottom.set_xlabel(figure.clock, fontsize=7)
+    bottom.tick_params(axis="x", labelsize=7)
+    if figure.markers:
+        handles = [Line2D([], [], color=TEXT, lw=0.9, ls=MARKER_STYLES[k % len(MARKER_STYLES)],
+                          label=f"{m.label} ({seconds(m.t_s)} s)") for k, m in enumerate(figure.markers)]
+        axes[0, 0].legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.15), fontsize=7, frameon=False,
+                          ncols=2)
     fig.tight_layout()
     return to_svg(fig, chart_title(figure), chart_summary(figure))
 

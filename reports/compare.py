@@ -187,15 +187,19 @@ class Comparison:
 def compare_runs(store: Store, a: StoredRun, b: StoredRun, flaky_window: int = FLAKY_WINDOW,
                  min_effect: float | None = None, alpha: float = ALPHA) -> Comparison:
     """Run ``b`` against the baseline ``a``; StoreError if ``a`` is incomplete (an interrupted run
-    is never a baseline). ``min_effect`` None: each metric's measured minimum effect
+    is never a baseline) or ``b`` reached no verdict (nothing to compare). ``min_effect`` None: each metric's measured minimum effect
     (model.across.moves.MIN_EFFECTS); a number: that one for every metric."""
     if not a.complete:
         raise StoreError(f"run {a.id} is incomplete (interrupted): it is never used as a baseline; "
                          f"compare against a complete run")
+    b_verdicts = store.verdicts(b.id)
+    if not any(outcome in ("passed", "failed") for outcome in b_verdicts.values()):
+        raise StoreError(f"run {b.id} reached no verdict (each rule an error, a skip or not run): there is "
+                         "nothing to compare; its own results say why" + (f" ({b.source})" if b.source else ""))
     history = [store.verdicts(r.id) for r in store.last_runs(b, flaky_window, b)]
     if not b.complete:  # b is not among the complete runs last_runs gives: its verdicts come last
-        history.append(store.verdicts(b.id))
-    return Comparison(a, b, verdict_flips(store.verdicts(a.id), store.verdicts(b.id)), flaky(history), len(history),
+        history.append(b_verdicts)
+    return Comparison(a, b, verdict_flips(store.verdicts(a.id), b_verdicts), flaky(history), len(history),
                       moved_metrics(store.series(a.id), store.series(b.id), MIN_EFFECT if min_effect is None else min_effect,
                                     MIN_EFFECTS if min_effect is None else {}, alpha=alpha),
                       *differences(a.fingerprint, b.fingerprint), min_effect, alpha, blames(store, b.id))
@@ -401,10 +405,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.junit is not None:
                 _not_inside_a_run(args.junit, (a, b))
             c = compare_runs(store, a, b, window, args.min_effect, args.alpha)
-            if not any(outcome in ("passed", "failed") for outcome in store.verdicts(b.id).values()):
-                raise StoreError(f"run {b.id} reached no verdict (each rule an error, a skip or not run): there is "
-                                 "nothing to compare; its own results say why"
-                                 + (f" ({b.source})" if b.source else ""))
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -7,7 +7,9 @@ layer held (aqu-sz) and what the host saw. A healthy guest has three similar bar
 TCQ signature is a tall guest bar over a host bar of about 1. Beside it, each measured window as
 vscsiStats shows it: the host's histograms (outstanding I/Os at issue, I/O length, latency) next
 to the guest's own view. The other rules draw labelled pairs, the expected or guest side against
-the host side. A failed verdict names the layer at fault (its ``blame`` column and the line over
+the host side; the lifecycle rules their two sides over the disk's bytes (discard: the ranges the
+guest discarded over what the host counted and freed) or over time (resize: the size each side
+showed; hotplug: the disk present on each side). A failed verdict names the layer at fault (its ``blame`` column and the line over
 its section: model/blame.py). matplotlib draws them (reports/charts.py) as inline SVG: no JavaScript, no external
 files. The header names what was measured: QEMU, machine, accelerator, libvirt, host kernel (or
 vCenter and ESXi), image and guest kernel.
@@ -25,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import assert_never
 
-from model.rules.figures import DepthFigure, Figure, HistogramFigure, PairFigure
+from model.rules.figures import DepthFigure, Figure, HistogramFigure, PairFigure, RangeFigure, TimelineFigure
 from reports.a11y import OUTCOME_FILLS, TEXT, badge, badge_css, chart_summary, counts_text
 from reports.per_test import Record, RunStatus, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
@@ -44,6 +46,10 @@ def chart(figure: Figure) -> str:
             return charts.pair_svg(figure)
         case HistogramFigure():
             return charts.histogram_svg(figure)
+        case RangeFigure():
+            return charts.range_svg(figure)
+        case TimelineFigure():
+            return charts.timeline_svg(figure)
         case _:
             assert_never(figure)
 

@@ -20,6 +20,7 @@ import pytest
 from fixtures.options import SuiteOptions
 from guest.tools.fio import Fio, FioJob, FioOutput
 from guest.tools.hotplug import HotplugWatch, off_setting
+from guest.tools.sysfs import Sysfs
 from guest.tools.system import WorkDir
 from hypervisors.base import HotplugDisk, HotplugUnavailable
 from measure.disk import GuestDisk
@@ -37,6 +38,7 @@ from model.rules.hotplug import (
     Surprise,
     judge_hotplug,
 )
+from model.rules.limits import compare_limits
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
@@ -107,8 +109,12 @@ def _add_and_remove(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, reco
     hot.attach()
     attach_s = time.monotonic() - t0
     sighting = watch.wait_for(hot.serial, SEEN_BOUND_S)
-    seen = None if sighting is None else Seen(sighting.name, sighting.size_bytes, sighting.guest_s,
-                                              time.monotonic() - t0)
+    seen = None
+    if sighting is not None:
+        seen_s = time.monotonic() - t0
+        # the limits rule's comparison on the added disk: the guest's view as the driver set it at probe
+        limits = tuple(compare_limits(hot.configured, disk.tool(Sysfs).limits(sighting.name)))
+        seen = Seen(sighting.name, sighting.size_bytes, sighting.guest_s, seen_s, limits)
     gone = None
     if sighting is not None:
         t1 = time.monotonic()

@@ -19,6 +19,7 @@ import libvirt
 from hypervisors.base import HotplugUnavailable
 from hypervisors.libvirt.controllers import CONTROLLERS, device_id, file_disk_xml, layout
 from hypervisors.libvirt.hostfiles import HostFiles
+from model.device_limits import ConfiguredLimits
 from model.errors import HypervisorError
 from model.types import DiskSpec
 
@@ -32,9 +33,11 @@ HOTPLUG_SIZE_BYTES = 64 << 20
 
 
 def hotplug_spec(beside: DiskSpec) -> DiskSpec:
-    """The disk the rule adds on the controller of ``beside``."""
+    """The disk the rule adds on the controller of ``beside``, with its block sizes and queues: on
+    virtio-scsi the queues are the HBA's, which the added disk shares (a guest shows a disk added to a
+    2-queue HBA with 2 hardware queues), and on virtio-blk the disk's own, set alike."""
     return DiskSpec(beside.controller, index=HOTPLUG_INDEX, backing="file", size_bytes=HOTPLUG_SIZE_BYTES,
-                    physical_block_bytes=beside.physical_block_bytes, role="hotplug")
+                    physical_block_bytes=beside.physical_block_bytes, queues=beside.queues, role="hotplug")
 
 
 def hotplug_xml(guest_disks: Sequence[DiskSpec], spec: DiskSpec, path: PurePath) -> str:
@@ -74,6 +77,10 @@ class LibvirtHotplugDisk:
     @property
     def size_bytes(self) -> int:
         return self.spec.size_bytes
+
+    @property
+    def configured(self) -> ConfiguredLimits:
+        return CONTROLLERS[self.spec.controller].configured(self.spec)
 
     def attach(self) -> None:
         self.files.create_disk(self.path, self.spec.size_bytes)

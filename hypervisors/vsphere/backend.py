@@ -58,7 +58,9 @@ from hypervisors.vsphere.controllers import (
     configured_limits,
     disk_instances,
     plan_devices,
+    wwn_of,
 )
+from hypervisors.vsphere.lifecycle import VSphereHotplugDisk, VSphereResizer, hotplug_beside
 from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
 from hypervisors.vsphere.tracer import VscsiStatsTracer
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
@@ -284,6 +286,19 @@ class VSphereBackend(HypervisorBackend):
         """The VM's device config of the disk (hypervisors.vsphere.controllers.advertised_of)."""
         return advertised_of(devices(self.vm_of(guest)), disk.host_ref)
 
+    def resizer(self, guest: Guest, disk: AttachedDisk) -> VSphereResizer:
+        """Grows ``disk`` with ``ReconfigVM_Task`` (hypervisors.vsphere.lifecycle); it refuses to shrink it."""
+        clone = self.clone_of(guest)
+        resizer = VSphereResizer(self.vc, clone.vm, clone.name, disk.host_ref)
+        resizer.size_bytes()  # a disk the VM no longer has fails here, before the rule starts its I/O
+        return resizer
+
+    def hotplug_disk(self, guest: Guest, beside: AttachedDisk) -> VSphereHotplugDisk:
+        """A new thin disk on the controller of ``beside`` (hypervisors.vsphere.lifecycle); its serial is its
+        UUID, which the guest sees as its WWN."""
+        clone = self.clone_of(guest)
+        return hotplug_beside(self.vc, clone.vm, clone.name, beside, self.cleanup)
+
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> VscsiStatsTracer:
         """vscsiStats for the measured window: over SSH when the config gives ESXi SSH keys, else the service."""
         via = "ssh" if (self.config.esxi_key_path or self.config.esxi_host_key) else "service"
@@ -365,6 +380,5 @@ def _disk_wwns(vm: vim.VirtualMachine, planned: list[PlannedDisk]) -> dict[str, 
         disk = attached.get(p.instance)
         if disk is None:
             raise HypervisorError(f"{vm.name}: disk {p.instance} is missing after the reconfigure")
-        uuid = getattr(disk.backing, "uuid", None) or ""
-        out[p.instance] = uuid.replace("-", "").lower()
+        out[p.instance] = wwn_of(disk)
     return out

@@ -48,6 +48,10 @@ CONTROLLERS: dict[str, ControllerKind] = {k.name: k for k in (
 )}
 
 
+#: Every VMDK's limits as vSphere configures them (configured_limits says why).
+VMDK_LIMITS = ConfiguredLimits(queue_depth=None, physical_block_bytes=512, optimal_io_bytes=0, queues=1)
+
+
 def configured_limits(spec: DiskSpec) -> ConfiguredLimits:
     """What vSphere configures for a disk, whatever the spec asked for.
 
@@ -57,7 +61,7 @@ def configured_limits(spec: DiskSpec) -> ConfiguredLimits:
     optimal I/O size, so the spec's values are not applied: the disk is 512-byte sectors with no
     optimal size, and ``queues`` is 1.
     """
-    return ConfiguredLimits(queue_depth=None, physical_block_bytes=512, optimal_io_bytes=0, queues=1)
+    return VMDK_LIMITS
 
 
 def _controllers(devices: Sequence[vim.vm.device.VirtualDevice]) -> list[vim.vm.device.VirtualController]:
@@ -78,6 +82,23 @@ def disk_instances(devices: Sequence[vim.vm.device.VirtualDevice]) -> dict[str, 
     buses = {d.key: f"{_family(d)}{d.busNumber}" for d in _controllers(devices)}
     return {f"{buses[d.controllerKey]}:{d.unitNumber}": d for d in devices
             if isinstance(d, vim.vm.device.VirtualDisk) and d.controllerKey in buses}
+
+
+def controller_units(controller: vim.vm.device.VirtualController) -> tuple[int, ...]:
+    """The unit numbers a disk can take on ``controller`` (SCSI: 0-15 but 7; NVMe: 0-14)."""
+    return NVME_UNITS if _family(controller) == "nvme" else SCSI_UNITS
+
+
+def instance_name(controller: vim.vm.device.VirtualController, unit: int) -> str:
+    """The perf instance name of unit ``unit`` on ``controller`` ("scsi1:2")."""
+    return f"{_family(controller)}{controller.busNumber}:{unit}"
+
+
+def wwn_of(disk: vim.vm.device.VirtualDisk) -> str:
+    """The disk's UUID as lower-case hex without dashes: what the guest sees as its WWN (with
+    ``disk.EnableUUID``), the way the guest finds a vSphere disk (vSphere sets no serial). "" without one."""
+    uuid = getattr(disk.backing, "uuid", None) or ""
+    return str(uuid).replace("-", "").lower()
 
 
 @dataclass(frozen=True)

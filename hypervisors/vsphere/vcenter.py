@@ -28,6 +28,14 @@ T = TypeVar("T", bound=vim.ManagedEntity)
 LISTED_NAMES = 10
 
 
+class TaskFailed(HypervisorError):
+    """A vCenter task ended in error; ``fault`` is vCenter's fault (its type says what kind of refusal)."""
+
+    def __init__(self, message: str, fault: vmodl.MethodFault | None) -> None:
+        super().__init__(message)
+        self.fault = fault
+
+
 class VCenter:
     """One logged-in session: ``content`` is the ServiceContent, look-ups search the whole inventory."""
 
@@ -105,7 +113,7 @@ class VCenter:
                 return info.result
             if info.state == vim.TaskInfo.State.error:
                 reason = fault_text(info.error) if info.error is not None else "unknown error"
-                raise HypervisorError(f"{what} failed: {reason}")
+                raise TaskFailed(f"{what} failed: {reason}", info.error)
             if time.monotonic() > deadline:
                 raise HypervisorError(f"{what} did not finish within {limit:.0f} s (task {task._moId})")
             time.sleep(0.2)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from model.rules.figures import ByteRange, RangeFigure, RangeLane
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
@@ -215,7 +216,45 @@ def judge_discard(limits: DiscardLimits, ranges: Sequence[RangeSeen], where: str
     if zeroes is not None:
         z_lines, z_problems, z_notes, z_props = _zeroes_part(limits, zeroes, disk)
         lines, problems, notes, props = lines + z_lines, problems + z_problems, notes + z_notes, props | z_props
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props)
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props,
+                       (range_figure(limits, ranges, where),))
+
+
+def range_figure(limits: DiscardLimits, ranges: Sequence[RangeSeen], where: str) -> RangeFigure:
+    """The ranges as both sides saw them, in lanes: where the guest discarded (a range it refused is
+    drawn as an outline), how many bytes the host's discard counters grew by over each range, and
+    (where read) how much of each range's allocation the backing store freed; the device's own count
+    too, where the hypervisor counts it apart from the file's. The host's lanes are amounts, drawn
+    from each range's start: the counters and the allocation say how much, not where."""
+    guest = tuple(ByteRange(s.range.name, s.range.offset_bytes, s.range.length_bytes,
+                            "refused" if s.guest_error else "", failed=bool(s.guest_error)) for s in ranges)
+    lanes = [RangeLane("guest: discarded", "guest", guest),
+             RangeLane("host: discards counted", "host", tuple(
+                 ByteRange(s.range.name, s.range.offset_bytes, s.host_bytes, _requests(s.host_requests))
+                 for s in ranges), placed=False)]
+    device = tuple(ByteRange(s.range.name, s.range.offset_bytes, n_bytes, _requests(n))
+                   for s, n, n_bytes in ((s, s.device_requests, s.device_bytes) for s in ranges)
+                   if n is not None and n_bytes is not None)
+    if device:
+        lanes.append(RangeLane("host: device counted", "host", device, placed=False))
+    read = [(s, s.allocated_before_bytes, s.allocated_after_bytes) for s in ranges]
+    freed = tuple(ByteRange(s.range.name, s.range.offset_bytes, max(before - after, 0), f"{after} bytes kept")
+                  for s, before, after in read if before is not None and after is not None)
+    if freed:
+        lanes.append(RangeLane("host: allocation freed", "host", freed, placed=False))
+    if not ranges:
+        note = ("no range was discarded: the device does not advertise discard" if not limits.advertised
+                else "no range was discarded")
+    else:
+        note = (f"The host's lanes are amounts ({where}: its discard counters over each range"
+                f"{' and its allocation in the range' if freed else ''}), each drawn from its range's start: "
+                f"they say how much, not where. Up to {edge_bytes(limits)} bytes may be missing at a range's "
+                "ends (its partial granules).")
+    return RangeFigure(f"discarded ranges: guest and host ({len(ranges)} range(s))", tuple(lanes), note)
+
+
+def _requests(n: int) -> str:
+    return f"{n} request{'s' if n != 1 else ''}"
 
 
 MIB = 1024 * 1024

@@ -8,7 +8,12 @@ break a picture. Three kinds:
 - :class:`PairFigure`, the other rules' picture: labelled pairs a reader compares, the
   expected or guest side against the host side (or two like figures, such as two queues);
 - :class:`HistogramFigure`, one measured window as vscsiStats shows it (:func:`histogram_figure`),
-  which the queue-depth and io-size suites add to their verdicts.
+  which the queue-depth and io-size suites add to their verdicts;
+- :class:`RangeFigure`, byte ranges of a disk in lanes, one lane per side: what the guest discarded,
+  beside what the host counted and freed (the discard rule's ``range_figure``);
+- :class:`TimelineFigure`, step series over seconds on one clock, one per side, with marked events: a
+  disk's size as the host and the guest reported it (resize), a device present or gone on each side
+  (hotplug). Each rule builds its own from its run data (``resize_figures``, ``hotplug_figures``).
 
 Example::
 
@@ -18,6 +23,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from model.parse.fio_json import FioJob
 from model.parse.histogram import HistogramKind
@@ -77,7 +83,121 @@ class HistogramFigure:
     host_missing: str = ""
 
 
-Figure = DepthFigure | PairFigure | HistogramFigure
+#: Which side a lane or a series shows: the report draws the guest in blue, the host in vermillion.
+Side = Literal["guest", "host"]
+
+
+@dataclass(frozen=True)
+class ByteRange:
+    """A range of a disk's bytes, ``[offset_bytes, offset_bytes + length_bytes)``. ``note`` says more
+    in a few words ("2 requests"); ``failed``: asked for and not done (the report draws its outline only)."""
+
+    label: str
+    offset_bytes: int
+    length_bytes: int
+    note: str = ""
+    failed: bool = False
+
+    @property
+    def end_bytes(self) -> int:
+        return self.offset_bytes + self.length_bytes
+
+
+@dataclass(frozen=True)
+class RangeLane:
+    """One side's ranges. ``placed`` False: the side knows how much, not where (a counter, an allocation
+    total); each amount is drawn from the start of the range it belongs to, and said so."""
+
+    label: str
+    side: Side
+    ranges: tuple[ByteRange, ...]
+    placed: bool = True
+
+
+@dataclass(frozen=True)
+class RangeFigure:
+    """Byte ranges on one axis, one lane per side, top to bottom; ``note``: what a reader should know
+    of where the figures come from (or why there is nothing to draw)."""
+
+    title: str
+    lanes: tuple[RangeLane, ...]
+    note: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return not any(lane.ranges for lane in self.lanes)
+
+
+@dataclass(frozen=True)
+class Change:
+    """From ``t_s`` on (seconds on the figure's clock), a series has ``value``, until its next change."""
+
+    t_s: float
+    value: float
+
+
+@dataclass(frozen=True)
+class StepSeries:
+    """One side's value over time: its changes in time order, the first its value at the start."""
+
+    label: str
+    side: Side
+    changes: tuple[Change, ...]
+
+
+@dataclass(frozen=True)
+class Marker:
+    """An event on the figure's clock: a request, the end of a wait."""
+
+    label: str
+    t_s: float
+
+
+#: The levels of a presence series (a device shown or not): 0 and 1, in words.
+PRESENCE_LEVELS: tuple[tuple[float, str], ...] = ((0.0, "absent"), (1.0, "present"))
+
+
+@dataclass(frozen=True)
+class TimelineFigure:
+    """Step series on one clock, ``clock`` saying where its zero is ("s from the host's grow request").
+    The values are in ``unit`` ("bytes"), or named by ``levels`` (value, word) where they are states.
+    The axis runs from 0 to ``end_s``; ``note``: how the times were taken, and what was not measured."""
+
+    title: str
+    clock: str
+    series: tuple[StepSeries, ...]
+    end_s: float
+    markers: tuple[Marker, ...] = ()
+    unit: str = ""
+    levels: tuple[tuple[float, str], ...] = ()
+    note: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return not any(s.changes for s in self.series)
+
+    def value_text(self, value: float) -> str:
+        """A value in words: its level's name, or the number in the figure's unit (bytes as MiB)."""
+        for level, word in self.levels:
+            if level == value:
+                return word
+        return size_text(int(value)) if self.unit == "bytes" else f"{value:g}{' ' + self.unit if self.unit else ''}"
+
+
+def size_text(n_bytes: int) -> str:
+    """A size in bytes, exactly, as a reader takes it in: ``1140850688`` -> "1088 MiB",
+    ``1051136`` -> "1 MiB + 2560 bytes", ``4096`` -> "4 KiB", ``1536`` -> "1536 bytes"."""
+    if n_bytes < 0:
+        return "-" + size_text(-n_bytes)
+    mib, rest = divmod(n_bytes, 1 << 20)
+    if mib and not rest:
+        return f"{mib} MiB"
+    if mib:
+        return f"{mib} MiB + {rest} bytes"
+    return f"{n_bytes >> 10} KiB" if n_bytes and not n_bytes % 1024 else f"{n_bytes} bytes"
+
+
+Figure = DepthFigure | PairFigure | HistogramFigure | RangeFigure | TimelineFigure
 
 
 def histogram_figure(label: str, job: FioJob, host_trace: HostTrace | None,

@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from model.blame import Blame
-from model.rules.figures import Pair, pair_figure
+from model.blame import LIMIT_KEYS, Blame
+from model.rules.figures import PRESENCE_LEVELS, Change, Figure, Marker, Pair, StepSeries, TimelineFigure, pair_figure
+from model.rules.limits import LimitComparison
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
@@ -36,6 +37,8 @@ METRICS: Metrics = (
     (r"surprise_fio_exit_status", MetricSpec("", PARAM)),
     (r"surprise_fio_reads", MetricSpec("requests", PARAM)),
     (r"surprise_fio_read_bytes", MetricSpec("bytes", PARAM)),
+    # the limits rule's comparison on the added disk, as text (model/rules/limits.py)
+    (r"added_(" + "|".join(LIMIT_KEYS) + ")_(guest|configured)", MetricSpec("", PARAM)),
 )
 #: Nothing the rule records is a noisy measured quantity it compares: no minimum effect to measure.
 MIN_EFFECTS: Mapping[str, float] = {}
@@ -60,6 +63,9 @@ class Seen:
     size_bytes: int
     guest_s: float  # the guest's own wait, from its first look to the disk (its clock)
     seen_s: float  # from the host's request to the guest's answer (the suite's clock)
+    #: the limits rule's comparison on the added disk: each limit the host configured against the
+    #: guest's view of it when it appeared (empty: not read)
+    limits: tuple[LimitComparison, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,6 +145,13 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
         if seen.seen_s > run.seen_bound_s:
             problems.append(f"the guest showed {seen.device} {seen.seen_s:.2f} s after the host added it, past the "
                             f"bound of {run.seen_bound_s:g} s")
+        for c in seen.limits:
+            props[f"added_{c.key}_guest"] = str(c.guest)
+            if c.compared:
+                props[f"added_{c.key}_configured"] = str(c.configured)
+            if not c.matches:
+                problems.append(f"the added disk {seen.device}: {c.limit}: the host configured {c.configured}, the "
+                                f"guest sees {c.guest} (the limits rule's comparison)")
         if seen.size_bytes != run.configured_size_bytes:
             problems.append(f"the guest shows {seen.device} with {seen.size_bytes} bytes, the host configured "
                             f"{run.configured_size_bytes}")
@@ -148,23 +161,99 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
         notes.append("the removal was not judged: the guest never showed the disk")
     else:
         props["detach_host_s"] = round(gone.detach_host_s, 2)
-        if gone.guest_s is None:
-            problems.append(f"the guest still shows {seen.device if seen else 'the disk'} {run.gone_bound_s:g} s after "
-                            "the host removed it: it did not release the device")
+        if _judge_gone("", seen.device if seen else "the disk", gone.guest_s, gone.host_s, run.gone_bound_s,
+                       problems, props, (": it did not release the device", "its request to remove it")):
             hint = Blame("guest driver", "the guest kept a disk the host removed")
-        else:
-            props["gone_guest_s"] = round(gone.guest_s, 2)
-        if gone.host_s is None:
-            problems.append(f"the host still shows the disk {run.gone_bound_s:g} s after its request to remove it")
-        else:
-            props["gone_host_s"] = round(gone.host_s, 2)
         if gone.guest_s is not None and gone.host_s is not None:
             pairs.append(Pair("gone (guest) / gone (host)", round(gone.guest_s, 2), round(gone.host_s, 2), "s"))
             lines.append(f"the host removed it (request {gone.detach_host_s:.2f} s): the guest let it go after "
                          f"{gone.guest_s:.2f} s, the host's configuration dropped it after {gone.host_s:.2f} s")
     if run.surprise is not None:
         hint = _judge_surprise(run.surprise, run.gone_bound_s, lines, problems, props, pairs) or hint
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, pair_figure(*pairs), hint)
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props,
+                       (*pair_figure(*pairs), *hotplug_figures(run)), hint)
+
+
+def hotplug_figures(run: HotplugRun) -> tuple[Figure, ...]:
+    """The disk's presence on each side over time: the add and the idle removal on one clock
+    (:func:`presence_timeline`), the surprise removal on its own (:func:`surprise_timeline`): the suite
+    does not time the second add, so the two share no clock."""
+    first = presence_timeline(run)
+    return (first,) if run.surprise is None else (first, surprise_timeline(run.surprise, run.gone_bound_s))
+
+
+def presence_timeline(run: HotplugRun) -> TimelineFigure:
+    """The add and the idle removal on the suite's clock from the host's add request: the host shows the
+    disk from its request's return (``attach_host_s``), the guest from its answer (``seen_s``). The remove
+    request follows that answer at once; the guest drops the disk its own wait after the request returned
+    (``detach_host_s + guest_s``), the host's configuration ``host_s`` after the request. A side that kept
+    the disk keeps it to the end of the wait for it, the bound."""
+    host = [Change(0.0, 0.0), Change(run.attach_host_s, 1.0)]
+    guest = [Change(0.0, 0.0)]
+    markers = [Marker("host: add request returned", run.attach_host_s)]
+    seen, gone = run.seen, run.gone
+    if seen is None:
+        end = run.attach_host_s + run.seen_bound_s
+        markers.append(Marker("guest's wait ended at the bound", end))
+    else:
+        guest.append(Change(seen.seen_s, 1.0))
+        end = seen.seen_s
+        if gone is not None:
+            removed = seen.seen_s
+            markers.append(Marker("host: remove request", removed))
+            waited = removed + gone.detach_host_s
+            if gone.guest_s is not None:
+                guest.append(Change(waited + gone.guest_s, 0.0))
+            if gone.host_s is not None:
+                host.append(Change(removed + gone.host_s, 0.0))
+            end = max(waited + (run.gone_bound_s if gone.guest_s is None else gone.guest_s),
+                      removed + (run.gone_bound_s if gone.host_s is None else gone.host_s))
+    return TimelineFigure(f"{run.controller}: the added disk present on each side", "s from the host's add request",
+                          (StepSeries("host: disk present", "host", tuple(host)),
+                           StepSeries("guest: disk present", "guest", tuple(guest))),
+                          end, tuple(markers), levels=PRESENCE_LEVELS,
+                          note=("The guest's times reach the suite over SSH (the round trip is in them); the guest's "
+                                "drop is its own wait from the remove request's return, and the host's configuration "
+                                "is read every 0.1 s once the guest's wait ended."))
+
+
+def surprise_timeline(s: Surprise, gone_bound_s: float) -> TimelineFigure:
+    """The surprise removal on the suite's clock from the host's remove request, fio reading the disk:
+    when fio ended (or the bound, where it did not), when the host's configuration dropped the disk
+    (``host_gone_s``), and the guest's drop, its own wait (``guest_gone_s``) after fio's end: the wait
+    began only then, so the guest is drawn dropping the disk no earlier than that."""
+    fio_end = s.fio_bound_s if s.fio_s is None else s.fio_s
+    markers = [Marker("fio ended" if s.fio_s is not None else "fio still reading at the bound", fio_end)]
+    host = [Change(0.0, 1.0)] + ([] if s.host_gone_s is None else [Change(s.host_gone_s, 0.0)])
+    guest = [Change(0.0, 1.0)] + ([] if s.guest_gone_s is None else [Change(fio_end + s.guest_gone_s, 0.0)])
+    end = max(fio_end + (gone_bound_s if s.guest_gone_s is None else s.guest_gone_s),
+              s.fio_bound_s + gone_bound_s if s.host_gone_s is None else s.host_gone_s)
+    return TimelineFigure(f"surprise removal of {s.device} under fio: present on each side",
+                          "s from the host's remove request", (StepSeries("host: disk present", "host", tuple(host)),
+                                                               StepSeries("guest: disk present", "guest", tuple(guest))),
+                          end, tuple(markers), levels=PRESENCE_LEVELS,
+                          note=("The guest's wait for the disk to go began after fio ended (or was stopped) and the "
+                                "guest answered over SSH: its drop is drawn that wait after fio's end, the round trips "
+                                "not counted. The second add is not timed: this removal has its own clock."))
+
+
+def _judge_gone(step: str, device: str, guest_s: float | None, host_s: float | None, bound_s: float,
+                problems: list[str], props: dict[str, Number], wording: tuple[str, str]) -> bool:
+    """The disk gone on both sides within ``bound_s`` after a removal (the idle one, ``step`` "", or
+    the surprise one): a problem per side that still shows it, the seconds of each side that let it
+    go. ``wording``: what follows the guest's problem, and what the host's bound counts from.
+    True if the guest kept it."""
+    prefix = f"{step} removal: " if step else ""
+    key = f"{step}_" if step else ""
+    if guest_s is None:
+        problems.append(f"{prefix}the guest still shows {device} {bound_s:g} s after the host removed it{wording[0]}")
+    else:
+        props[f"{key}gone_guest_s"] = round(guest_s, 2)
+    if host_s is None:
+        problems.append(f"{prefix}the host still shows the disk {bound_s:g} s after {wording[1]}")
+    else:
+        props[f"{key}gone_host_s"] = round(host_s, 2)
+    return guest_s is None
 
 
 def _judge_surprise(s: Surprise, gone_bound_s: float, lines: list[str], problems: list[str],
@@ -196,14 +285,7 @@ def _judge_surprise(s: Surprise, gone_bound_s: float, lines: list[str], problems
             hint = Blame("guest driver", f"reads of a removed disk ({s.device}) reported no error")
     if not s.responsive:
         problems.append("surprise removal: the guest did not answer over SSH after the removal")
-    if s.guest_gone_s is None:
-        problems.append(f"surprise removal: the guest still shows {s.device} {gone_bound_s:g} s after the host removed it")
-    else:
-        props["surprise_gone_guest_s"] = round(s.guest_gone_s, 2)
-    if s.host_gone_s is None:
-        problems.append(f"surprise removal: the host still shows the disk {gone_bound_s:g} s after removing it")
-    else:
-        props["surprise_gone_host_s"] = round(s.host_gone_s, 2)
+    _judge_gone("surprise", s.device, s.guest_gone_s, s.host_gone_s, gone_bound_s, problems, props, ("", "removing it"))
     if s.fio_s is not None and s.host_gone_s is not None:
         pairs.append(Pair("surprise: fio ended (guest) / gone (host)", round(s.fio_s, 2), round(s.host_gone_s, 2), "s"))
     return hint

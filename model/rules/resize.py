@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from model.blame import Blame
 from model.parse.filesystem import FsSize
+from model.rules.figures import Change, Figure, Marker, StepSeries, TimelineFigure
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
@@ -156,6 +157,8 @@ class ResizeRun:
     steps: tuple[ResizeStep, ...]
     fio_errors: int
     fio_said: str = ""
+    #: why the host did not shrink the disk back (the hypervisor's refusal: vSphere only grows a disk), or ""
+    not_shrunk: str = ""
     fs: FsGrow | None = None
 
 
@@ -223,6 +226,8 @@ def judge_resize(run: ResizeRun, bound: Bound) -> RuleVerdict:
                   f"{s.name}_mechanism": s.mechanism or "none"}
         if s.guest_seen_s is not None:
             props[f"{s.name}_guest_seen_s"] = round(s.guest_seen_s, 3)
+    if run.not_shrunk:
+        lines.append(f"shrink: not done ({run.not_shrunk}); the disk keeps its grown size for the rest of the run")
     lines.append(f"fio through the resizes: {run.fio_errors} error(s)")
     if run.fio_errors:
         problems.append(f"fio saw {run.fio_errors} error(s) while the host resized the disk (expected 0): "
@@ -234,4 +239,44 @@ def judge_resize(run: ResizeRun, bound: Bound) -> RuleVerdict:
         lines, problems, props = lines + fs_lines, problems + fs_problems, props | fs_props
         if run.fs.not_run:
             notes.append(f"online filesystem grow not tried: {run.fs.not_run}")
-    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, hint=hint)
+    return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, resize_figures(run, bound), hint)
+
+
+def resize_figures(run: ResizeRun, bound: Bound) -> tuple[Figure, ...]:
+    """Each step's sizes over time, host and guest, from the host's request (:func:`step_timeline`); the
+    guest's size before a step is what it showed at the end of the step before (the first: the host's)."""
+    figures: list[Figure] = []
+    before: int | None = None
+    for step in run.steps:
+        figures.append(step_timeline(run.disk, step, step.host_from_bytes if before is None else before, bound))
+        before = step.guest_bytes
+    return tuple(figures)
+
+
+def step_timeline(disk: str, step: ResizeStep, guest_before_bytes: int, bound: Bound) -> TimelineFigure:
+    """One step's sizes on the suite's clock from the host's request: the host's size changes when its call
+    returned (``host_s``), the guest's when it answered that it shows the host's size (``host_s +
+    guest_seen_s``). A guest that did not within the bound keeps its size to the end of its wait, where
+    it shows ``guest_bytes``. The seconds between two steps are not measured: each step has its own figure."""
+    returned = step.host_s
+    host = StepSeries("host size", "host", (Change(0.0, step.host_from_bytes), Change(returned, step.host_to_bytes)))
+    guest = [Change(0.0, guest_before_bytes)]
+    markers = [Marker("host call returned", returned)]
+    if step.guest_seen_s is not None:
+        seen = returned + step.guest_seen_s
+        if step.guest_bytes != guest_before_bytes:
+            guest.append(Change(seen, step.guest_bytes))
+        markers.append(Marker("guest showed the host's size", seen))
+        if step.guest_seen_s > bound.seconds:
+            markers.append(Marker("the bound", returned + bound.seconds))
+        end = seen
+    else:
+        end = returned + bound.seconds
+        if step.guest_bytes != guest_before_bytes:
+            guest.append(Change(end, step.guest_bytes))
+        markers.append(Marker("guest's wait ended at the bound", end))
+    return TimelineFigure(f"{step.name}: {disk}'s size, host and guest", f"s from the host's {step.name} request",
+                          (host, StepSeries("guest size", "guest", tuple(guest))), end, tuple(markers), "bytes",
+                          note=("The host's size changes when its call returned; the guest's time runs from that "
+                                "return to its answer over SSH that it shows the size (an upper bound: the round "
+                                "trip is in it). The time between the steps is not measured."))

@@ -81,8 +81,14 @@ METRICS: Metrics = (
     (r"host_aborts|host_resets|guest_errors|guest_recovery_lines|readonly_mounts", MetricSpec("events", LOWER)),
 )
 
-#: compare's minimum effects: none measured yet (10 % until ``python -m bench.noise`` has run it).
-MIN_EFFECTS: Mapping[str, float] = {}
+#: compare's minimum effects (model/across/moves.py says how each is derived from run-to-run noise):
+#: 11 healthy runs of the default suite on one host (bench.rules --repeats 10). The SSH probes'
+#: slowest answer during the hold follows the host's CPU; the held requests' slowest is the hold
+#: itself (2 s) give or take a few ms. The event counts were 0 in every run: the 2 % floor applies.
+MIN_EFFECTS: Mapping[str, float] = {
+    "hold_probe_rtt_max_ms": 0.770,  # CV 18.14 % / 14.83 %, widest 73.2 % (virtio-blk / virtio-scsi)
+    "guest_max_latency_ms": 0.020,  # CV 0.05 % / 0.08 %, widest 0.2 % (virtio-blk / virtio-scsi)
+}
 
 
 @dataclass(frozen=True)

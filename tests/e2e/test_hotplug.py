@@ -35,6 +35,9 @@ def test_the_healthy_guest_sees_the_disk_come_and_go(run_suite) -> None:  # type
         assert props["guest_size_bytes"] == props["configured_size_bytes"] == str(64 << 20), props
         assert float(props["seen_s"]) < float(props["seen_bound_s"]), props
         assert float(props["gone_host_s"]) < float(props["gone_bound_s"]), props
+        # the limits rule's comparison on the added disk: the guest sees what the host configured
+        assert props["added_physical_block_size_guest"] == props["added_physical_block_size_configured"], props
+        assert props["added_logical_block_size_guest"] == "512", props
     assert run.left_behind == []
     # without --surprise-removal (the default) the add and the idle removal pass on both
     default: SuiteRun = run_suite(*BOTH, "-k", "hotplug")

@@ -25,12 +25,18 @@ import pytest
 from matplotlib import image
 
 from guest.cache import build_lock, cache_dir, use_entry
+from model.rules.discard import judge_discard
 from model.rules.figures import HistogramFigure, buckets
+from model.rules.hotplug import judge_hotplug
+from model.rules.resize import bound_for, judge_resize
 from reports.a11y import GUEST, HOST, OUTCOME_FILLS
 from reports.html import write_html
 from reports.per_test import Record, settle
 from reports.store import Store
 from reports.trend import main as trend_main
+from tests.model.test_discard import SCSI, WHERE, _healthy
+from tests.model.test_hotplug import BLK as HOTPLUG_BLK
+from tests.model.test_resize import _run as resize_run
 from tests.unit.test_compare_recorded import HEALTHY, HEALTHY2
 from tests.unit.test_html import TCQ_OFF_VERDICT
 
@@ -217,7 +223,15 @@ def test_axe_core_finds_no_serious_violation_in_the_report(tmp_path: Path, axe_j
                    Record("n3", "queue-depth", "libvirt:virtio-blk:latency5ms", {}, "skipped", "no SCSI queue_depth",
                           started=True),
                    Record("n4", "io-size", "libvirt:virtio-blk:latency5ms", {"fio_iops": 291.1}, started=True),
-                   Record("n5", "limits", "libvirt:virtio-blk:latency5ms"), interrupted_by="SIGTERM")
+                   Record("n5", "limits", "libvirt:virtio-blk:latency5ms"),
+                   # the lifecycle rules' range and timeline charts, from real runs' numbers
+                   Record("n6", "discard", "libvirt:virtio-scsi:latency5ms", {}, "passed", started=True,
+                          verdict=judge_discard(SCSI, _healthy(SCSI, True), WHERE, "sdb")),
+                   Record("n7", "resize", "libvirt:virtio-blk:latency5ms", {}, "passed", started=True,
+                          verdict=judge_resize(resize_run("virtio_blk", "vdb", 0.108, 0.09), bound_for("virtio_blk"))),
+                   Record("n8", "hotplug", "libvirt:virtio-blk:latency5ms", {}, "passed", started=True,
+                          verdict=judge_hotplug(HOTPLUG_BLK)),
+                   interrupted_by="SIGTERM")
     findings = _axe(page, axe_js)
     assert not _blocking(findings), "\n".join(_blocking(findings))
     # axe-core did check what it is here for: the language, the text contrast, the charts' names

@@ -93,12 +93,12 @@ class Watcher:
 
 
 def test_a_remote_host_runs_the_rules_end_to_end(sshd: SshServer, host_dir: Path, tmp_path: Path) -> None:
-    """queue-depth (with the exact trace), limits and data-integrity (the scratch disk's file read back
-    over SFTP) on virtio-scsi through qemu+ssh; the files are the host's, the fingerprint names the
+    """queue-depth (with the exact trace), limits, data-integrity (the scratch disk's file read back
+    over SFTP) and resize (QMP block_resize through the remote libvirt) on virtio-scsi through qemu+ssh; the files are the host's, the fingerprint names the
     host's kernel, and nothing stays on either side."""
     results = tmp_path / "results"
     proc = start_suite(results, "--libvirt-uri", sshd.uri(), "--host-dir", str(host_dir),
-                       "--controllers", "virtio-scsi", "-k", "queue_depth or limits or data_integrity")
+                       "--controllers", "virtio-scsi", "-k", "queue_depth or limits or data_integrity or resize")
     watcher = Watcher(proc.pid, host_dir)
     try:
         out, _ = proc.communicate(timeout=600)
@@ -117,6 +117,8 @@ def test_a_remote_host_runs_the_rules_end_to_end(sshd: SshServer, host_dir: Path
     # the scratch disk's file, on the host, was read back over SFTP and checked sector by sector
     assert "dut1.img" in watcher.staged and _prop(junit, "host_sectors_checked") == "8192", junit[:2000]
     assert _prop(junit, "host_bad_sectors") == "0" and _prop(junit, "host_guard_sectors_checked") == "4096"
+    # the remote host grew the disk and the guest saw the size it configured
+    assert _prop(junit, "grow_guest_bytes") == _prop(junit, "grow_host_to_bytes") != "", junit[:2000]
     # the console came back to the results
     assert (results / "logs" / "console.log").stat().st_size > 0
     # nothing left: staging directory, domain, QEMU log, local run directory

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from model.device_limits import ConfiguredLimits, GuestLimits
 from model.rules.hotplug import (
     FIO_END_BOUND_S,
     GONE_BOUND_S,
@@ -15,11 +16,25 @@ from model.rules.hotplug import (
     Surprise,
     judge_hotplug,
 )
+from model.rules.limits import compare_limits
 
 SIZE = 64 << 20
+#: What the host configures for the added virtio-blk disk (hypervisors/libvirt/controllers.py's
+#: ``configured`` for the hotplug spec) and the guest's sysfs view of vdc when it appeared.
+ADDED_CONFIGURED = ConfiguredLimits(queue_depth=256, max_transfer_bytes=None, logical_block_bytes=512,
+                                    physical_block_bytes=4096, optimal_io_bytes=65536, write_cache=True,
+                                    discard=True, queues=1)
+
+
+def added_view(physical_block_size: int = 4096) -> GuestLimits:
+    return GuestLimits("vdc", 256, 1280, 2147483647 // 1024, 512, physical_block_size, 65536, "write back",
+                       2147483136, 1, 1, driver="virtio_blk")
+
+
 #: virtio-blk, healthy: attachDeviceFlags 0.02 s, vdc shown 0.33 s after it (the guest's wait 0.23 s),
 #: detachDeviceAlias 0.00 s, the guest's /sys/block/vdc gone at its first look, the host's XML after 0.28 s.
-BLK = HotplugRun("virtio-blk", "vioc-dut90", SIZE, 0.02, Seen("vdc", SIZE, 0.23, 0.33), Gone(0.0, 0.01, 0.28))
+BLK = HotplugRun("virtio-blk", "vioc-dut90", SIZE, 0.02, Seen("vdc", SIZE, 0.23, 0.33, tuple(compare_limits(ADDED_CONFIGURED, added_view()))),
+                 Gone(0.0, 0.01, 0.28))
 #: virtio-scsi under hotplug-off (scsi_mod scan=manual): attach 0.02 s, no disk within the bound.
 SCSI_OFF = HotplugRun("virtio-scsi", "vioc-dut90", SIZE, 0.02, None, None)
 
@@ -87,3 +102,16 @@ def test_surprise_removal_that_hangs_or_leaves_the_guest_mute_fails() -> None:
     assert any("the host still shows the disk" in p for p in v.problems)
     quiet = dataclasses.replace(SCSI_SURPRISE, fio_exit_status=0)
     assert any("reported no error" in p for p in judge_hotplug(dataclasses.replace(BLK, surprise=quiet)).problems)
+
+
+def test_the_added_disks_limits_are_the_limits_rules_comparison() -> None:
+    """The guest's view of the added disk against what the host configured, each limit as the limits rule
+    compares it; a limit the guest sees otherwise fails the rule, one the host leaves open is shown only."""
+    v = judge_hotplug(BLK)  # its limits as the guest saw them, all as configured
+    assert v.problems == () and v.properties["added_physical_block_size_guest"] == "4096"
+    assert v.properties["added_physical_block_size_configured"] == "4096"
+    other = added_view(512)
+    seen = dataclasses.replace(BLK.seen, limits=tuple(compare_limits(ADDED_CONFIGURED, other)))  # type: ignore[type-var]
+    v = judge_hotplug(dataclasses.replace(BLK, seen=seen))
+    assert len(v.problems) == 1 and "the added disk vdc: physical block size: the host configured 4096, the guest " \
+        "sees 512" in v.problems[0], v.problems

@@ -71,6 +71,22 @@ def test_an_unmeasured_driver_gets_the_default_bound_and_says_so() -> None:
     assert dataclasses.replace(_run("sd", "sdb", 0.1, 0.1), steps=()).steps == ()
 
 
+def test_a_host_that_cannot_shrink_leaves_a_grow_only_run_that_passes_and_says_the_disk_stays_grown() -> None:
+    """vSphere only grows a disk: the suite's shrink back is refused, the grow is what is judged."""
+    grown = dataclasses.replace(_run("sd", "sdb", 0.2, None, log=SCSI_GROW_LOG), not_shrunk=(
+        "vSphere cannot shrink a virtual disk: disk scsi1:1 of VM vioconform-x-g is 1140850688 bytes and 1073741824 "
+        "were asked; it only grows one"))
+    grown = dataclasses.replace(grown, steps=grown.steps[:1])
+    v = judge_resize(grown, bound_for("sd"))
+    assert v.passed, v.explain()
+    assert ("shrink: not done (vSphere cannot shrink a virtual disk: disk scsi1:1 of VM vioconform-x-g is 1140850688 "
+            "bytes and 1073741824 were asked; it only grows one); the disk keeps its grown size for the rest of the run"
+            ) in v.lines
+    assert "shrink_host_to_bytes" not in v.properties and v.properties["grow_host_to_bytes"] == GIB + GROW_BYTES
+    # a run that shrank says nothing of it
+    assert not any("not done" in line for line in judge_resize(_run("sd", "sdb", 0.2, 0.1), bound_for("sd")).lines)
+
+
 #: statfs of ext4 over the 1 GiB disk, and after resize2fs grew it into the disk's 64 MiB more
 BEFORE = FsSize(4096, 249195, 249189, 231986)
 AFTER = FsSize(4096, 265065, 265059, 248212)
