@@ -1,8 +1,8 @@
 """The writes QEMU's block backends took, from its ``blk_co_pwritev`` trace event: which were write-zeroes.
 
 QEMU 7.2 counts a device's write-zeroes as writes in ``query-blockstats`` (``wr_operations``,
-``wr_bytes``: virtio-blk, scsi-disk's WRITE SAME and NVMe's Write Zeroes alike account them as
-BLOCK_ACCT_WRITE), and its file node counts none: only the trace tells them apart. Every write a
+``wr_bytes``: virtio-blk and scsi-disk's WRITE SAME account them as BLOCK_ACCT_WRITE; NVMe's Write
+Zeroes adds no bytes, measured), and its file node counts none: only the trace tells them apart. Every write a
 device hands its block backend passes ``blk_co_do_pwritev_part``, which traces
 ``blk_co_pwritev blk %p bs %p offset %ld bytes %ld flags 0x%x``; a write-zeroes
 (``blk_aio_pwrite_zeroes``) carries ``BDRV_REQ_ZERO_WRITE`` in its flags, a write of data does not.
