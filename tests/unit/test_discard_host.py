@@ -15,8 +15,10 @@ from tests.libvirt_python import REASON
 pytest.importorskip("libvirt", reason=REASON)
 
 from hypervisors.libvirt.controllers import disk_devices
-from hypervisors.libvirt.discard import allocated_in, punch_hole_problem
+from hypervisors.libvirt.discard import BackendWriteTrace, allocated_in, punch_hole_problem
+from hypervisors.libvirt.trace import LocalLog
 from model.disks import suite_disks
+from model.parse.backend_writes import BackendWrite
 
 
 def test_every_file_backed_disk_gives_discarded_space_back(tmp_path: Path) -> None:
@@ -44,3 +46,37 @@ def test_allocation_is_read_with_seek_data_and_a_punched_hole_gives_it_back(tmp_
     assert allocated_in(f, 0, 1 << 20) == 128 * 1024
     assert allocated_in(f, 96 * 1024, 16 * 1024) == 16 * 1024
     assert allocated_in(f, 512 * 1024, 4096) == 0
+
+
+class _Monitor:
+    """A domain's monitor that appends to its trace log what QEMU would while ``blk_co_pwritev`` is on."""
+
+    domain, device = "vioconform-7", "ua-vioc-dut03"
+
+    def __init__(self, log: Path, lines: str) -> None:
+        self.log, self.lines = log, lines
+        self.sent: list[dict[str, object]] = []
+
+    def execute(self, command: dict[str, object]) -> dict[str, object]:
+        self.sent.append(command)
+        args = command.get("arguments")
+        if isinstance(args, dict) and args.get("enable"):
+            with open(self.log, "a") as f:
+                f.write(self.lines)
+        return {"return": {}}
+
+
+def test_the_write_trace_reads_only_its_windows_lines_and_switches_the_event_off(tmp_path: Path) -> None:
+    """The log's lines from before the window are not read; the event is off after stop (and after abort)."""
+    log = tmp_path / "qemu-trace.log"
+    log.write_text("1@1.000001:blk_co_pwritev blk 0x1 bs 0x2 offset 0 bytes 4096 flags 0x0\n")  # an earlier window
+    monitor = _Monitor(log, "1@2.000001:blk_co_pwritev blk 0x1 bs 0x2 offset 545259520 bytes 1048576 flags 0x2\n")
+    trace = BackendWriteTrace(monitor, log, LocalLog())  # type: ignore[arg-type]
+    trace.start()
+    assert trace.stop() == (BackendWrite(545259520, 1 << 20, 0x2),)
+    assert [c["arguments"] for c in monitor.sent] == [{"name": "blk_co_pwritev", "enable": True},
+                                                      {"name": "blk_co_pwritev", "enable": False}]
+    trace.start()
+    trace.abort()
+    trace.abort()  # off already: nothing sent
+    assert len(monitor.sent) == 4 and monitor.sent[-1]["arguments"] == {"name": "blk_co_pwritev", "enable": False}
