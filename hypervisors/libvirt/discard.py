@@ -154,6 +154,11 @@ class QmpDiscardObserver:
         return parse_qmp_blockstats(self.qmp.execute({"execute": "query-blockstats"}), self.qmp.device, 0).wr_bytes
 
     def write_trace(self) -> BackendWriteTrace | None:
+        """None where the domain has no trace log, or its QEMU cannot deliver the event (built without
+        the log trace backend: the event's state is "unavailable")."""
         if self.trace_log is None or self.log_files is None:
+            return None
+        states = self.qmp.execute({"execute": "trace-event-get-state", "arguments": {"name": EVENT}}).get("return")
+        if not isinstance(states, list) or not states or any(s.get("state") == "unavailable" for s in states):
             return None
         return BackendWriteTrace(self.qmp, self.trace_log, self.log_files)

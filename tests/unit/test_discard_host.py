@@ -15,7 +15,8 @@ from tests.libvirt_python import REASON
 pytest.importorskip("libvirt", reason=REASON)
 
 from hypervisors.libvirt.controllers import disk_devices
-from hypervisors.libvirt.discard import BackendWriteTrace, allocated_in, punch_hole_problem
+from hypervisors.libvirt.discard import BackendWriteTrace, QmpDiscardObserver, allocated_in, punch_hole_problem
+from hypervisors.libvirt.hostfiles import LocalFiles
 from hypervisors.libvirt.trace import LocalLog
 from model.disks import suite_disks
 from model.parse.backend_writes import BackendWrite
@@ -59,6 +60,8 @@ class _Monitor:
 
     def execute(self, command: dict[str, object]) -> dict[str, object]:
         self.sent.append(command)
+        if command["execute"] == "trace-event-get-state":
+            return {"return": [{"name": "blk_co_pwritev", "state": "disabled" if self.lines else "unavailable"}]}
         args = command.get("arguments")
         if isinstance(args, dict) and args.get("enable"):
             with open(self.log, "a") as f:
@@ -80,3 +83,15 @@ def test_the_write_trace_reads_only_its_windows_lines_and_switches_the_event_off
     trace.abort()
     trace.abort()  # off already: nothing sent
     assert len(monitor.sent) == 4 and monitor.sent[-1]["arguments"] == {"name": "blk_co_pwritev", "enable": False}
+
+
+def test_a_qemu_that_cannot_deliver_the_event_has_no_write_trace(tmp_path: Path) -> None:
+    """QEMU built without the log trace backend: the rule then notes that the host cannot tell zeroes from writes."""
+    log = tmp_path / "qemu-trace.log"
+    disk = tmp_path / "dut3.img"
+    disk.write_bytes(b"")
+    observer = QmpDiscardObserver(_Monitor(log, ""), LocalFiles(), disk, log, LocalLog())  # type: ignore[arg-type]
+    assert observer.write_trace() is None
+    delivering = QmpDiscardObserver(_Monitor(log, "x"), LocalFiles(), disk, log, LocalLog())  # type: ignore[arg-type]
+    assert isinstance(delivering.write_trace(), BackendWriteTrace)
+    assert QmpDiscardObserver(_Monitor(log, "x"), LocalFiles(), disk).write_trace() is None  # type: ignore[arg-type]
