@@ -18,14 +18,12 @@ import errno
 import logging
 import os
 import tempfile
-import time
 from pathlib import Path, PurePath
 
 from hypervisors.base import DiscardUnavailable
 from hypervisors.libvirt.hostfiles import HostFiles, LocalFiles
 from hypervisors.libvirt.qmp import DomainQmp
-from hypervisors.libvirt.trace import LogFiles
-from model.errors import HypervisorError
+from hypervisors.libvirt.trace import EventLogWindow, LogFiles
 from model.parse.backend_writes import EVENT, BackendWrite, parse_backend_writes
 from model.parse.blockstats import HostUnmapCounters, parse_qmp_blockstats, parse_qmp_unmap
 
@@ -87,41 +85,16 @@ def allocated_in(path: PurePath, offset_bytes: int, length_bytes: int) -> int:
     return total
 
 
-class BackendWriteTrace:
+class BackendWriteTrace(EventLogWindow):
     """``hypervisors.base.WriteTrace`` through QEMU's ``blk_co_pwritev`` trace event
     (model/parse/backend_writes.py), switched on for the window only, read back from the domain's trace
     log (``log_path``, where ``files`` finds it: the ``-D`` file of a domain the suite starts)."""
 
     def __init__(self, qmp: DomainQmp, log_path: PurePath, files: LogFiles) -> None:
-        self.qmp, self.log_path, self.files = qmp, log_path, files
-        self._offset = 0
-        self._on = False
-
-    def _set(self, enable: bool) -> None:
-        reply = self.qmp.execute({"execute": "trace-event-set-state", "arguments": {"name": EVENT, "enable": enable}})
-        if "error" in reply:
-            raise HypervisorError(f"QMP trace-event-set-state {EVENT} on {self.qmp.domain} failed: {reply['error']}")
-
-    def start(self) -> None:
-        self._offset = self.files.size(self.log_path)
-        self._on = True
-        self._set(True)
+        super().__init__(qmp, (EVENT,), log_path, files)
 
     def stop(self) -> tuple[BackendWrite, ...]:
-        self._set(False)
-        self._on = False
-        time.sleep(0.05)  # the last lines are written by QEMU's I/O thread
-        text = self.files.read(self.log_path, self._offset).decode(errors="replace")
-        return tuple(parse_backend_writes(text, str(self.log_path)))
-
-    def abort(self) -> None:
-        if self._on:
-            try:
-                self._set(False)
-            except HypervisorError as e:
-                log.warning("could not switch %s off: %s", EVENT, e)
-            finally:
-                self._on = False
+        return tuple(parse_backend_writes(self.stop_text(), str(self.log_path)))
 
 
 class QmpDiscardObserver:

@@ -22,13 +22,12 @@ held request completes, holding the big lock: the guest's vCPUs and the monitor 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
 from hypervisors.libvirt.qmp import DomainQmp
-from hypervisors.libvirt.trace import LogFiles
+from hypervisors.libvirt.trace import EventLogWindow, LogFiles
 from model.errors import HypervisorError
 from model.parse.blockstats import HostBlockCounters
 from model.parse.stall_evidence import HostEvent, parse_recovery_events
@@ -129,47 +128,16 @@ class ThrottleHold:
         self._destroy()
 
 
-class TraceRecoveryWatch:
+class TraceRecoveryWatch(EventLogWindow):
     """Switches a controller's abort and reset events (:data:`RECOVERY_EVENTS`) on for a window and
     reads them back from the domain's trace log (``log_path``, where ``files`` finds it)."""
 
     def __init__(self, channel: DomainQmp, controller: str, log_path: PurePath, files: LogFiles) -> None:
-        self.channel = channel
-        self.events = RECOVERY_EVENTS.get(controller, ())
-        self.log_path = log_path
-        self.files = files
-        self._offset = 0
-        self._on = False
+        super().__init__(channel, RECOVERY_EVENTS.get(controller, ()), log_path, files)
 
     @property
     def watched(self) -> str:
         return f"QEMU trace events {', '.join(self.events)}" if self.events else "no QEMU event known for it"
 
-    def _set(self, enable: bool) -> None:
-        for event in self.events:
-            reply = self.channel.execute({"execute": "trace-event-set-state",
-                                          "arguments": {"name": event, "enable": enable}})
-            if _error(reply):
-                raise HypervisorError(f"QMP trace-event-set-state {event} on {self.channel.domain} failed: "
-                                      f"{_error(reply)}")
-
-    def start(self) -> None:
-        self._offset = self.files.size(self.log_path)
-        self._on = True
-        self._set(True)
-
     def stop(self) -> tuple[HostEvent, ...]:
-        self._set(False)
-        self._on = False
-        time.sleep(0.05)  # the last lines are written by QEMU's I/O thread
-        text = self.files.read(self.log_path, self._offset).decode(errors="replace")
-        return tuple(parse_recovery_events(text))
-
-    def abort(self) -> None:
-        if self._on:
-            try:
-                self._set(False)
-            except HypervisorError as e:
-                log.warning("could not switch the recovery events off: %s", e)
-            finally:
-                self._on = False
+        return tuple(parse_recovery_events(self.stop_text()))

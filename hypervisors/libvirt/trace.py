@@ -21,6 +21,7 @@ disks of the family were busy.
 
 from __future__ import annotations
 
+import logging
 import os
 import pwd
 import time
@@ -33,6 +34,8 @@ from model.errors import HypervisorError, TraceIncomplete
 from model.parse.blockstats import HostBlockCounters, HostCountersDelta
 from model.parse.qemutrace import END_EVENTS, TracedRequest, histograms_from_requests, parse_qemu_trace
 from model.types import HostTrace
+
+log = logging.getLogger("vioconform.trace")
 
 #: The start/detail/end events of each controller family, as in QEMU 7.2's trace-events.
 FAMILY_EVENTS: dict[str, tuple[str, ...]] = {
@@ -286,4 +289,51 @@ def domain_trace_args(log_path: PurePath) -> list[str]:
     """QEMU arguments for a domain the suite starts: the log file the events go to."""
     return ["-D", str(log_path)]
 
+
+class _Monitor(Protocol):
+    @property
+    def domain(self) -> str: ...
+
+    def execute(self, command: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class EventLogWindow:
+    """QEMU trace ``events`` switched on through the monitor for a window, and the domain's trace log
+    (``log_path``, where ``files`` finds it) read back from where it stood when the window opened: the
+    lines the events wrote meanwhile. ``abort`` switches them off after a failure, never raising."""
+
+    def __init__(self, monitor: _Monitor, events: Sequence[str], log_path: PurePath, files: LogFiles) -> None:
+        self.monitor, self.events, self.log_path, self.files = monitor, tuple(events), log_path, files
+        self._offset = 0
+        self._on = False
+
+    def _set(self, enable: bool) -> None:
+        for event in self.events:
+            reply = self.monitor.execute({"execute": "trace-event-set-state",
+                                          "arguments": {"name": event, "enable": enable}})
+            err = reply.get("error")
+            if err:
+                said = err.get("desc", err) if isinstance(err, dict) else err
+                raise HypervisorError(f"QMP trace-event-set-state {event} on {self.monitor.domain} failed: {said}")
+
+    def start(self) -> None:
+        self._offset = self.files.size(self.log_path)
+        self._on = True
+        self._set(True)
+
+    def stop_text(self) -> str:
+        """Switch the events off and return the window's lines."""
+        self._set(False)
+        self._on = False
+        time.sleep(0.05)  # the last lines are written by QEMU's I/O thread
+        return self.files.read(self.log_path, self._offset).decode(errors="replace")
+
+    def abort(self) -> None:
+        if self._on:
+            try:
+                self._set(False)
+            except HypervisorError as e:
+                log.warning("could not switch %s off: %s", ", ".join(self.events), e)
+            finally:
+                self._on = False
 
