@@ -28,6 +28,13 @@ NO_ZEROOUT_STATUS = 127
 NONZERO_MARK = "VIOC-NONZERO"
 
 
+def _blocks(offset_bytes: int, length_bytes: int) -> tuple[int, int]:
+    """The range in FILL_BLOCK_BYTES blocks (dd's seek or skip, and count); ValueError unless it is whole blocks."""
+    if offset_bytes % FILL_BLOCK_BYTES or length_bytes % FILL_BLOCK_BYTES:
+        raise ValueError(f"range {offset_bytes}+{length_bytes} is not a multiple of {FILL_BLOCK_BYTES}")
+    return offset_bytes // FILL_BLOCK_BYTES, length_bytes // FILL_BLOCK_BYTES
+
+
 @dataclass(frozen=True)
 class Zeroed:
     """The guest's write-zeroes of a range: its error ("" where it succeeded), why it could not ask
@@ -53,10 +60,9 @@ class Discard(GuestTool):
     def fill(self, device: str, offset_bytes: int, length_bytes: int) -> None:
         """Write data over ``[offset, offset + length)`` of ``device`` (both multiples of FILL_BLOCK_BYTES)
         and make it reach the device, so that the host's file holds blocks there."""
-        if offset_bytes % FILL_BLOCK_BYTES or length_bytes % FILL_BLOCK_BYTES:
-            raise ValueError(f"fill range {offset_bytes}+{length_bytes} is not a multiple of {FILL_BLOCK_BYTES}")
+        seek, count = _blocks(offset_bytes, length_bytes)
         self._run(f"dd if=/dev/zero of={shlex.quote(device)} bs={FILL_BLOCK_BYTES} "
-                  f"seek={offset_bytes // FILL_BLOCK_BYTES} count={length_bytes // FILL_BLOCK_BYTES} conv=fsync "
+                  f"seek={seek} count={count} conv=fsync "
                   "2>/dev/null", timeout_s=120)
 
     def discard(self, device: str, offset_bytes: int, length_bytes: int) -> CommandResult:
@@ -68,12 +74,11 @@ class Discard(GuestTool):
         """The disk's ``queue/write_zeroes_max_bytes`` (0: the device does not advertise write-zeroes) and,
         where it is above 0, data that is not zeroes written over the range (FILL_BLOCK_BYTES multiples,
         O_DIRECT) for write-zeroes to clear: one guest command."""
-        if offset_bytes % FILL_BLOCK_BYTES or length_bytes % FILL_BLOCK_BYTES:
-            raise ValueError(f"range {offset_bytes}+{length_bytes} is not a multiple of {FILL_BLOCK_BYTES}")
+        seek, count = _blocks(offset_bytes, length_bytes)
         said = self._run(
             f"m=$(cat /sys/block/{valid_disk(disk)}/queue/write_zeroes_max_bytes) && echo $m && "
             f"if [ \"$m\" -gt 0 ]; then tr '\\0' 'Z' </dev/zero | dd of={shlex.quote(device)} bs={FILL_BLOCK_BYTES} "
-            f"seek={offset_bytes // FILL_BLOCK_BYTES} count={length_bytes // FILL_BLOCK_BYTES} iflag=fullblock "
+            f"seek={seek} count={count} iflag=fullblock "
             "oflag=direct 2>/dev/null; fi", timeout_s=120).stdout
         return int(said.split()[0])
 
@@ -81,16 +86,15 @@ class Discard(GuestTool):
         """``blkdiscard -z`` of the range (BLKZEROOUT) by the first blkdiscard on PATH that has ``-z``
         (util-linux's; called by its path, since a busybox shell runs its own applet for a bare name),
         then the range read back (O_DIRECT): one guest command."""
-        if offset_bytes % FILL_BLOCK_BYTES or length_bytes % FILL_BLOCK_BYTES:
-            raise ValueError(f"range {offset_bytes}+{length_bytes} is not a multiple of {FILL_BLOCK_BYTES}")
+        seek, count = _blocks(offset_bytes, length_bytes)
         dev = shlex.quote(device)
         done = self._run(
             'b=; for d in $(echo "$PATH" | tr : " "); do if [ -x "$d/blkdiscard" ] && "$d/blkdiscard" -h 2>&1 | '
             'grep -q zeroout; then b="$d/blkdiscard"; break; fi; done; '
             f'[ -n "$b" ] || {{ echo "{NO_ZEROOUT}" >&2; exit {NO_ZEROOUT_STATUS}; }}; '
             f'"$b" -z -o {offset_bytes} -l {length_bytes} {dev} || exit $?; '
-            f"echo {NONZERO_MARK} $(dd if={dev} bs={FILL_BLOCK_BYTES} skip={offset_bytes // FILL_BLOCK_BYTES} "
-            f"count={length_bytes // FILL_BLOCK_BYTES} iflag=direct 2>/dev/null | tr -d '\\0' | wc -c)",
+            f"echo {NONZERO_MARK} $(dd if={dev} bs={FILL_BLOCK_BYTES} skip={seek} "
+            f"count={count} iflag=direct 2>/dev/null | tr -d '\\0' | wc -c)",
             check=False, timeout_s=120)
         if done.exit_status == NO_ZEROOUT_STATUS and NO_ZEROOUT in done.stderr:
             return Zeroed("", NO_ZEROOUT, None)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
-import logging
 import os
 import tempfile
 from pathlib import Path, PurePath
@@ -23,11 +22,9 @@ from pathlib import Path, PurePath
 from hypervisors.base import DiscardUnavailable
 from hypervisors.libvirt.hostfiles import HostFiles, LocalFiles
 from hypervisors.libvirt.qmp import DomainQmp
-from hypervisors.libvirt.trace import EventLogWindow, LogFiles
+from hypervisors.libvirt.trace import EventLogWindow, LogFiles, deliverable
 from model.parse.backend_writes import EVENT, BackendWrite, parse_backend_writes
 from model.parse.blockstats import HostUnmapCounters, parse_qmp_blockstats, parse_qmp_unmap
-
-log = logging.getLogger("vioconform.libvirt")
 
 #: linux/falloc.h
 FALLOC_FL_KEEP_SIZE = 0x01
@@ -131,7 +128,6 @@ class QmpDiscardObserver:
         the log trace backend: the event's state is "unavailable")."""
         if self.trace_log is None or self.log_files is None:
             return None
-        states = self.qmp.execute({"execute": "trace-event-get-state", "arguments": {"name": EVENT}}).get("return")
-        if not isinstance(states, list) or not states or any(s.get("state") == "unavailable" for s in states):
+        if not deliverable(self.qmp.execute({"execute": "trace-event-get-state", "arguments": {"name": EVENT}})):
             return None
         return BackendWriteTrace(self.qmp, self.trace_log, self.log_files)

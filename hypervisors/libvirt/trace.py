@@ -119,6 +119,13 @@ class QmpChannel(Protocol):
     def counters(self) -> HostBlockCounters: ...
 
 
+def deliverable(reply: dict[str, Any]) -> bool:
+    """Whether QMP ``trace-event-get-state``'s ``reply`` says QEMU can deliver the event: it names it, and
+    not as "unavailable" (a QEMU built without the log trace backend)."""
+    states = reply.get("return")
+    return isinstance(states, list) and bool(states) and not any(s.get("state") == "unavailable" for s in states)
+
+
 class QemuTracer:
     """Switches one family's trace events on and off in a running domain and reads them back.
 
@@ -142,8 +149,7 @@ class QemuTracer:
         """Raise TraceUnavailable unless every event of the family can be switched on."""
         for event in FAMILY_EVENTS[self.family]:
             reply = self.channel.execute({"execute": "trace-event-get-state", "arguments": {"name": event}})
-            states = reply.get("return")
-            if not states or any(s.get("state") == "unavailable" for s in states):
+            if not deliverable(reply):
                 raise TraceUnavailable(
                     f"QEMU of domain {self.domain} cannot deliver trace event {event} ({reply}); it needs "
                     "QEMU built with the 'log' trace backend (Debian's is)")
