@@ -56,17 +56,13 @@ MOUNT = "/mnt/vioc-discard"
 TRIM_FILE = f"{MOUNT}/freed"
 
 
-def _last_line(said: str, status: int) -> str:
-    return (said.strip().splitlines() or [f"exit {status}"])[-1]
-
-
 def _seen(disk: GuestDisk, tool: Discard, observer: DiscardObserver, r: DiscardRange, guest_max: int) -> RangeSeen:
     before = observer.allocated_bytes(r.offset_bytes, r.length_bytes)
     counted = observer.unmap()
     done = tool.discard(disk.device_path, r.offset_bytes, r.length_bytes)
     host = observer.unmap().since(counted)
     after = observer.allocated_bytes(r.offset_bytes, r.length_bytes)
-    error = "" if done.ok else ((done.stderr.strip().splitlines() or [f"exit {done.exit_status}"])[-1])
+    error = "" if done.ok else done.error_line()
     if host.file_operations is None or host.file_bytes is None:  # no file node's count: the device's
         return RangeSeen(r, error, host.operations, host.bytes, host.failed_operations, before, after, guest_max)
     return RangeSeen(r, error, host.file_operations, host.file_bytes, host.file_failed_operations or 0, before, after,
@@ -89,7 +85,7 @@ def _trim(disk: GuestDisk, observer: DiscardObserver, ext4: Ext4, fstrim: Fstrim
         after = observer.allocated_bytes(0, FSTRIM_FS_BYTES)
     finally:
         ext4.take_off(disk.device_path, MOUNT)
-    error = "" if done.ok else _last_line(done.stderr or done.stdout, done.exit_status)
+    error = "" if done.ok else done.error_line(stdout_too=True)
     said = parse_fstrim(done.stdout) if done.ok else None
     if host.file_operations is None or host.file_bytes is None:  # no file node's count: the device's
         return TrimSeen(FSTRIM_FS_BYTES, FSTRIM_FILE_BYTES, error, said, host.operations, host.bytes,

@@ -206,6 +206,12 @@ class CommandResult:
     def ok(self) -> bool:
         return self.exit_status == 0
 
+    def error_line(self, stdout_too: bool = False) -> str:
+        """What a failed command said, in one line: the last line of its stderr (of its stdout where
+        ``stdout_too`` and stderr is empty), or its exit status where it said nothing."""
+        said = self.stderr or (self.stdout if stdout_too else "")
+        return (said.strip().splitlines() or [f"exit {self.exit_status}"])[-1]
+
 
 def generate_run_key(directory: Path) -> tuple[Path, str]:
     """Write a fresh ed25519 private key for this run; return its path and the public key's base64."""

@@ -99,6 +99,6 @@ class Discard(GuestTool):
         if done.exit_status == NO_ZEROOUT_STATUS and NO_ZEROOUT in done.stderr:
             return Zeroed("", NO_ZEROOUT, None)
         if not done.ok:
-            return Zeroed((done.stderr.strip().splitlines() or [f"exit {done.exit_status}"])[-1], "", None)
+            return Zeroed(done.error_line(), "", None)
         words = done.stdout.split()
         return Zeroed("", "", int(words[words.index(NONZERO_MARK) + 1]))
