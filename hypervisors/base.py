@@ -239,6 +239,11 @@ class HotplugUnavailable(HypervisorError):
     hypervisor's own refusal where it gave one): the hotplug rule skips with this message."""
 
 
+#: The size of the disk the hotplug rule adds, on every backend: 64 MiB, room for the surprise removal's
+#: fio run, and small and sparse (thin) on the host.
+HOTPLUG_SIZE_BYTES = 64 << 20
+
+
 class HotplugDisk(Protocol):
     """One disk the host adds to a running guest and removes again (the hotplug rule).
 

@@ -16,7 +16,7 @@ from pathlib import PurePath
 
 import libvirt
 
-from hypervisors.base import HotplugUnavailable
+from hypervisors.base import HOTPLUG_SIZE_BYTES, HotplugUnavailable
 from hypervisors.libvirt.controllers import CONTROLLERS, device_id, file_disk_xml, layout
 from hypervisors.libvirt.hostfiles import HostFiles
 from model.device_limits import ConfiguredLimits
@@ -28,8 +28,6 @@ log = logging.getLogger("vioconform.hotplug")
 #: The hot-plugged disk's index among the guest's disks: its serial is ``vioc-dut90`` and its QEMU id
 #: ``ua-vioc-dut90``, far from the suite's own disks (two per controller, nine controllers at most).
 HOTPLUG_INDEX = 90
-#: Its size: 64 MiB, big enough for fio's surprise-removal run, small and sparse on the host.
-HOTPLUG_SIZE_BYTES = 64 << 20
 
 
 def hotplug_spec(beside: DiskSpec) -> DiskSpec:

@@ -36,7 +36,7 @@ from typing import Any
 
 from pyVmomi import vim, vmodl
 
-from hypervisors.base import HostResize, HotplugUnavailable, ResizeUnavailable
+from hypervisors.base import HOTPLUG_SIZE_BYTES, HostResize, HotplugUnavailable, ResizeUnavailable
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.controllers import (
     KIB,
@@ -56,9 +56,6 @@ log = logging.getLogger("vioconform.vsphere")
 #: vSphere states a disk's size in ``capacityInKB`` (every API version) and ``capacityInBytes`` (5.5
 #: on); the suite sets both, equal, so a size must be a whole number of KiB.
 CAPACITY_STEP_BYTES = KIB
-#: The hot-plugged disk's size: 64 MiB, as on libvirt (room for the surprise removal's fio run; thin,
-#: so it takes next to nothing on the datastore).
-HOTPLUG_SIZE_BYTES = 64 << 20
 #: vCenter's faults that say the operation cannot be done on this VM or disk at all (the rule skips
 #: with vCenter's words), as opposed to this attempt failing.
 UNSUPPORTED: tuple[type[vmodl.MethodFault], ...] = (

@@ -13,8 +13,8 @@ pytest.importorskip("libvirt", reason=REASON)
 
 from guest.tools.hotplug import SCSI_SCAN, VIRTIO_AUTOPROBE, HotplugWatch, Sighting, off_setting
 from guest.tools.tool import GuestTools
-from hypervisors.base import HotplugUnavailable
-from hypervisors.libvirt.hotplug import HOTPLUG_SIZE_BYTES, hotplug_spec, hotplug_xml
+from hypervisors.base import HOTPLUG_SIZE_BYTES, HotplugUnavailable
+from hypervisors.libvirt.hotplug import hotplug_spec, hotplug_xml
 from model.errors import ParseError
 from model.types import DiskSpec
 from tests.unit.fake_shell import FakeShell

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from pyVmomi import vim
 
-from hypervisors.base import Guest, GuestRequest, HotplugUnavailable, ResizeUnavailable
+from hypervisors.base import HOTPLUG_SIZE_BYTES, Guest, GuestRequest, HotplugUnavailable, ResizeUnavailable
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import VSphereBackend
-from hypervisors.vsphere.lifecycle import HOTPLUG_SIZE_BYTES, VSphereHotplugDisk, VSphereResizer
+from hypervisors.vsphere.lifecycle import VSphereHotplugDisk, VSphereResizer
 from model.errors import HypervisorError
 from model.secret import Secret
 from model.types import AttachedDisk, DiskSpec
