@@ -112,6 +112,7 @@ def _grow_fs(disk: GuestDisk, resizer: DiskResizer, original: int, bound: Bound)
         return _grow_mounted(disk, resizer, original, bound)
     finally:
         if resizer.size_bytes() != original:
+            disk.tool(DiskSize).settle()  # no probe of the grown disk's end left in flight
             host = resizer.resize(original)
             back = disk.tool(DiskSize).wait_for(disk.kernel_name, host.size_bytes, bound.seconds)
             if not back.reached:
@@ -148,6 +149,7 @@ def test_resize(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: Re
                 pytest.skip(f"{RULE} cannot run on {disk.config_id}: {e}")
             finally:
                 if resizer.size_bytes() != original:  # back to the suite's size, whatever happened
+                    disk.tool(DiskSize).settle()  # no probe of the grown disk's end left in flight
                     try:
                         steps.append(_step("shrink", disk, resizer, original, bound, raw))
                     except ResizeUnavailable as e:  # vSphere only grows a disk: it stays grown, and the verdict says so

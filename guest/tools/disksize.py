@@ -44,6 +44,13 @@ class DiskSize(GuestTool):
     def size_bytes(self, disk: str) -> int:
         return int(self._run(f"cat /sys/block/{valid_disk(disk)}/size").stdout.strip()) * SIZE_SECTOR_BYTES
 
+    def settle(self) -> None:
+        """Wait until the guest's udev, where it has one, has handled the events already queued: a size
+        change and a close after writing each make it probe the disk, reading its last sectors. A
+        shrink under such a probe fails its read past the new end ("critical target error" on sd,
+        seen on the test image after the online grow), which the kernel-log check rightly reports."""
+        self._run("command -v udevadm >/dev/null 2>&1 && udevadm settle -t 10 2>/dev/null; true", timeout_s=30)
+
     def wait_for(self, disk: str, size_bytes: int, timeout_s: float) -> SizeWait:
         """Wait, in the guest, until ``disk`` shows ``size_bytes`` or ``timeout_s`` have passed."""
         script = WAIT_SCRIPT.format(disk=valid_disk(disk), sectors=size_bytes // SIZE_SECTOR_BYTES,
