@@ -49,7 +49,6 @@ from model.across.moves import (
     FLAKY_MIN_FLIPS,
     FLAKY_WINDOW,
     MIN_EFFECT,
-    MIN_EFFECTS,
     Flip,
     Key,
     Moved,
@@ -183,12 +182,25 @@ class Comparison:
     def regressions(self) -> list[Flip]:
         return self.of_kind("regression")
 
+    @property
+    def worse(self) -> list[Moved]:
+        """The metrics that got worse beyond the noise, decided and judged (model.across.moves.Moved.regression)."""
+        return [m for m in self.moved if m.regression]
+
+    @property
+    def failing(self) -> list[Key]:
+        """The rule and configuration of each regression: a verdict passed -> failed, or a metric worse."""
+        return sorted({(f.rule, f.config) for f in self.regressions} | {(m.rule, m.config) for m in self.worse})
+
 
 def compare_runs(store: Store, a: StoredRun, b: StoredRun, flaky_window: int = FLAKY_WINDOW,
                  min_effect: float | None = None, alpha: float = ALPHA) -> Comparison:
     """Run ``b`` against the baseline ``a``; StoreError if ``a`` is incomplete (an interrupted run
     is never a baseline) or ``b`` reached no verdict (nothing to compare). ``min_effect`` None: each metric's measured minimum effect
     (model.across.moves.MIN_EFFECTS); a number: that one for every metric."""
+    if a.id == b.id:  # a copy of a stored results directory is that run (its run id is its identity)
+        raise StoreError(f"both arguments name run {a.id} ({a.source or 'no directory'}): there is nothing to "
+                         "compare; give two different runs (python -m reports.store list shows them)")
     if not a.complete:
         raise StoreError(f"run {a.id} is incomplete (interrupted): it is never used as a baseline; "
                          f"compare against a complete run")
@@ -199,9 +211,12 @@ def compare_runs(store: Store, a: StoredRun, b: StoredRun, flaky_window: int = F
     history = [store.verdicts(r.id) for r in store.last_runs(b, flaky_window, b)]
     if not b.complete:  # b is not among the complete runs last_runs gives: its verdicts come last
         history.append(b_verdicts)
-    return Comparison(a, b, verdict_flips(store.verdicts(a.id), b_verdicts), flaky(history), len(history),
-                      moved_metrics(store.series(a.id), store.series(b.id), MIN_EFFECT if min_effect is None else min_effect,
-                                    MIN_EFFECTS if min_effect is None else {}, alpha=alpha),
+    a_verdicts = store.verdicts(a.id)
+    errored = {key: f"the rule ended in ERROR in run {run.id}: its numbers may be partial"
+               for run, verdicts in ((a, a_verdicts), (b, b_verdicts)) for key, v in verdicts.items() if v == "error"}
+    moved = moved_metrics(store.series(a.id), store.series(b.id), min_effect, alpha=alpha,
+                          labels=(f"run {a.id}", f"run {b.id}"), not_judged=errored)
+    return Comparison(a, b, verdict_flips(a_verdicts, b_verdicts), flaky(history), len(history), moved,
                       *differences(a.fingerprint, b.fingerprint), min_effect, alpha, blames(store, b.id))
 
 
@@ -218,13 +233,37 @@ def _spread(s: Spread, unit: str) -> str:
     return f"{inner} {unit}".rstrip()
 
 
+def _effect(m: Moved) -> str:
+    return "new" if abs(m.effect) == float("inf") else f"{m.effect:+.0%}"
+
+
+def _decider(m: Moved) -> str:
+    """What decided a move (model.across.moves' "Which way decided"), in a few words."""
+    return {"rank test": f"the rank test (p={m.p:.3g})",
+            "measured minimum effect": f"its measured minimum effect {m.min_effect:.1%}",
+            "given minimum effect": f"--min-effect {m.min_effect:g}",
+            "undecided": "nothing"}[m.decided_by]
+
+
+def _decision(m: Moved, alpha: float) -> str:
+    """Which way decided the move and, for a move that is not judged, why. A parameter (a setting,
+    a count) is reported, never judged."""
+    if m.direction == "parameter":
+        return "reported, never judged"
+    said = f"decided by {_decider(m)}"
+    if not m.tested:
+        said += f" (the rank test needs {repeats_needed(alpha)} repeats in each run, these have {m.a.n} and {m.b.n})"
+    if m.decided_by == "undecided":
+        said = (f"undecided{said.removeprefix('decided by nothing')}: this metric's noise was never measured "
+                "(python -m bench.noise measures it; --min-effect sets a bar)")
+    if m.not_judged:
+        return f"{said}; not judged: {m.not_judged}"
+    return f"{said}; a regression" if m.regression else said
+
+
 def describe_move(m: Moved, alpha: float = ALPHA) -> str:
-    effect = "new" if abs(m.effect) == float("inf") else f"{m.effect:+.0%}"
-    test = (f"p={m.p:.3g}" if m.tested else
-            f"untested: {m.a.n} and {m.b.n} samples cannot reach p<={alpha:g} "
-            f"(the rank test needs {repeats_needed(alpha)} repeats in each run)")
-    return (f"{m.rule}[{m.config}] {m.name}: {_spread(m.a, m.unit)} -> {_spread(m.b, m.unit)} ({effect}, "
-            f"{m.judgement}; {m.direction}; {test})")
+    return (f"{m.rule}[{m.config}] {m.name}: {_spread(m.a, m.unit)} -> {_spread(m.b, m.unit)} ({_effect(m)}, "
+            f"{m.judgement}; {m.direction}; {_decision(m, alpha)})")
 
 
 def _run_line(tag: str, r: StoredRun) -> str:
@@ -261,18 +300,23 @@ def print_comparison(c: Comparison, written: str = "") -> None:
           f"{c.b.series}): {len(c.flaky)}")
     for (rule, config), n in c.flaky.items():
         print(f"  {rule}[{config}]: {n} flips")
-    effect = (f"{c.min_effect:.0%}" if c.min_effect is not None
-              else f"the metric's measured minimum effect (model/across/moves.py MIN_EFFECTS; {MIN_EFFECT:.0%} if unmeasured)")
-    print(f"Metrics moved beyond the noise (each median outside the other run's spread, |change| >= {effect}, rank test "
-          f"p <= {c.alpha:g}): {len(c.moved)}")
+    effect = (f"--min-effect {c.min_effect:g}" if c.min_effect is not None
+              else f"the metric's measured minimum effect (its rule's MIN_EFFECTS; {MIN_EFFECT:.0%} if unmeasured)")
+    print(f"Metrics moved beyond the noise (each median outside the other run's spread, |change| >= {effect}; "
+          f"decided by the rank test, p <= {c.alpha:g}, where each run has {repeats_needed(c.alpha)}+ repeats, "
+          f"else by the minimum effect alone): {len(c.moved)}")
     for m in c.moved:
         print("  " + describe_move(m, c.alpha))
-    print(f"{len(c.regressions)} regression(s)." if c.regressions else "No regression.")
+    print(f"Regressions (a metric worse beyond the noise): {len(c.worse)}")
+    for m in c.worse:
+        print(f"  {m.rule}[{m.config}] {m.name}: {_effect(m)}, decided by {_decider(m)}")
+    print(f"{len(c.failing)} regression(s)." if c.failing else "No regression.")
 
 
 def comparison_junit(c: Comparison) -> str:
-    """One case per rule and configuration of either run: a failure on a regression, an error
-    when B has a harness error, the moved metrics and flakiness in the case's output."""
+    """One case per rule and configuration that changed: a failure on a regression (a verdict
+    passed -> failed, or a metric worse beyond the noise), an error when B has a harness error, the
+    moved metrics and flakiness in the case's output."""
     verdict_keys = sorted({(f.rule, f.config) for f in c.flips} | set(c.flaky) | {(m.rule, m.config) for m in c.moved})
     cases = []
     flips = {(f.rule, f.config): f for f in c.flips}
@@ -282,12 +326,17 @@ def comparison_junit(c: Comparison) -> str:
         if (rule, config) in c.flaky:
             out.append(f"flaky: {c.flaky[(rule, config)]} pass/fail flips across the last {c.history} runs")
         f = flips.get((rule, config))
+        worse = [m for m in c.worse if (m.rule, m.config) == (rule, config)]
         if f is not None:
             out.insert(0, f"verdict: {f.before} -> {f.after} ({f.kind})")
-            if f.kind == "regression":
-                case.add_failure_info(message=f"regression: passed in run {c.a.id}, failed in run {c.b.id}")
-            elif f.kind == "error":
-                case.add_error_info(message=f"harness error in run {c.b.id} (was {f.before} in run {c.a.id})")
+        if f is not None and f.kind == "regression":
+            case.add_failure_info(message=f"regression: passed in run {c.a.id}, failed in run {c.b.id}")
+        elif worse:
+            case.add_failure_info(message="regression: " + "; ".join(
+                f"{m.name} {_spread(m.a, m.unit)} -> {_spread(m.b, m.unit)} ({_effect(m)}, worse), decided by {_decider(m)}"
+                for m in worse))
+        elif f is not None and f.kind == "error":
+            case.add_error_info(message=f"harness error in run {c.b.id} (was {f.before} in run {c.a.id})")
         case.stdout = "\n".join(out)
         cases.append(case)
     properties = {"series": c.b.series, "changed": c.changed, **({"mixed_series": c.mixed} if c.mixed else {})}
@@ -296,16 +345,34 @@ def comparison_junit(c: Comparison) -> str:
     return text
 
 
+def run_id(text: str) -> int | None:
+    """``text`` as a run id, or None: ASCII digits only (``str.isdigit`` also holds for '²' and
+    other digits ``int()`` refuses)."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def ref_problem(ref: str) -> str:
+    """Why ``ref`` names no run to compare ("" when it is a run id or a results directory)."""
+    if run_id(ref) is not None or Path(ref).is_dir():
+        return ""
+    if Path(ref).is_file():
+        return (f"{ref} is a file; a comparison reads stored runs: give its results directory "
+                f"({Path(ref).parent}) or its run id (python -m reports.store list), or --tested and two or more "
+                "junit.xml files to print what they tested side by side")
+    digits = " (a run id is written in the digits 0-9)" if ref.isdigit() else ""
+    return (f"{ref}: neither a run id in the store{digits} nor a results directory; give a number from "
+            f"python -m reports.store list, or a directory such as results/20261123-020000")
+
+
 def _resolve(store: Store, ref: str) -> StoredRun:
     """A run id in the store, or a results directory (imported on the fly, once)."""
-    if ref.isdigit():
-        return store.run(int(ref))
-    path = Path(ref)
-    if path.is_dir():
-        run_id, _ = store.import_dir(path)
-        return store.run(run_id)
-    raise StoreError(f"{ref}: neither a run id in the store nor a results directory; give a number from "
-                     f"python -m reports.store list, or a directory such as results/20261123-020000")
+    number = run_id(ref)
+    if number is not None:
+        return store.run(number)
+    if Path(ref).is_dir():
+        run, _ = store.import_dir(Path(ref))
+        return store.run(run)
+    raise StoreError(ref_problem(ref) or f"{ref}: not a results directory any more")
 
 
 def newest_run(store: Store, series: str | None) -> StoredRun:
@@ -357,6 +424,45 @@ def _not_inside_a_run(junit: Path, runs: Sequence[StoredRun]) -> None:
                              "--junit a path outside the compared runs' directories")
 
 
+def _comparison_options(args: argparse.Namespace) -> list[str]:
+    """The options given that only a comparison of stored runs reads."""
+    given = (("--last", args.last), ("--series", args.series), ("--store", args.store),
+             ("--min-effect", args.min_effect), ("--alpha", args.alpha), ("--junit", args.junit))
+    return [name for name, value in given if value is not None]
+
+
+def _check_tested_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """argparse's usage error for what the side-by-side printer of JUnit files would ignore."""
+    unread = _comparison_options(args)
+    if unread and args.tested:
+        ap.error(f"--tested prints JUnit files side by side and compares no stored runs, so {', '.join(unread)} "
+                 "would be ignored: leave it out, or drop --tested and give two runs (ids or results directories)")
+    if unread:  # every argument a file: the printer, unless an option asks for a comparison
+        ap.error(f"{', '.join(unread)} {'is' if len(unread) == 1 else 'are'} for a comparison of stored runs, and "
+                 + ref_problem(args.runs[0]))
+    if len(args.runs) < 2:
+        ap.error("--tested prints two or more junit.xml files side by side; give at least two "
+                 "(or two runs, ids or results directories, to compare them)")
+
+
+def _check_comparison_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """argparse's usage error for a comparison of stored runs whose arguments name no runs, or that
+    carries an option it would ignore."""
+    if args.all:
+        ap.error("--all prints the equal rows of --tested (JUnit files side by side) too; a comparison of stored "
+                 "runs prints what changed: leave --all out, or give --tested and junit.xml files")
+    if args.last is None and len(args.runs) != 2:
+        ap.error("give two runs (ids or results directories), or --last N [RUN]")
+    if args.last is not None and (len(args.runs) > 1 or args.last < 2):
+        ap.error("--last N takes N >= 2 and at most one run")
+    if args.series is not None and (args.last is None or args.runs):
+        ap.error("--series picks the newest run of a series for --last N; give it with --last and no RUN")
+    for ref in args.runs:
+        problem = ref_problem(ref)
+        if problem:
+            ap.error(problem)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m reports.compare", description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*", help="two runs (ids or results directories), or junit.xml files for --tested")
@@ -373,23 +479,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--min-effect", type=float, default=None,
                     help="smallest relative change of a metric reported, for every metric (default: each metric's "
                          f"minimum effect measured from run-to-run noise, see docs/benchmarks.md; {MIN_EFFECT} for one not measured)")
-    ap.add_argument("--alpha", type=float, default=ALPHA, help=f"rank test significance level (default {ALPHA})")
+    ap.add_argument("--alpha", type=float, default=None, help=f"rank test significance level (default {ALPHA})")
     ap.add_argument("--junit", type=Path, metavar="PATH", help="also write the comparison as JUnit XML")
     args = ap.parse_args(argv)
     if args.tested or (args.runs and all(Path(r).is_file() for r in args.runs)):
-        if not args.runs:
-            ap.error("--tested needs junit.xml files")
-        if args.junit is not None:  # it would be left unwritten while the command says nothing
-            ap.error("--junit writes the comparison of two runs; --tested only prints what the files tested")
+        _check_tested_args(ap, args)
         return tested([Path(r) for r in args.runs], args.all)
-    if args.last is None and len(args.runs) != 2:
-        ap.error("give two runs (ids or results directories), or --last N [RUN]")
-    if args.last is not None and (len(args.runs) > 1 or args.last < 2):
-        ap.error("--last N takes N >= 2 and at most one run")
-    if args.series is not None and (args.last is None or args.runs):
-        ap.error("--series picks the newest run of a series for --last N; give it with --last and no RUN")
-    if not 0 < args.alpha < 1:  # also refuses nan
-        ap.error(f"--alpha {args.alpha:g} is not a significance level; give one between 0 and 1, e.g. {ALPHA}")
+    _check_comparison_args(ap, args)
+    alpha = ALPHA if args.alpha is None else args.alpha
+    if not 0 < alpha < 1:  # also refuses nan
+        ap.error(f"--alpha {alpha:g} is not a significance level; give one between 0 and 1, e.g. {ALPHA}")
     if args.min_effect is not None and not 0 <= args.min_effect < float("inf"):
         ap.error(f"--min-effect {args.min_effect:g} is not a relative change; give 0 or more, e.g. 0.1 for 10 %")
     if args.junit is not None:
@@ -404,7 +503,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 window = FLAKY_WINDOW
             if args.junit is not None:
                 _not_inside_a_run(args.junit, (a, b))
-            c = compare_runs(store, a, b, window, args.min_effect, args.alpha)
+            c = compare_runs(store, a, b, window, args.min_effect, alpha)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -419,7 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not_written:  # exit 2, never 1: that code says "regression"
         print(not_written, file=sys.stderr)
         return 2
-    return 1 if c.regressions else 0
+    return 1 if c.failing else 0
 
 
 if __name__ == "__main__":
