@@ -47,7 +47,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from model.across.moves import ALPHA, FLAKY_WINDOW, MIN_EFFECT
+from model.across.moves import ALPHA, FLAKY_WINDOW, MIN_EFFECT, repeats_needed
 from model.across.series import series_problem
 from reports.comparison import compare_runs, comparison_junit, print_comparison
 from reports.results import OutputPathError, check_outputs, write_atomic
@@ -187,8 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="with --last and no RUN: the newest complete run of this series (python -m reports.store "
                          "list shows each run's)")
     ap.add_argument("--min-effect", type=float, default=None,
-                    help="smallest relative change of a metric reported, for every metric (default: each metric's "
-                         f"minimum effect measured from run-to-run noise, see docs/benchmarks.md; {MIN_EFFECT} for one not measured)")
+                    help="smallest relative change of a metric reported, for every metric; with fewer than "
+                         f"{repeats_needed(ALPHA)} repeats in a run it alone decides a move (default: each metric's "
+                         "minimum effect measured from run-to-run noise, see docs/benchmarks.md; a metric not measured "
+                         f"is reported at {MIN_EFFECT} and undecided there)")
     ap.add_argument("--alpha", type=float, default=None, help=f"rank test significance level (default {ALPHA})")
     ap.add_argument("--junit", type=Path, metavar="PATH", help="also write the comparison as JUnit XML")
     args = ap.parse_args(argv)
