@@ -109,11 +109,13 @@ RULES = textwrap.dedent('''
 ''')
 
 
-def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+         rules: str = RULES) -> subprocess.CompletedProcess[str]:
+    """The plugin in a pytest run of ``rules`` (a test module; by default the kinds of ending above)."""
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "harness.py").write_text(HARNESS)
     (tmp_path / "rules").mkdir(exist_ok=True)
-    (tmp_path / "rules" / "test_rules.py").write_text(RULES)
+    (tmp_path / "rules" / "test_rules.py").write_text(rules)
     return subprocess.run([sys.executable, "-m", "pytest", "rules", "-p", "no:cacheprovider", "--rootdir",
                            str(tmp_path), "-o", "pythonpath=.", *args],
                           check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120,
