@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import signal
 import stat
+import subprocess
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,27 +29,41 @@ def _suite_props(junit: Path) -> dict[str, str]:
     return {} if props is None else {p.get("name", ""): p.get("value", "") for p in props}
 
 
-def test_ctrl_c_in_a_rule_is_an_error_and_an_incomplete_run(tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    proc = start_suite(results, "-k", "queue_depth", "--controllers", "virtio-blk", "-o", "log_cli=true",
-                       unbuffered=True)
+def _interrupted(results: Path, rule: str, seen: str, interrupt: Callable[[subprocess.Popen[str]], object]) -> SuiteRun:
+    """A run of ``rule`` on virtio-blk, ``interrupt``ed once its output says ``seen``, and all it said."""
+    proc = start_suite(results, "-k", rule, "--controllers", "virtio-blk", "-o", "log_cli=true", unbuffered=True)
     assert proc.stdout is not None
     lines = []
     try:
         for line in proc.stdout:
             lines.append(line)
-            if "fio qd32" in line:
-                time.sleep(INTERRUPT_AFTER_S)
-                proc.send_signal(signal.SIGINT)
+            if seen in line:
+                interrupt(proc)
                 break
-        lines.append(proc.communicate(timeout=120)[0])
+        lines.append(proc.communicate(timeout=180)[0])
     finally:
         if proc.poll() is None:
             proc.terminate()
             proc.communicate(timeout=60)
     out = "".join(lines)
-    assert "fio qd32" in out, out[-3000:]
-    run = SuiteRun(proc.returncode, out, results, proc.pid)
+    assert seen in out, out[-3000:]
+    return SuiteRun(proc.returncode, out, results, proc.pid)
+
+
+def _ctrl_c_after(delay_s: float, times: int = 1) -> Callable[[subprocess.Popen[str]], None]:
+    def interrupt(proc: subprocess.Popen[str]) -> None:
+        time.sleep(delay_s)
+        for k in range(times):
+            proc.send_signal(signal.SIGINT)
+            if k < times - 1:
+                time.sleep(CTRL_C_GAP_S)
+    return interrupt
+
+
+def test_ctrl_c_in_a_rule_is_an_error_and_an_incomplete_run(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    run = _interrupted(results, "queue_depth", "fio qd32", _ctrl_c_after(INTERRUPT_AFTER_S))
+    out = run.output
     assert run.returncode == 2, out[-3000:]  # pytest's "interrupted", never 0
     case = run.cases()["queue-depth[libvirt:virtio-blk:latency5ms]"]
     error = case.find("error")
@@ -98,26 +114,9 @@ def test_ctrl_c_again_and_again_during_hotplug_ends_the_run_as_one_does(tmp_path
     """Before, the second SIGINT cut the orderly end short: exit 130, tracebacks, no report, not
     stored, and the run directory left. Now the first starts the end and the rest are noted."""
     results = tmp_path / "results"
-    proc = start_suite(results, "-k", "hotplug", "--controllers", "virtio-blk", "-o", "log_cli=true",
-                       unbuffered=True)
-    assert proc.stdout is not None
-    lines = []
-    try:
-        for line in proc.stdout:
-            lines.append(line)
-            if ": attached " in line:  # the rule has hot-plugged its disk
-                for _ in range(CTRL_C_TIMES):
-                    proc.send_signal(signal.SIGINT)
-                    time.sleep(CTRL_C_GAP_S)
-                break
-        lines.append(proc.communicate(timeout=180)[0])
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.communicate(timeout=60)
-    out = "".join(lines)
-    assert ": attached " in out, out[-3000:]
-    run = SuiteRun(proc.returncode, out, results, proc.pid)
+    # ": attached ": the rule has hot-plugged its disk
+    run = _interrupted(results, "hotplug", ": attached ", _ctrl_c_after(0, CTRL_C_TIMES))
+    out = run.output
     assert run.returncode == 2, out[-4000:]
     assert "Traceback" not in out, out[-4000:]
     case = run.cases()["hotplug[libvirt:virtio-blk:latency5ms]"]
