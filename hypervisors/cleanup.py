@@ -86,10 +86,12 @@ class _Interrupts:
         name = signal.Signals(signum).name
         if self.ending:
             self.noted.append(name)
-            # os.write, not logging or print: a signal handler may run inside either's own write
-            os.write(2, f"\nvioconform: {name} noted: the run is already ending (its guest is being removed and its "
-                        "results written); SIGKILL stops it at once, and the next run removes what it leaves\n"
-                        .encode())
+            # os.write, not logging or print: a signal handler may run inside either's own write; and
+            # a closed or full stderr must not raise into whatever code the signal interrupted
+            with contextlib.suppress(OSError):
+                os.write(2, f"\nvioconform: {name} noted: the run is already ending (its guest is being removed and "
+                            "its results written); SIGKILL stops it at once, and the next run removes what it leaves\n"
+                            .encode())
             return
         self.ending = self.by_signal = True
         raise KeyboardInterrupt() if signum == signal.SIGINT else KeyboardInterrupt(f"signal {signum}")
