@@ -2,12 +2,13 @@
 # What tox runs before the suite or the tests (tox.ini's commands_pre), in tox's environment:
 # the host's set-up (scripts/setup-host.sh), then the Python packages.
 #
-#   scripts/tox-prepare.sh suite [PYTEST ARGS...]   the suite's Debian packages (tox -e suite)
+#   scripts/tox-prepare.sh suite [PYTEST ARGS...]   the suite's Debian packages (tox -e suite, tox -e suite-setup)
 #   scripts/tox-prepare.sh test  [PYTEST ARGS...]   also the tests' packages and vcsim (tox -e test)
 #
 # PYTEST ARGS are tox's {posargs}: when they ask only for pytest's help or version
-# (tox -e suite -- --help), nothing is installed on the host and no daemon is started; only the
-# Python packages the help needs (all but libvirt-python, which builds against libvirt-dev).
+# (tox -e suite -- --help; ./vioconform --help runs tox -e suite-setup -- --help), nothing is
+# installed on the host and no daemon is started; only the Python packages the help needs (all
+# but libvirt-python, which builds against libvirt-dev).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
