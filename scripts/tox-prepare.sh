@@ -24,7 +24,28 @@ for arg in "$@"; do
   esac
 done
 
+# pip install -r FILE..., skipped when this environment already took files of the same content:
+# pip's own "already satisfied" check costs several seconds on every ./vioconform. The stamp, in the
+# environment, holds the files' sha256 and the interpreter's version; any change reinstalls.
+stamp_key() { (python -c 'import sys; print(sys.version)'; cat "$@") | sha256sum | cut -d' ' -f1; }
+stamp_file() { echo "$(python -c 'import sys; print(sys.prefix)')/.vioconform-requirements"; }
+pip_install() {
+  local stamp key args=()
+  stamp=$(stamp_file)
+  key=$(stamp_key "$@")
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then
+    return 0
+  fi
+  for f in "$@"; do args+=(-r "$f"); done
+  python -m pip install -q "${args[@]}"
+  printf '%s\n' "$key" >"$stamp"
+}
+
 if [ "$help" = 1 ]; then
+  # Everything is there already when the suite's own set-up ran with these requirements.
+  if [ -f "$(stamp_file)" ] && [ "$(cat "$(stamp_file)")" = "$(stamp_key "$root/requirements.txt")" ]; then
+    exit 0
+  fi
   reqs=$(mktemp)
   trap 'rm -f "$reqs"' EXIT
   grep -v -i '^libvirt-python' "$root/requirements.txt" >"$reqs"
@@ -35,9 +56,9 @@ fi
 case $which_set in
   suite)
     bash "$here/setup-host.sh"
-    python -m pip install -q -r "$root/requirements.txt" ;;
+    pip_install "$root/requirements.txt" ;;
   test)
     bash "$here/setup-host.sh" --tests --vcsim
-    python -m pip install -q -r "$root/requirements.txt" -r "$root/requirements-dev.txt" ;;
+    pip_install "$root/requirements.txt" "$root/requirements-dev.txt" ;;
   *) echo "$0: the set is 'suite' or 'test', not '$which_set'" >&2; exit 2 ;;
 esac
