@@ -26,7 +26,7 @@ TOX = Path("/usr/bin/tox")
 #: The exit codes the recipes' runs end with, in turn: a FAILED rule, a harness error, nothing judged,
 #: a usage error, an interrupted run.
 CODES = (1, 10, 12, 4, 2)
-#: One ./vioconform run: tox's set-up check (pip finds every requirement installed), then pytest. The
+#: One ./vioconform run: tox's set-up check (pip is skipped once its stamp matches), then pytest. The
 #: first run creates .tox/suite and installs the requirements: 70 s here at load 12; the bound only
 #: catches a run that hangs.
 RUN_TIMEOUT_S = 900
