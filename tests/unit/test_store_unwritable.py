@@ -23,7 +23,7 @@ import pytest
 from reports import compare
 from reports import store as store_module
 from reports.store import Store
-from tests.tinyfs import read_only, tiny_fs
+from tests.tinyfs import fill, read_only, tiny_fs
 from tests.unit.test_gate_plugin import _cases, _kind, _run
 from tests.unit.test_store import healthy, write_run
 
@@ -207,3 +207,18 @@ def test_the_tools_on_a_read_only_store_say_so_and_exit_2(tmp_path: Path, fs: Pa
     Store(url).close()
     read_only(fs)
     _tools_exit_2(tmp_path, url, READ_ONLY, capsys)
+
+
+def test_a_new_store_on_a_full_disk_is_refused_and_leaves_nothing(tmp_path: Path, fs: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The refusal left an empty store file behind (made with the results' mode before SQLite wrote)."""
+    fill(fs)
+    url = f"sqlite:///{fs / 's.db'}"
+    assert store_module.main(["--store", url, "import", str(write_run(tmp_path, "20261120-020000", healthy()))]) == 2
+    assert sorted(p.name for p in fs.iterdir()) == ["filler"]  # no empty s.db, no journal
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: store {url} cannot be opened: database or disk is full; {FULL}"), err
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "--store", url, "-k", "passes")
+    assert proc.returncode == 4 and f"--store: store {url} cannot be opened: database or disk is full" in proc.stderr, \
+        proc.stdout + proc.stderr
+    assert sorted(p.name for p in fs.iterdir()) == ["filler"] and not (tmp_path / "out").exists()
