@@ -20,14 +20,17 @@ ends at once on Ctrl-C or SIGTERM. Tables:
 
 - ``meta``: ``schema_version`` (a store written by a newer vioconform is refused, never altered;
   an older one is brought up to date by the first command that writes, and read as it is: its
-  runs' series are then derived as the upgrade would store them);
+  runs' series are then derived as the upgrade would store them; a version that is no whole number
+  from 1, or a version without every table, is a damaged store, refused and never altered);
 - ``runs``: id, run_uid (the run's own identity, the ``vioconform_run_id`` JUnit property a run
   writes; unique: a copy of its results directory imported again is the same run), source (the
   results directory, unique: importing it again returns the same run; the identity of runs
   written before run ids), series (the job the run belongs to, model/across/series.py: its ``series``
   suite property; a run written before series were recorded, and every run of a store upgraded
   from schema 2, gets the default series derived from its options and fingerprint), started,
-  finished, fingerprint (JSON: what was tested, the JUnit suite properties), options (JSON:
+  finished (naive UTC: the JUnit suite's ``timestamp``, else :data:`STARTED_FROM`'s fallbacks),
+  started_from (which), host (the suite's ``hostname``), fingerprint (JSON: what was tested, the
+  JUnit suite properties), options (JSON:
   hypervisor, controllers, inject and the ``options`` property's), revision (vioconform's, when
   recorded), complete (an interrupted run is stored but never used as a baseline);
 - ``verdicts``: run, rule, config, outcome (passed / failed / error / skipped / not run: a
@@ -41,6 +44,14 @@ per rule and configuration (``rule[config]``), the measured numbers as the case'
 :func:`read_results_dir` reads that, and refuses a JUnit file vioconform did not write (another
 tool's); :meth:`Store.add_run` writes a run in one transaction, so a failure leaves nothing
 half-written and nothing stored before is touched.
+
+Every database error is a :class:`StoreError` that says what failed, what the database said and
+what to do (:meth:`Store.failure`: a lock held past the busy timeout, a read-only or full store, a
+missing table or column), never an SQLAlchemy traceback: the commands exit 2 on it and a run's end
+says ``NOT STORED`` (exit 11). :func:`check_store`, the suite's check before any guest, writes a
+probe run and rolls it back (:meth:`Store.check_writable`). No output may be one of the files
+SQLite makes beside a store (:func:`store_side_files`) or lie in a stored run's results directory
+(:meth:`Store.check_outside_runs`).
 """
 
 from __future__ import annotations
