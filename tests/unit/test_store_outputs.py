@@ -23,7 +23,7 @@ SIDE = ("-journal", "-wal", "-shm")
 
 
 @pytest.mark.parametrize(("option", "suffix"), [("--junit-xml", "-journal"), ("--save-baseline", "-wal"),
-                                                ("--results-dir", "-shm")])
+                                                ("--results-dir", "-shm"), ("--log-file", "-journal")])
 def test_an_output_of_the_suite_on_the_stores_journal_is_a_usage_error(tmp_path: Path, option: str,
                                                                        suffix: str) -> None:
     db = tmp_path / "s.db"
