@@ -410,7 +410,8 @@ STARTED_FROM = {
 
 def started_from_text(source: str | None) -> str:
     """How ``import`` says where a run's start came from ("" for the run's own timestamp)."""
-    return "" if source in (None, "timestamp") else STARTED_FROM.get(source, source).format(tz=time.tzname[0])
+    zone = os.environ.get("TZ") or time.tzname[0]  # the zone as the user set it, else the system's name for it
+    return "" if source in (None, "timestamp") else STARTED_FROM.get(source, source).format(tz=zone)
 
 
 def _utc(moment: dt.datetime) -> dt.datetime:

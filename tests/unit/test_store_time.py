@@ -98,7 +98,7 @@ def test_a_junit_file_without_a_timestamp_reads_its_directory_name_as_local_time
     assert (str(run.started), run.started_from, run.host) == (utc, "directory name", None)
     assert store_module.main(["--store", f"sqlite:///{tmp_path / 's.db'}", "import", str(run_dir)]) == 0
     said = capsys.readouterr().out
-    assert (f"; started {utc} UTC, from the results directory's name, read as local time ({time.tzname[0]}): the "
+    assert (f"; started {utc} UTC, from the results directory's name, read as local time ({zone_name}): the "
             "JUnit file has no timestamp") in said, said
     assert store_module.main(["--store", f"sqlite:///{tmp_path / 's.db'}", "list"]) == 0
     assert capsys.readouterr().out.rstrip("\n").split("\t")[1::6] == [utc, "directory name"]
