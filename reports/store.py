@@ -61,6 +61,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import select
 import sys
 import time
@@ -137,11 +138,13 @@ def password_file() -> Path:
     return Path(given) if given else Path(os.path.expanduser("~")) / ".pgpass"
 
 
-#: What a database's error says (words of it, lower case) and what to do about it; ``{busy}`` is
-#: :data:`STORE_BUSY_TIMEOUT_S`. SQLite says "database is locked", "attempt to write a readonly
+#: What a database's error says (a pattern, matched ignoring case) and what to do about it; ``{busy}``
+#: is :data:`STORE_BUSY_TIMEOUT_S`. SQLite says "database is locked", "attempt to write a readonly
 #: database", "database or disk is full", "no such table: runs", "table runs has no column named
 #: host"; PostgreSQL "canceling statement due to statement timeout", "permission denied for table
-#: runs", "could not extend file ...: No space left on device", "relation "runs" does not exist".
+#: runs", "could not extend file ...: No space left on device", "relation "runs" does not exist",
+#: "column "host" of relation "runs" does not exist" (not 'database "x" does not exist': that store
+#: is no damaged one).
 _REMEDIES = (
     (("database is locked", "table is locked", "lock timeout", "statement timeout", "could not obtain lock"),
      ("another process held the store's lock for longer than the {busy:g} s it is waited for (a run or an import "
@@ -151,7 +154,7 @@ _REMEDIES = (
       "to it; give a store you can write to")),
     (("disk is full", "no space left", "could not extend file", "disk quota"),
      "the disk that holds the store is full; free space there, or give a store on another disk"),
-    (("no such table", "no such column", "has no column", "does not exist", "undefinedcolumn", "undefinedtable"),
+    (("no such table", "no such column", "has no column", r"(relation|column) \S+ (of relation \S+ )?does not exist"),
      ("a table or column vioconform writes is missing: the store is damaged (changed by hand, or by another "
       "program); restore it from a backup, or give another store")),
     (("unable to open database file", "disk i/o error"),
@@ -167,9 +170,8 @@ def _connect_remedy(url: sa.engine.URL, error: str) -> str:
     checks. Never the password itself."""
     if url.get_backend_name() != "postgresql" or not ("no password supplied" in error
                                                       or "password authentication failed" in error):
-        said = error.lower()
-        return next((remedy.format(busy=STORE_BUSY_TIMEOUT_S) for words, remedy in _REMEDIES
-                     if any(w in said for w in words)),
+        return next((remedy.format(busy=STORE_BUSY_TIMEOUT_S) for patterns, remedy in _REMEDIES
+                     if any(re.search(pattern, error, re.IGNORECASE) for pattern in patterns)),
                     "check the URL, that the database is reachable and that you may write to it")
     passfile = password_file()
     shown_file = f"${PASSFILE_ENV} ({passfile})" if os.environ.get(PASSFILE_ENV) else f"~/.pgpass ({passfile})"

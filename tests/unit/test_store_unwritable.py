@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from reports import compare
 from reports import store as store_module
@@ -222,3 +223,17 @@ def test_a_new_store_on_a_full_disk_is_refused_and_leaves_nothing(tmp_path: Path
     assert proc.returncode == 4 and f"--store: store {url} cannot be opened: database or disk is full" in proc.stderr, \
         proc.stdout + proc.stderr
     assert sorted(p.name for p in fs.iterdir()) == ["filler"] and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("said", "remedy"), [
+    ("permission denied for table runs", READ_ONLY),
+    ("cannot execute INSERT in a read-only transaction", READ_ONLY),
+    ('could not extend file "base/16384/16390": No space left on device', FULL),
+    ("canceling statement due to statement timeout", "another process held the store's lock for longer than"),
+    ('relation "runs" does not exist', DAMAGED),
+    ('column "host" of relation "runs" does not exist', DAMAGED),
+    ('database "nightly" does not exist', "check the URL, that the database is reachable"),  # not a damaged store
+    ('role "ci" does not exist', "check the URL, that the database is reachable"),
+])
+def test_what_postgresql_says_gets_its_remedy(said: str, remedy: str) -> None:
+    assert remedy in store_module._connect_remedy(sa.engine.make_url("postgresql://ci@db/nightly"), said)
