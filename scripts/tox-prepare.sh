@@ -26,26 +26,25 @@ done
 
 # pip install -r FILE..., skipped when this environment already took files of the same content:
 # pip's own "already satisfied" check costs several seconds on every ./vioconform. The stamp, in the
-# environment, holds the files' sha256 and the interpreter's version; any change reinstalls.
+# environment tox made (VIRTUAL_ENV), holds the files' sha256 and the interpreter's version; any change
+# reinstalls. Outside a virtual environment there is no stamp: pip always runs.
 stamp_key() { (python -c 'import sys; print(sys.version)'; cat "$@") | sha256sum | cut -d' ' -f1; }
-stamp_file() { echo "$(python -c 'import sys; print(sys.prefix)')/.vioconform-requirements"; }
+stamp_file() { [ -d "${VIRTUAL_ENV:-}" ] && echo "$VIRTUAL_ENV/.vioconform-requirements"; }
+stamp_matches() {
+  local stamp
+  stamp=$(stamp_file) && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(stamp_key "$@")" ]
+}
 pip_install() {
-  local stamp key args=()
-  stamp=$(stamp_file)
-  key=$(stamp_key "$@")
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then
-    return 0
-  fi
+  local stamp args=()
+  stamp_matches "$@" && return 0
   for f in "$@"; do args+=(-r "$f"); done
   python -m pip install -q "${args[@]}"
-  printf '%s\n' "$key" >"$stamp"
+  if stamp=$(stamp_file); then stamp_key "$@" >"$stamp"; fi
 }
 
 if [ "$help" = 1 ]; then
   # Everything is there already when the suite's own set-up ran with these requirements.
-  if [ -f "$(stamp_file)" ] && [ "$(cat "$(stamp_file)")" = "$(stamp_key "$root/requirements.txt")" ]; then
-    exit 0
-  fi
+  stamp_matches "$root/requirements.txt" && exit 0
   reqs=$(mktemp)
   trap 'rm -f "$reqs"' EXIT
   grep -v -i '^libvirt-python' "$root/requirements.txt" >"$reqs"
