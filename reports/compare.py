@@ -51,19 +51,22 @@ from model.across.moves import ALPHA, FLAKY_WINDOW, MIN_EFFECT, repeats_needed
 from model.across.series import series_problem
 from reports.comparison import compare_runs, comparison_junit, print_comparison
 from reports.results import OutputPathError, check_outputs, write_atomic
-from reports.store import Store, StoredRun, StoreError, default_url, opened_store, sqlite_file
+from reports.store import (
+    Store,
+    StoredRun,
+    StoreError,
+    default_url,
+    opened_store,
+    parse_run_id,
+    sqlite_file,
+    store_side_files,
+)
 from reports.tested import tested
-
-
-def run_id(text: str) -> int | None:
-    """``text`` as a run id, or None: ASCII digits only (``str.isdigit`` also holds for '²' and
-    other digits ``int()`` refuses)."""
-    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def ref_problem(ref: str) -> str:
     """Why ``ref`` names no run to compare ("" when it is a run id or a results directory)."""
-    if run_id(ref) is not None or Path(ref).is_dir():
+    if parse_run_id(ref) is not None or Path(ref).is_dir():
         return ""
     if Path(ref).is_file():
         return (f"{ref} is a file; a comparison reads stored runs: give its results directory "
@@ -76,7 +79,7 @@ def ref_problem(ref: str) -> str:
 
 def _resolve(store: Store, ref: str) -> StoredRun:
     """A run id in the store, or a results directory (imported on the fly, once)."""
-    number = run_id(ref)
+    number = parse_run_id(ref)
     if number is not None:
         return store.run(number)
     if Path(ref).is_dir():
@@ -119,19 +122,10 @@ def check_output_arg(ap: argparse.ArgumentParser, what: str, path: Path, store_u
     """argparse's usage error, before the store is opened, for an output option (``--junit``,
     ``-o``) that names no file to write (a directory, a device) or the store's own file."""
     try:
-        check_outputs([(what, path), ("--store", sqlite_file(store_url or default_url()))])
+        check_outputs([(what, path), ("--store", sqlite_file(store_url or default_url()))],
+                      taken=store_side_files(store_url or default_url()))
     except OutputPathError as e:
         ap.error(str(e))
-
-
-def _not_inside_a_run(junit: Path, runs: Sequence[StoredRun]) -> None:
-    """StoreError if ``junit`` lies in the results directory of a compared run: it would replace
-    that run's own junit.xml or report (its record) with the comparison."""
-    for run in runs:
-        if run.source and junit.resolve().is_relative_to(Path(run.source).resolve()):
-            raise StoreError(f"--junit {junit} is inside the results directory of run {run.id} ({run.source}), "
-                             "which this comparison reads: writing it there would replace that run's files; give "
-                             "--junit a path outside the compared runs' directories")
 
 
 def _comparison_options(args: argparse.Namespace) -> list[str]:
@@ -213,8 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 a, b = _resolve(store, args.runs[0]), _resolve(store, args.runs[1])
                 window = FLAKY_WINDOW
-            if args.junit is not None:
-                _not_inside_a_run(args.junit, (a, b))
+            store.check_outside_runs([("--junit", args.junit)])
             c = compare_runs(store, a, b, window, args.min_effect, alpha)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
