@@ -8,7 +8,9 @@ model/parse/hostcpu.py). A comparison across runs (``python -m reports.compare``
 ``--baseline``, model/rules/against_baseline.py) judges such a number only when neither run's vCPUs
 waited more than :data:`WAIT_MAX_PCT`; otherwise its move is reported with both runs' waits
 (:func:`busy_host` says why), never as a regression. A run that did not record the figure (an
-older run, vSphere) is no evidence: what the other run recorded decides.
+older run, vSphere) is no evidence: what the other run recorded decides. ``compare`` has whole
+runs: a rule that records no wait of its own (buffered-direct, stall-tolerance) is judged by the
+run's other rules on the same configuration (model/across/moves.py).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ WAIT_MAX_PCT = 10.0
 #: keeps up and the scaling of IOPS with depth (names as model/across/metrics.py knows them).
 HOST_CPU_BOUND = re.compile(r"(qd\d+_|fio_)iops|iops_scaling|latency_[a-z]+_[a-z0-9]+_us"
                             r"|[a-z0-9_]*(depth|aqu_sz|inflight)[a-z0-9_]*"
-                            r"|hold_probe_rtt_max_ms")  # stall-tolerance: SSH answers while the disk is held
+                            # stall-tolerance: SSH answers while the disk is held, and the held requests'
+                            # slowest (the hold, plus the guest's own completion work)
+                            r"|hold_probe_rtt_max_ms|guest_max_latency_ms")
 #: The property each run records its vCPUs' wait under (suites/assertions.py).
 WAIT_PROPERTY = "host_vcpu_wait_pct"
 

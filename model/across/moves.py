@@ -299,6 +299,19 @@ def metric_moved(key: MetricKey, a: Series, b: Series, min_effect: float = MIN_E
                  "rank test" if tested else _DECIDER[bar])
 
 
+def _waits(run: Mapping[MetricKey, Series], rc: Key, label: str) -> tuple[str, tuple[float, ...]]:
+    """How long a run's vCPUs waited for a host CPU around a rule (``rc``: rule, configuration), named
+    for the sentence: its own figure; for a rule that records none (buffered-direct, stall-tolerance)
+    the figures of the run's other rules on the same configuration, which ran in the same guest minutes
+    before or after it."""
+    own = run.get((*rc, WAIT_PROPERTY))
+    if own is not None and own.values:
+        return label, own.values
+    others = tuple(v for (_, config, name), s in run.items() if config == rc[1] and name == WAIT_PROPERTY
+                   for v in s.values)
+    return f"{label}'s other rules on {rc[1]}", others
+
+
 def moved_metrics(a: Mapping[MetricKey, Series], b: Mapping[MetricKey, Series], min_effect: float | None = None,
                   min_effects: Mapping[str, float] = MIN_EFFECTS, alpha: float = ALPHA,
                   labels: tuple[str, str] = ("run A", "run B"),
@@ -309,7 +322,8 @@ def moved_metrics(a: Mapping[MetricKey, Series], b: Mapping[MetricKey, Series], 
     :data:`MIN_EFFECT` as a guess; a number: that bar for every metric. The host's evidence
     (``HOST_EVIDENCE``: how busy the host was) is no metric of the guest and never moves; it
     decides whether the numbers that follow the host CPU are judged (model/across/contention.py;
-    ``labels`` name the runs in its sentence). ``not_judged``: per rule and configuration, why its
+    ``labels`` name the runs in its sentence; a rule that records no wait of its own takes the
+    run's other rules' on its configuration). ``not_judged``: per rule and configuration, why its
     moves are not judged (a rule that ended in ERROR in either run)."""
     out = []
     busy: dict[Key, str] = {}
@@ -324,9 +338,7 @@ def moved_metrics(a: Mapping[MetricKey, Series], b: Mapping[MetricKey, Series], 
             continue
         rc = key[:2]
         if rc not in busy:
-            waits = {label: run[(*rc, WAIT_PROPERTY)].values if (*rc, WAIT_PROPERTY) in run else ()
-                     for label, run in zip(labels, (a, b), strict=True)}
-            busy[rc] = busy_host(waits)
+            busy[rc] = busy_host(dict(_waits(run, rc, label) for label, run in zip(labels, (a, b), strict=True)))
         why = (not_judged or {}).get(rc, "")
         if not why and busy[rc] and m.direction != "parameter" and HOST_CPU_BOUND.fullmatch(m.name):
             why = busy[rc]

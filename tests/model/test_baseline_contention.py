@@ -68,7 +68,8 @@ def test_one_runs_evidence_is_enough_and_none_is_no_allowance() -> None:
 
 @pytest.mark.parametrize("name", ["qd32_iops", "qd1_iops", "fio_iops", "iops_scaling", "latency_added_p50_us",
                                   "latency_guest_min_us", "qd32_host_average_depth", "qd32_host_exact_depth_p90",
-                                  "qd32_guest_aqu_sz", "qd32_guest_inflight_mean", "buffered_depth_median"])
+                                  "qd32_guest_aqu_sz", "qd32_guest_inflight_mean", "buffered_depth_median",
+                                  "hold_probe_rtt_max_ms", "guest_max_latency_ms"])
 def test_host_cpu_bound_names(name: str) -> None:
     assert HOST_CPU_BOUND.fullmatch(name)
 

@@ -217,3 +217,23 @@ def test_a_busy_host_or_an_error_is_not_judged() -> None:
     errored = moved_metrics(a, quiet, not_judged={("queue-depth", "c"): "the rule ended in ERROR in run 5"})
     assert [m.not_judged for m in errored] == ["the rule ended in ERROR in run 5"] * 2
     assert not any(m.regression for m in errored)
+
+
+def test_a_rule_without_its_own_wait_takes_its_runs_other_rules() -> None:
+    """buffered-direct and stall-tolerance record no vCPU wait; two healthy runs of this machine under
+    load (queue-depth's and io-size's waits 25-63 %) moved their copies' depths by 16-41 % and the held
+    requests' slowest by 5 %: judged on no evidence, they were regressions. The run's other rules on the
+    same configuration say how busy the host was; another configuration's do not."""
+    depth, held = ("buffered-direct", "c", "buffered_depth_median"), ("stall-tolerance", "c", "guest_max_latency_ms")
+    a = {depth: _s(0.51), held: _s(2093, direction="lower-better"),
+         ("queue-depth", "c", "host_vcpu_wait_pct"): _s(47.96, direction="parameter"),
+         ("queue-depth", "other", "host_vcpu_wait_pct"): _s(5.0, direction="parameter")}
+    b = {depth: _s(0.42), held: _s(2200, direction="lower-better"),
+         ("io-size", "c", "host_vcpu_wait_pct"): _s(36.66, direction="parameter")}
+    moved = moved_metrics(a, b, labels=("run 1", "run 2"))
+    assert [(m.name, m.regression) for m in moved] == [("buffered_depth_median", False), ("guest_max_latency_ms", False)]
+    assert moved[0].not_judged.endswith("they waited for a host CPU 47.96 % in run 1's other rules on c and 36.66 % in "
+                                        "run 2's other rules on c of a window (above 10 %, the numbers that follow the "
+                                        "host's free CPU are not the guest's to answer for)")
+    quiet = {k: v for k, v in a.items() if k[1] != "c" or k[2] != "host_vcpu_wait_pct"}  # only 'other' is quiet
+    assert [m.regression for m in moved_metrics(quiet, {k: v for k, v in b.items() if k[0] != "io-size"})] == [True, True]
