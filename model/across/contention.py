@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 #: for its host-CPU-bound numbers to be judged against another run's. Measured with the
 #: queue-depth rule on virtio-blk and virtio-scsi (2 cores, TCG): on an idle host the guest's own
 #: QEMU threads make its vCPU wait 6.0-6.7 %; with the host lightly busy (load 1.3-2) 7.4-9.3 %,
-#: and ``qd32_iops`` stayed within 4.7 % (4844-5071 IO/s, inside its 7.8 % minimum effect). From
+#: and ``qd32_iops`` stayed within 4.7 % (4844-5071 IO/s, inside its minimum effect). From
 #: 11 % up it fell: 4707 IO/s at 11.2 %, 4347 at 15.2 %, 3841-3997 at 21-22 % (one to three busy
 #: loops beside the guest), moves of 7-24 % that a comparison would call a regression.
 WAIT_MAX_PCT = 10.0

@@ -80,25 +80,25 @@ def test_a_halved_iops_is_a_regression_with_one_sample_per_run(store_url: str, t
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """The issue's case: queue-depth's default is one sample per run, and the rank test needs four in
     each run, so a halved ``qd32_iops`` (its verdict still passed) was "untested" and "No regression.",
-    exit 0. Its measured minimum effect (7.8 %) decides instead."""
+    exit 0. Its measured minimum effect (10 %) decides instead."""
     code, out, junit = _compare(store_url, tmp_path, _copy(tmp_path, "halved", f"queue-depth[{SCSI}]",
                                                              {"qd32_iops": 0.5}), capsys)
     assert code == 1, out
     assert (f"queue-depth[{SCSI}] qd32_iops: 5057.9 IO/s -> 2528.95 IO/s (-50%, worse; higher-better; decided by "
-            "its measured minimum effect 7.8% (the rank test needs 4 repeats in each run, these have 1 and 1); "
+            "its measured minimum effect 10.0% (the rank test needs 4 repeats in each run, these have 1 and 1); "
             "a regression)") in out
     assert f"Regressions (a metric worse beyond the noise): 1\n  queue-depth[{SCSI}] qd32_iops: -50%, decided by " \
-           "its measured minimum effect 7.8%\n1 regression(s).\n" in out
+           "its measured minimum effect 10.0%\n1 regression(s).\n" in out
     assert "Regressions (passed -> failed): 0" in out  # the verdict did not flip
     assert _failures(junit) == [f"queue-depth[{SCSI}]"]
     failure = next(c for c in ET.parse(junit).getroot().iter("testcase")).find("failure")
     assert failure is not None and failure.get("message") == (
-        "regression: qd32_iops 5057.9 IO/s -> 2528.95 IO/s (-50%, worse), decided by its measured minimum effect 7.8%")
+        "regression: qd32_iops 5057.9 IO/s -> 2528.95 IO/s (-50%, worse), decided by its measured minimum effect 10.0%")
 
 
 def test_a_change_inside_the_measured_noise_is_none(store_url: str, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """-5 % is inside qd32_iops' 7.8 %: the healthy runs of this day moved by up to 5.6 %."""
+    """-5 % is inside qd32_iops' 10 %: the healthy runs of this day moved by up to 5.6 %."""
     code, out, junit = _compare(store_url, tmp_path, _copy(tmp_path, "lower", f"queue-depth[{SCSI}]",
                                                              {"qd32_iops": 0.95}), capsys)
     assert code == 0 and out.rstrip().endswith("No regression."), out
@@ -114,7 +114,7 @@ def test_a_busy_host_leaves_host_bound_numbers_unjudged(store_url: str, tmp_path
     code, out, _ = _compare(store_url, tmp_path, busy, capsys)
     assert code == 0 and out.rstrip().endswith("No regression."), out
     assert ("qd32_iops: 5057.9 IO/s -> 2528.95 IO/s (-50%, worse; higher-better; decided by its measured minimum "
-            "effect 7.8% (the rank test needs 4 repeats in each run, these have 1 and 1); not judged: the host held the "
+            "effect 10.0% (the rank test needs 4 repeats in each run, these have 1 and 1); not judged: the host held the "
             "guest's vCPUs back: they waited for a host CPU 21.64 % in run 2 of a window (above 10 %") in out
     split = _copy(tmp_path, "split", f"io-size[{SCSI}]", {"host_request_bytes_p50": 0.0625, "host_vcpu_wait_pct": 21.64})
     code, out, junit = _compare(store_url, tmp_path / "j", split, capsys)
