@@ -51,7 +51,7 @@ def test_bands_come_from_the_shown_runs_or_the_measured_table() -> None:
     key = ("queue-depth", "c", "qd32_iops")
     two = [{key: Series("IO/s", "higher-better", (5000.0,))}, {key: Series("IO/s", "higher-better", (5100.0,))}]
     lo, hi = noise_bands(two, [key])[key]
-    assert (lo + hi) / 2 == pytest.approx(5050) and hi - lo == pytest.approx(2 * 5050 * 0.078)  # MIN_EFFECTS
+    assert (lo + hi) / 2 == pytest.approx(5050) and hi - lo == pytest.approx(2 * 5050 * 0.100)  # MIN_EFFECTS
     many = [{key: Series("IO/s", "higher-better", (v,))} for v in (5000.0, 5100.0, 4900.0, 5000.0)]
     lo, hi = noise_bands(many, [key])[key]
     cv = statistics.stdev([5000, 5100, 4900, 5000]) / 5000  # 1.6 %: 3 x sqrt 2 x CV = 6.9 % > widest 4.1 %
