@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fixtures.progress import Estimate, clock, durations_of
+from fixtures.progress import Earlier, Estimate, clock, durations_of
 
 
 def test_clock() -> None:
@@ -16,11 +16,21 @@ def test_durations_come_from_every_phases_file_of_a_results_directory(tmp_path: 
     (tmp_path / "phases.gw0.json").write_text(json.dumps({"a": {"total": 10.0, "window": 2.0}, "(session)": {}}))
     (tmp_path / "phases.gw1.json").write_text(json.dumps({"b": {"total": 4.5}}))
     (tmp_path / "phases.json").write_text("{not json")
-    assert durations_of(tmp_path) == {"a": 10.0, "b": 4.5}
+    assert durations_of(tmp_path) == Earlier({"a": 10.0, "b": 4.5}, 0.0)
+
+
+def test_an_earlier_runs_one_offs_are_no_tests_own_time(tmp_path: Path) -> None:
+    """The first test's set-up (``once``: build, probe, boot) is the guest's start, less the build a
+    cached image does not repeat; a run that recorded no ``once`` counts its ``boot`` phase."""
+    (tmp_path / "phases.json").write_text(json.dumps({
+        "a": {"total": 200.0, "once": 190.0, "build": 150.0, "boot": 30.0}, "b": {"total": 6.0}}))
+    assert durations_of(tmp_path) == Earlier({"a": 10.0, "b": 6.0}, 40.0)
+    (tmp_path / "phases.json").write_text(json.dumps({"a": {"total": 50.0, "boot": 35.0}, "b": {"total": 6.0}}))
+    assert durations_of(tmp_path) == Earlier({"b": 6.0}, 35.0)
 
 
 def test_eta_from_an_earlier_run_counts_an_unknown_test_as_its_mean() -> None:
-    est = Estimate(["a", "b", "c"], {"a": 10.0, "b": 20.0})
+    est = Estimate(["a", "b", "c"], Earlier({"a": 10.0, "b": 20.0}))
     assert est.remaining_s() == 10.0 + 20.0 + 15.0
     est.finished("a", 12.0)
     assert est.remaining_s() == 35.0
@@ -31,7 +41,14 @@ def test_eta_from_an_earlier_run_counts_an_unknown_test_as_its_mean() -> None:
 
 
 def test_a_first_run_has_no_eta_until_its_own_tests_give_a_mean() -> None:
-    est = Estimate(["a", "b"], {})
+    est = Estimate(["a", "b"], Earlier())
     assert est.remaining_s() is None and "ETA unknown" in est.line("x", "", 0.0)
     est.finished("a", 8.0)
     assert est.remaining_s() == 8.0
+
+
+def test_the_guest_start_counts_until_a_test_is_done() -> None:
+    est = Estimate(["a", "b"], Earlier({"a": 10.0, "b": 20.0}, 40.0))
+    assert est.remaining_s() == 70.0
+    est.finished("a", 9.0)
+    assert est.remaining_s() == 20.0
