@@ -39,6 +39,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FuncFormatter
 
 from model.rules.figures import (
     Buckets,
@@ -62,6 +63,7 @@ from reports.a11y import (
     grid_summary,
     seconds,
     series_summary,
+    threshold_text,
 )
 
 matplotlib.use("Agg")
@@ -74,6 +76,9 @@ matplotlib.rcParams.update({"svg.hashsalt": "vioconform", "svg.fonttype": "none"
 OUTCOME_COLORS = {**OUTCOME_FILLS, ABSENT: BACKGROUND}
 #: The outcomes written in bold in the verdict grid: the ones a reader looks for.
 BOLD_OUTCOMES = ("failed", "error")
+#: A rule's pass threshold on its chart: a dashed line in the text colour (named in the legend or the title).
+THRESHOLD_STYLE = (0, (4, 2))
+THRESHOLD_LABEL = "pass: host at least"
 #: The trend charts' mark of a run whose fingerprint changed: a dashed line in the text colour
 #: before its column, and its legend text.
 CHANGE_LABEL = "fingerprint changed"
@@ -110,26 +115,49 @@ def depth_svg(figure: DepthFigure) -> str:
         values = [float(g.offered) if i == 0 else g.guest_aqu_sz if i == 1 else g.host_depth for g in figure.groups]
         bars = ax.bar([x + (i - 1) * width for x in range(n)], values, width, label=label, color=color)
         ax.bar_label(bars, labels=[f"{v:.1f}" if v < 10 else f"{v:.0f}" for v in values], fontsize=7, padding=1)
+    barred = [(x, g.host_min) for x, g in enumerate(figure.groups) if g.host_min is not None]
+    for k, (x, least) in enumerate(barred):  # the pass bar across the host's bar, named once in the legend
+        ax.hlines(least, x + width / 2, x + 3 * width / 2, colors=TEXT, linestyles=THRESHOLD_STYLE, lw=1.4,
+                  label=THRESHOLD_LABEL if k == 0 else "_nolegend_")
     ax.set_xticks(range(n), [f"offered {g.offered}" for g in figure.groups])
     ax.set_ylim(0, depth_axis_top(figure))
     ax.set_ylabel("I/Os in flight")
-    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False, ncols=3)
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False, ncols=4)
     return to_svg(fig, chart_title(figure), chart_summary(figure))
+
+
+def number_text(v: float) -> str:
+    """A bar's value as a reader takes it in: whole numbers with thousands separators, never in
+    exponent form (``4194304`` -> "4,194,304"), fractions to three significant digits."""
+    return f"{v:,.0f}" if float(v).is_integer() or abs(v) >= 1000 else f"{v:.3g}"
 
 
 def pair_svg(figure: PairFigure) -> str:
-    if not figure.pairs:
-        return ""
-    fig, axes = plt.subplots(len(figure.pairs), 1, figsize=(5.2, 0.62 * len(figure.pairs) + 0.3), squeeze=False)
+    """Each pair a row of two bars with their values; a pair's pass threshold a dashed line across it,
+    its value and direction in the row's title."""
+    return to_svg(pair_plot(figure), chart_title(figure), chart_summary(figure)) if figure.pairs else ""
+
+
+def pair_plot(figure: PairFigure) -> MplFigure:
+    """:func:`pair_svg`'s figure, before it becomes SVG (its texts' places can be measured)."""
+    fig, axes = plt.subplots(len(figure.pairs), 1, figsize=(5.2, 0.95 * len(figure.pairs) + 0.2), squeeze=False)
     for ax, p in zip(axes[:, 0], figure.pairs, strict=True):
-        bars = ax.barh([1, 0], [p.first, p.second], color=[GUEST, HOST], height=0.7)
-        ax.bar_label(bars, labels=[f"{v:g} {p.unit}".strip() for v in (p.first, p.second)], fontsize=7, padding=2)
+        bars = ax.barh([1, 0], [p.first, p.second], color=[GUEST, HOST], height=0.6)
+        ax.bar_label(bars, labels=[f"{number_text(v)} {p.unit}".strip() for v in (p.first, p.second)], fontsize=7,
+                     padding=2)
         ax.set_yticks([])
-        ax.set_xlim(0, max(p.first, p.second, 1e-9) * 1.35)
-        ax.set_title(p.label, fontsize=8, loc="left")
+        ax.set_ylim(-0.5, 1.5)
+        top = max(p.first, p.second, p.threshold.value if p.threshold else 0.0, 1e-9)
+        ax.set_xlim(0, top * 1.4)
+        title = p.label
+        if p.threshold is not None:
+            ax.axvline(p.threshold.value, color=TEXT, ls=THRESHOLD_STYLE, lw=1.2)
+            title += f" ({threshold_text(p)})"
+        ax.set_title(title, fontsize=8, loc="left")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number_text(v)))
         ax.tick_params(axis="x", labelsize=7)
-    fig.tight_layout()
-    return to_svg(fig, chart_title(figure), chart_summary(figure))
+    fig.tight_layout(h_pad=0.6)
+    return fig
 
 
 def _bars(ax: Axes, data: Buckets, color: str, title: str, ylabel: str) -> None:

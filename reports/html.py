@@ -31,6 +31,7 @@ from model.rules.figures import DepthFigure, Figure, HistogramFigure, PairFigure
 from reports.a11y import OUTCOME_FILLS, TEXT, badge, badge_css, chart_summary, counts_text
 from reports.per_test import Record, RunStatus, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
+from reports.run_header import RunHeader, header_html
 
 
 def chart(figure: Figure) -> str:
@@ -148,7 +149,8 @@ def _row_order(what: str) -> tuple[int, str]:
 
 
 def report_document(records: Iterable[Record], title: str = "vioconform report", subtitle: str = "",
-                    status: RunStatus | None = None, properties: Mapping[str, str] | None = None) -> str:
+                    status: RunStatus | None = None, properties: Mapping[str, str] | None = None,
+                    header: RunHeader | None = None) -> str:
     recs = list(records)
     rows, sections = [], []
     for r in recs:
@@ -179,8 +181,10 @@ section{{margin-top:2em}} table.env th{{text-align:left;font-size:13px;padding:2
 figure{{margin:1em 0}} figcaption{{font-size:13px;color:#333;max-width:60em}}
 .vh{{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}}
 svg{{max-width:100%;height:auto}} @media (max-width:40em){{body{{margin:0.5em}}}}
+#run{{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0 0 1em}} #run dt{{font-weight:bold}}
+#run dd{{margin:0}}
 {badge_css()}</style></head>
-<body><main><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>
+<body><main><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>{header_html(header)}
 {verdict_grid(recs)}
 {measured_on(properties or {})}
 <h2>Verdicts</h2><table><tr><th scope="col">verdict</th><th scope="col">rule</th><th scope="col">configuration</th>
@@ -192,6 +196,8 @@ svg{{max-width:100%;height:auto}} @media (max-width:40em){{body{{margin:0.5em}}}
 
 
 def write_html(records: Iterable[Record], path: Path, subtitle: str = "", status: RunStatus | None = None,
-               mode: int = file_mode(DEFAULT_DIR_MODE), properties: Mapping[str, str] | None = None) -> Path:
+               mode: int = file_mode(DEFAULT_DIR_MODE), properties: Mapping[str, str] | None = None,
+               header: RunHeader | None = None) -> Path:
     """Write the report atomically (see :func:`reports.results.write_atomic`)."""
-    return write_atomic(path, report_document(records, subtitle=subtitle, status=status, properties=properties), mode)
+    return write_atomic(path, report_document(records, subtitle=subtitle, status=status, properties=properties,
+                                              header=header), mode)

@@ -305,5 +305,5 @@ def test_the_trend_page_says_its_grid_in_words(trend: str) -> None:
 def test_the_report_captions_each_chart_in_words() -> None:
     text = report_document([Record("n1", "queue-depth", "c", {}, "failed", "tcq", verdict=TCQ_OFF_VERDICT)])
     assert "<figure><svg" in text
-    assert ("<figcaption>Offered 1: the guest held 0.9, the host saw 0.8. "
-            "Offered 32: the guest held 30.1, the host saw 0.8.</figcaption></figure>") in text
+    assert ("<figcaption>Offered 1: the guest held 0.9, the host saw 0.8 (passes at 0.36 or more). "
+            "Offered 32: the guest held 30.1, the host saw 0.8 (passes at 12 or more).</figcaption></figure>") in text
