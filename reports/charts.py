@@ -16,9 +16,9 @@ backend: no display needed.
   amounts (a counter, an allocation total) draws each amount from its range's start, with a dashed edge.
 - :func:`timeline_svg`: step series on one clock, one row per series (host: solid line and squares;
   guest: dashed line and circles), each event a dotted vertical line named in the legend.
-- :func:`verdict_grid_svg` and :func:`series_svg`: the trend page (reports/trend.py), each run whose
-  fingerprint changed marked by a dashed line before its column (:data:`CHANGE_LABEL` in the
-  legend, and said in the chart's description).
+- :func:`verdict_grid_svg`: the trend page's grid (reports/trend.py; its metric charts are
+  reports/trend_charts.py), each run whose fingerprint changed marked by a dashed line before its
+  column (:data:`CHANGE_LABEL` in the legend, and said in the chart's description).
 
 Every chart is an ``<svg role="img">`` with a ``<title>`` and a ``<desc>``: what it is and what it
 shows, in words (reports/a11y.py, which also holds the colours). The verdict grid writes each
@@ -30,7 +30,6 @@ from __future__ import annotations
 import html
 import io
 import logging
-import math
 from collections.abc import Sequence
 
 import matplotlib
@@ -62,7 +61,6 @@ from reports.a11y import (
     chart_title,
     grid_summary,
     seconds,
-    series_summary,
     threshold_text,
 )
 
@@ -76,6 +74,9 @@ matplotlib.rcParams.update({"svg.hashsalt": "vioconform", "svg.fonttype": "none"
 OUTCOME_COLORS = {**OUTCOME_FILLS, ABSENT: BACKGROUND}
 #: The outcomes written in bold in the verdict grid: the ones a reader looks for.
 BOLD_OUTCOMES = ("failed", "error")
+#: Every text of the trend page's charts, in points: 13 px where the page shows an SVG at its own size
+#: (1 pt = 4/3 px), as the page's tables; one size in every chart, whatever its width.
+TREND_FONT_PT = 9.75
 #: A rule's pass threshold on its chart: a dashed line in the text colour (named in the legend or the title).
 THRESHOLD_STYLE = (0, (4, 2))
 THRESHOLD_LABEL = "pass: host at least"
@@ -282,14 +283,14 @@ def timeline_svg(figure: TimelineFigure) -> str:
     return to_svg(fig, chart_title(figure), chart_summary(figure))
 
 
-def _mark_changes(ax: Axes, marks: Sequence[int], offset: float) -> list[Line2D]:
+def mark_changes(ax: Axes, marks: Sequence[int], offset: float) -> list[Line2D]:
     """A dashed line before each column of ``marks`` (at ``column + offset``); the legend's handle."""
     for k, x in enumerate(marks):
         ax.axvline(x + offset, color=TEXT, ls="--", lw=1, label=CHANGE_LABEL if k == 0 else None)
     return [Line2D([], [], color=TEXT, ls="--", lw=1, label=CHANGE_LABEL)] if marks else []
 
 
-def _changes_said(columns: Sequence[str], marks: Sequence[int]) -> str:
+def changes_said(columns: Sequence[str], marks: Sequence[int]) -> str:
     """The marks in words, for the chart's description: " The fingerprint changed before run A, run B." """
     return f" The fingerprint changed before {', '.join(columns[i] for i in marks)}." if marks else ""
 
@@ -301,53 +302,24 @@ def verdict_grid_svg(rows: Sequence[str], columns: Sequence[str], outcomes: Sequ
     ``marks``: the columns whose run's fingerprint changed."""
     if not rows or not columns:
         return ""
-    fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 0.3 * len(rows) + 1.2))
+    fig, ax = plt.subplots(figsize=(min(3.5 + 0.7 * len(columns), 14), 0.3 * len(rows) + 1.2))
     for y, row in enumerate(outcomes):
         for x, outcome in enumerate(row):
             ax.add_patch(Rectangle((x, len(rows) - 1 - y), 0.92, 0.88, fc=OUTCOME_COLORS.get(outcome, BACKGROUND),
                                    ec="#bbb", lw=0.5))
             if outcome != ABSENT:
-                ax.text(x + 0.46, len(rows) - 1 - y + 0.44, outcome, ha="center", va="center", fontsize=8,
+                ax.text(x + 0.46, len(rows) - 1 - y + 0.44, outcome, ha="center", va="center", fontsize=TREND_FONT_PT,
                         color=TEXT, fontweight="bold" if outcome in BOLD_OUTCOMES else "normal")
     ax.set_xlim(0, len(columns))
     ax.set_ylim(0, len(rows))
-    ax.set_xticks([x + 0.46 for x in range(len(columns))], columns, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks([len(rows) - 1 - y + 0.44 for y in range(len(rows))], rows, fontsize=8)
+    ax.set_xticks([x + 0.46 for x in range(len(columns))], columns, rotation=45, ha="right", fontsize=TREND_FONT_PT)
+    ax.set_yticks([len(rows) - 1 - y + 0.44 for y in range(len(rows))], rows, fontsize=TREND_FONT_PT)
     ax.tick_params(length=0)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
     used = sorted({o for row in outcomes for o in row} - {ABSENT})
-    changed = _mark_changes(ax, marks, -0.04)
+    changed = mark_changes(ax, marks, -0.04)
     ax.legend(handles=[*(Patch(color=OUTCOME_COLORS.get(o, BACKGROUND), label=o) for o in used), *changed],
-              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=TREND_FONT_PT, frameon=False)
     return to_svg(fig, f"Verdicts of {len(rows)} rule and configuration row(s) over {len(columns)} run(s)",
-                  grid_summary(rows, columns, outcomes) + _changes_said(columns, marks))
-
-
-def series_svg(title: str, unit: str, columns: Sequence[str], medians: Sequence[float | None],
-               lows: Sequence[float | None], highs: Sequence[float | None], band: tuple[float, float] | None,
-               marks: Sequence[int] = ()) -> str:
-    """One metric over runs: each run's median (dots and line) with its repeats' min..max (error
-    bars), the noise band (shaded) around the series' median, and a dashed line before each
-    column of ``marks`` (a run whose fingerprint changed)."""
-    fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 2.0))
-    xs = [i for i, m in enumerate(medians) if m is not None]
-    ys = [float(m) for m in medians if m is not None]
-    if band is not None:
-        ax.axhspan(band[0], band[1], color=GUEST, alpha=0.12, lw=0, label="noise band")
-    if xs:
-        err_lo = [ys[k] - (lo if (lo := lows[i]) is not None else ys[k]) for k, i in enumerate(xs)]
-        err_hi = [(hi if (hi := highs[i]) is not None else ys[k]) - ys[k] for k, i in enumerate(xs)]
-        ax.errorbar(xs, ys, yerr=[err_lo, err_hi], fmt="o-", color=GUEST, ms=3, lw=1, capsize=2, label="median, min..max")
-    ax.set_xticks(range(len(columns)), columns, rotation=45, ha="right", fontsize=7)
-    ax.set_xlim(-0.5, max(len(columns) - 0.5, 0.5))
-    ax.set_title(title, fontsize=8, loc="left")
-    ax.set_ylabel(unit, fontsize=7)
-    if ys and all(math.isfinite(y) for y in ys):
-        lo = min([*ys, *(band or ())])
-        hi = max([*ys, *(band or ())])
-        pad = (hi - lo) * 0.15 or abs(hi) * 0.1 or 1.0
-        ax.set_ylim(lo - pad, hi + pad)
-    _mark_changes(ax, marks, -0.5)
-    ax.legend(fontsize=7, frameon=False, loc="best")
-    return to_svg(fig, title, series_summary(title, unit, columns, medians, band) + _changes_said(columns, marks))
+                  grid_summary(rows, columns, outcomes) + changes_said(columns, marks))

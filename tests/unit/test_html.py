@@ -142,7 +142,7 @@ def test_a_failed_verdict_names_its_layer_in_a_column_and_over_its_section(tmp_p
     table = text.split("<h2>Verdicts</h2>")[1].split("</table>")[0]
     assert "<th scope=\"col\">blame</th>" in table
     assert ('<td class="blame" title="queue depth was 128 when probed and is 1 now">guest configuration</td>'
-            "<td>FAIL: the host saw 1.0 &lt;b&gt;</td>") in table  # the message column: the first FAIL: line
+            "<td class=\"message\">FAIL: the host saw 1.0 &lt;b&gt;</td>") in table  # the message column: the first FAIL: line
     assert 'href="#queue-depth--libvirt-virtio-scsi-latency5ms"' in text.split('id="verdict-grid"')[1]
     section = text.split('<section id="queue-depth--libvirt-virtio-scsi-latency5ms">')[1].split("</section>")[0]
     assert "<strong>blame: guest configuration</strong>: queue depth was 128 when probed and is 1 now" in section

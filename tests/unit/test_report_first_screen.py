@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
+from matplotlib.text import Text
 
 from model.rules.figures import DepthFigure, Pair, PairFigure, Threshold
 from model.rules.io_size import judge_io_size
@@ -86,14 +87,17 @@ def test_a_pair_chart_draws_its_threshold_and_names_it() -> None:
 CLEARANCE_PX = 5.0
 
 
+def _texts_of(fig: MplFigure) -> list[Text]:
+    return [t for t in fig.findobj(match=Text) if isinstance(t, Text)]
+
+
 def _overlaps(fig: MplFigure) -> list[tuple[str, str]]:
     """Pairs of visible texts whose boxes, grown by half the clearance on each side, overlap."""
     canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    renderer = canvas.get_renderer()
-    boxes = [(t.get_text(), t.get_window_extent(renderer).padded(CLEARANCE_PX / 2))
-             for t in fig.findobj(match=lambda a: hasattr(a, "get_text"))
-             if getattr(t, "get_visible", lambda: False)() and t.get_text().strip()]
+    canvas.draw()  # type: ignore[no-untyped-call]
+    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
+    boxes = [(t.get_text(), t.get_window_extent(renderer).padded(CLEARANCE_PX / 2)) for t in _texts_of(fig)
+             if t.get_visible() and t.get_text().strip()]
     return [(a, b) for (a, ba), (b, bb) in combinations(boxes, 2) if ba.overlaps(bb)]
 
 
@@ -102,5 +106,5 @@ def test_the_data_integrity_chart_has_no_label_over_another() -> None:
     twice) in rows too short for two bars and their labels."""
     fig = pair_plot(DATA_INTEGRITY)
     assert _overlaps(fig) == []
-    texts = [t.get_text() for t in fig.findobj(match=lambda a: hasattr(a, "get_text"))]
+    texts = [t.get_text() for t in _texts_of(fig)]
     assert "4,194,304 bytes" in texts and not any("e+06" in t for t in texts)
