@@ -191,7 +191,8 @@ figure{{margin:1em 0}} figcaption{{font-size:13px;color:#333;max-width:60em}}
 svg{{max-width:100%;height:auto}} .scroll{{overflow-x:auto;max-width:100%}} h1,h2,p,dd{{overflow-wrap:anywhere}}
 @media (max-width:40em){{body{{margin:0.5em}} #verdicts tr:first-child{{position:absolute;width:1px;height:1px;
 overflow:hidden;clip:rect(0 0 0 0)}} #verdicts tr{{display:block;border-bottom:1px solid #ddd;padding:4px 0}}
-#verdicts td{{display:inline-block;border:0}} #verdicts td.message{{display:block;overflow-wrap:anywhere}}}}
+#verdicts td{{display:inline-block;border:0}} #verdicts td.message{{display:block;overflow-wrap:anywhere}}
+#verdicts td.blame::before{{content:"blame: "}}}}
 #run{{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0 0 1em}} #run dt{{font-weight:bold}}
 #run dd{{margin:0}}
 {badge_css()}</style></head>
