@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
+from typing import Any
 
-from fixtures.progress import Earlier, Estimate, clock, durations_of
+import pytest
+
+from fixtures.progress import Earlier, Estimate, Progress, clock, durations_of, image_to_build
 
 
 def test_clock() -> None:
@@ -64,3 +68,18 @@ def test_a_test_left_counts_as_its_rules_time_on_another_configuration() -> None
     assert est.remaining_s() == 30.0 + 2.0 + 16.0  # z: no rule time, the mean
     later = Estimate(tests, Earlier({"t.py::q[scsi]": 20.0, "t.py::a[scsi]": 4.0}))
     assert later.remaining_s() == 20.0 + 4.0 + 20.0 + 4.0 + 12.0
+
+
+def test_a_run_that_builds_the_image_gives_no_eta_before_its_first_test(caplog: pytest.LogCaptureFixture) -> None:
+    """An earlier run's tests tell nothing of the minutes an image build takes: the start line says
+    when the first ETA comes instead of a number the build would make false."""
+    config: Any = None
+    building_said = {True: "ETA after the first test (the guest image is not cached: this run builds it first)",
+                     False: "ETA 30s (from an earlier run)"}
+    for building, said in building_said.items():
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="vioconform.progress"):
+            Progress(config, lambda: Earlier({"suites/t.py::a[c]": 30.0}), building.__bool__)._start(
+                ["suites/t.py::a[c]"])
+        assert caplog.records[-1].getMessage() == f"1 rule tests; {said}"
+    assert not image_to_build("vsphere", None, None) and not image_to_build("libvirt", Path("/srv/x.qcow2"), None)
