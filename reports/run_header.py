@@ -58,7 +58,8 @@ def header_html(h: RunHeader | None) -> str:
         return ""
     esc = html.escape
     items = [("started", started_text(h.started_s)), ("took", duration_text(h.duration_s)),
-             ("exit code", f"{h.exit_code} ({h.exit_meaning})"), ("ran on", ", ".join(h.hosts))]
+             ("exit code", f"{h.exit_code} ({h.exit_meaning})" if h.exit_meaning else str(h.exit_code)),
+             ("ran on", ", ".join(h.hosts))]
     out = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items if v)
     if h.links:
         out += "<dt>files</dt><dd>" + " · ".join(f'<a href="{esc(href)}">{esc(text)}</a>' for text, href in h.links)

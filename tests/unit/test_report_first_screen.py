@@ -4,6 +4,7 @@ no label over another."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import socket
 import xml.etree.ElementTree as ET
@@ -20,7 +21,7 @@ from model.rules.io_size import judge_io_size
 from reports.charts import THRESHOLD_LABEL, depth_svg, pair_plot, pair_svg
 from reports.html import report_document
 from reports.per_test import Record
-from reports.run_header import RunHeader, duration_text
+from reports.run_header import RunHeader, duration_text, header_html
 from tests.unit.test_gate_plugin import _run
 from tests.unit.test_html import IO_BREAKUP, SVG, TCQ_OFF_VERDICT, _texts
 
@@ -45,6 +46,7 @@ def test_the_first_screen_says_when_how_long_how_it_ended_where_and_links_the_fi
                  '<a href="junit.xml">junit.xml</a>', '<a href="raw/">raw/</a>', '<a href="logs/">logs/</a>'):
         assert said in top, said
     assert [duration_text(s) for s in (42.4, 396.5, 3725)] == ["42 s", "6 min 36 s", "1 h 02 min"]
+    assert "<dt>exit code</dt><dd>3</dd>" in header_html(dataclasses.replace(header, exit_code=3, exit_meaning=""))
 
 
 @pytest.mark.parametrize(("env", "code"), [({}, 1), ({"GATE_BREAK_STORE": "store.db"}, 11)])
