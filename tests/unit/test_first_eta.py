@@ -66,7 +66,7 @@ def replay(name: str, earlier: Earlier, caplog: pytest.LogCaptureFixture, buildi
 
 
 #: (run, the earlier run in its store or None, whether it built the image first)
-CASES = [("w1", None, False)]
+CASES = [("w1", None, False), ("c2", None, True), ("c1", "w1", True), ("w2", "c1", True)]
 
 
 @pytest.mark.parametrize(("name", "earlier", "building"), CASES)

@@ -36,7 +36,7 @@ def test_an_earlier_runs_one_offs_are_no_tests_own_time(tmp_path: Path) -> None:
 def test_eta_from_an_earlier_run_counts_an_unknown_test_as_its_mean() -> None:
     est = Estimate(["a", "b", "c"], Earlier({"a": 10.0, "b": 20.0}))
     assert est.remaining_s() == 10.0 + 20.0 + 15.0
-    est.finished("a", 12.0)
+    est.finished("a", 10.0)  # at the earlier run's pace
     assert est.remaining_s() == 35.0
     assert est.line("a", "PASSED", 12.0) == "1/3 rule tests done, 12s elapsed, ETA 35s: PASSED a"
     est.finished("b", 1.0)
@@ -54,7 +54,7 @@ def test_a_first_run_has_no_eta_until_its_own_tests_give_a_mean() -> None:
 def test_the_guest_start_counts_until_a_test_is_done() -> None:
     est = Estimate(["a", "b"], Earlier({"a": 10.0, "b": 20.0}, 40.0))
     assert est.remaining_s() == 70.0
-    est.finished("a", 9.0)
+    est.finished("a", 10.0)
     assert est.remaining_s() == 20.0
 
 
@@ -83,3 +83,14 @@ def test_a_run_that_builds_the_image_gives_no_eta_before_its_first_test(caplog: 
                 ["suites/t.py::a[c]"])
         assert caplog.records[-1].getMessage() == f"1 rule tests; {said}"
     assert not image_to_build("vsphere", None, None) and not image_to_build("libvirt", Path("/srv/x.qcow2"), None)
+
+
+def test_an_earlier_runs_times_go_at_this_runs_pace() -> None:
+    """Recorded: the earlier run's alignment took 16 s on a loaded host, this run's 6 s on an idle one;
+    every test left then runs at about that pace."""
+    est = Estimate(["t::a[s]", "t::b[s]", "t::a[b]"], Earlier({"t::a[s]": 16.0, "t::b[s]": 30.0, "t::a[b]": 16.0}))
+    assert est.pace() == 1.0 and est.remaining_s() == 62.0
+    est.finished("t::a[s]", 6.0)
+    assert est.pace() == pytest.approx(6 / 16) and est.remaining_s() == pytest.approx((30.0 + 16.0) * 6 / 16)
+    est.finished("t::b[s]", 300.0)  # one test's time never stretches the rest past the bound
+    assert est.pace() == 5.0
