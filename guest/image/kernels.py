@@ -124,22 +124,28 @@ def _at_boundary(full: str, prefix: str) -> bool:
 
 def resolve(text: str) -> AptKernel:
     """The kernel ``text`` names (see the module's docstring); KernelUnknown listing what apt has."""
+    return choose(text, available(), _meta_target)
+
+
+def choose(text: str, kernels: list[AptKernel], meta_target: Callable[[str], str | None]) -> AptKernel:
+    """The kernel of ``kernels`` (apt's, oldest first) that ``text`` names; ``meta_target`` answers which
+    package a meta package depends on. KernelUnknown, listing ``kernels``, where none matches."""
     name = text.strip()
-    kernels = available()
     by_package = {k.package: k for k in kernels}
     if name in by_package:
         return by_package[name]
     flavour = "amd64"
+    matches: list[AptKernel] = []
     if name.startswith("linux-image-"):
-        target = _meta_target(name)
+        target = meta_target(name)
         if target in by_package:
             return by_package[target]
-        matches: list[AptKernel] = []
     else:
         m = _VERSION.fullmatch(name)
-        flavour = f"{m.group('flavour')}-amd64" if m and m.group("flavour") else "amd64"
-        matches = [k for k in kernels if m and k.flavour == flavour
-                   and (_at_boundary(k.abi, m.group("version")) or _at_boundary(k.version, m.group("version")))]
+        if m:
+            flavour = f"{m.group('flavour')}-amd64" if m.group("flavour") else "amd64"
+            matches = [k for k in kernels if k.flavour == flavour
+                       and (_at_boundary(k.abi, m.group("version")) or _at_boundary(k.version, m.group("version")))]
     if matches:
         return max(matches, key=version_key)
     raise KernelUnknown(f"apt knows no kernel {name!r}. {listing(kernels, flavour)}")
