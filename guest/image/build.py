@@ -28,6 +28,7 @@ from guest.cache import CacheNotWritable, cache_dir, cached_or_built, writable_d
 from guest.image import fio_static
 from guest.image.build_error import ImageBuildError
 from guest.image.kernels import AptKernel, KernelUnknown, cached_deb, default_kernel, resolve
+from guest.image.modules import closure
 
 HERE = Path(__file__).resolve().parent
 
@@ -206,39 +207,6 @@ def _lib_closure(binaries: tuple[str, ...]) -> set[str]:
     return libs
 
 
-def _module_name(path: str) -> str:
-    """``kernel/drivers/scsi/sd_mod.ko`` (or ``.ko.xz``, ``.ko.zst``) -> ``sd_mod``."""
-    return re.sub(r"\.ko(\.[a-z]+)?$", "", Path(path).name).replace("-", "_")
-
-
-def _module_closure(modroot: Path, wanted: tuple[str, ...]) -> list[str]:
-    """Relative paths of the wanted modules and everything they depend on (from modules.dep).
-    A module built in (modules.builtin) needs none; one the kernel lacks entirely is left out,
-    unless it is one of REQUIRED_MODULES (ImageBuildError)."""
-    deps: dict[str, list[str]] = {}
-    for line in (modroot / "modules.dep").read_text().splitlines():
-        target, _, rest = line.partition(":")
-        deps[target] = rest.split()
-    by_name = {_module_name(t): t for t in deps}
-    builtin = modroot / "modules.builtin"
-    built_in = {_module_name(t) for t in builtin.read_text().split()} if builtin.exists() else set()
-    out: set[str] = set()
-    for name in wanted:
-        if name in built_in:
-            continue
-        if name not in by_name:
-            if name in REQUIRED_MODULES:
-                raise ImageBuildError(f"kernel has no module {name} (the guest needs it to be reached over SSH)")
-            continue
-        stack = [by_name[name]]
-        while stack:
-            t = stack.pop()
-            if t not in out:
-                out.add(t)
-                stack.extend(deps.get(t, []))
-    return sorted(out)
-
-
 def _copy(src: str | Path, root: Path) -> None:
     dst = root / str(src).lstrip("/")
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -257,7 +225,6 @@ def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None
     except (StopIteration, FileNotFoundError):
         raise ImageBuildError(f"{deb.name} holds no /boot/vmlinuz-* and /lib/modules/<version>: "
                               "is it a linux-image package?") from None
-    _run(["busybox", "depmod", "-b", str(kroot), kver])
     modroot = kroot / "lib/modules" / kver
 
     root = work / "root"
@@ -266,7 +233,7 @@ def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None
     shutil.copy2("/bin/busybox", root / "bin/busybox")
     shutil.copy2(HERE / "init", root / "init")
     os.chmod(root / "init", 0o755)
-    for rel in _module_closure(modroot, MODULES + ON_DEMAND_MODULES):
+    for rel in closure(modroot, MODULES + ON_DEMAND_MODULES, REQUIRED_MODULES):
         dst = root / "lib/modules" / kver / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(modroot / rel, dst)
