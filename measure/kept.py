@@ -15,7 +15,6 @@ Example::
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -36,10 +35,13 @@ def kept_settings(disks: Sequence[GuestDisk]) -> Iterator[list[Restored]]:
     block's exception goes on; where it did not, SettingNotRestored or the guest's error is raised."""
     before = {d.kernel_name: d.tool(Sysfs).settings(d.kernel_name) for d in disks}
     restored: list[Restored] = []
+    failed = False
     try:
         yield restored
+    except BaseException:
+        failed = True
+        raise
     finally:
-        failed = sys.exc_info()[0] is not None
         for d in disks:
             try:
                 restored.extend(_set_back(d, before[d.kernel_name]))
