@@ -238,7 +238,11 @@ class Sysfs(GuestTool):
                 raise SettingNotRestored(f"/sys/block/{disk}/{setting} cannot be set back to {was}: the guest's "
                                          f"kernel refused it ({refused}); the disk is left changed")
             written = instead
-            self.write(disk, setting, written)
+            again = self.write(disk, setting, written, check=False)
+            if not again.ok:
+                raise SettingNotRestored(f"/sys/block/{disk}/{setting} cannot be set back to {was}: the guest's "
+                                         f"kernel refused it ({refused}) and {written} ({again.error_line()}); "
+                                         "the disk is left changed")
         now = shown(setting, self.read(disk, setting))
         if now != was:
             raise SettingNotRestored(f"/sys/block/{disk}/{setting} shows {now} after the suite wrote {written} back; "

@@ -29,6 +29,7 @@ class Kernel612:
         self.files = {"queue/discard_granularity": "4096", "queue/read_ahead_kb": "128",
                       "queue/scheduler": "[none] mq-deadline", "queue/nr_requests": "256"}
         self.refusals = 0
+        self.frozen = False  # True: every write to discard_max_bytes refused
 
     def shown(self, f: str) -> str:
         if f == "queue/discard_max_bytes":
@@ -43,7 +44,7 @@ class Kernel612:
         assert m, command
         value, f = m.groups()
         if f == "queue/discard_max_bytes":
-            if int(value) % int(self.files["queue/discard_granularity"]):
+            if self.frozen or int(value) % int(self.files["queue/discard_granularity"]):
                 self.refusals += 1
                 return (1, "", "sh: write error: Invalid argument\n")
             self.user_max = int(value) // 512
@@ -124,3 +125,22 @@ def test_a_rule_that_leaves_a_setting_changed_is_set_back_and_logged(caplog: pyt
     assert [(r.setting, r.written) for r in restored] == [("queue/discard_max_bytes", "2147483648")]
     assert "the rule left settings changed; set back: /sys/block/vda/queue/discard_max_bytes to 2147483136" \
         in caplog.text
+
+
+def test_a_set_back_that_fails_after_a_rule_error_is_logged_and_the_rules_error_goes_on(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The rule's own error is what the report shows; the disk left changed is said in the log."""
+    kernel = Kernel612()
+    disk = fake_disk(kernel.shell())
+    with pytest.raises(GuestCommandError, match="exit 1"), kept_settings([disk]):
+        disk.tool(Sysfs).write("vda", "queue/discard_max_bytes", "262144")
+        kernel.frozen = True  # from now on the kernel takes no value back
+        disk.tools.shell.run("false")
+    assert ("dut disk vda: could not check or set back its settings after the rule: /sys/block/vda/queue/"
+            "discard_max_bytes cannot be set back to 2147483136: the guest's kernel refused it (sh: write error: "
+            "Invalid argument) and 2147483648 (sh: write error: Invalid argument); the disk is left changed"
+            ) in caplog.text
+    kernel.frozen = False
+    with pytest.raises(SettingNotRestored), kept_settings([disk]):  # a rule that ended well: the error is its
+        disk.tool(Sysfs).write("vda", "queue/discard_max_bytes", "131072")
+        kernel.frozen = True
