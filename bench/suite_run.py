@@ -106,7 +106,7 @@ def active_vioconform_domains() -> list[str]:
 #: *ignored*, and Python then installs no KeyboardInterrupt handler: the suite would never see
 #: the Ctrl-C the tests send it.
 #: ``exec`` keeps the pid, which names the suite's guest (``vioconform-<pid>``).
-_FOREGROUND = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+FOREGROUND = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
 
 
 #: Runs the command after it under another host name, in a UTS namespace of its own (util-linux
@@ -124,7 +124,7 @@ def start_suite(results: Path, *args: str, env: dict[str, str] | None = None, un
     store = [] if any(a == "--store" or a.startswith("--store=") for a in args) else [
         "--store", f"sqlite:///{results.resolve().parent / 'vioconform.db'}"]
     return subprocess.Popen([*((*_AS_MACHINE, machine) if machine else ()),
-                             sys.executable, "-c", _FOREGROUND, sys.executable, *(["-u"] if unbuffered else []),
+                             sys.executable, "-c", FOREGROUND, sys.executable, *(["-u"] if unbuffered else []),
                              "-m", "pytest", "suites", "-p", "no:cacheprovider", "--results-dir", str(results),
                              *store, *args],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -23,7 +23,7 @@ from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits
 from model.errors import HypervisorError
-from model.injection import InjectedRange
+from model.injection import ErrorPolicy, InjectedRange
 from model.parse.backend_writes import BackendWrite
 from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes, HostUnmapCounters
 from model.parse.hostcpu import VcpuTimes
@@ -202,6 +202,16 @@ class RequestTracer(Protocol):
 class InjectionUnavailable(HypervisorError):
     """The backend cannot make this disk fail (no way to inject errors under it): a rule that needs it
     skips with this message."""
+
+
+class ErrorPolicyContradicted(HypervisorError):
+    """The hypervisor says a disk's device keeps failed requests from the guest although the suite
+    configured it to report them (``policy``): the hypervisor under test failed, not the suite; the
+    error-propagation rule fails on it (model.rules.error_propagation.judge_error_policy)."""
+
+    def __init__(self, policy: ErrorPolicy) -> None:
+        super().__init__(f"device {policy.device} does not report errors to the guest: {policy.describe()}")
+        self.policy = policy
 
 
 class ResizeUnavailable(HypervisorError):

@@ -66,14 +66,74 @@ GLOBAL = CleanupStack()
 atexit.register(GLOBAL.run)
 
 
-def _sigterm(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+class _Interrupts:
+    """The run's interrupts (SIGINT, SIGTERM): the first raises KeyboardInterrupt and starts the
+    run's orderly end (its rule ends in ERROR, the results are written and stored as incomplete, the
+    guest and everything else it made are removed); each later one is noted in ``noted``, never
+    raised, so that no cleanup step and no result is cut short by it (seven Ctrl-C a third of a
+    second apart once left the guest's run directory, no report and exit 130)."""
+
+    def __init__(self) -> None:
+        self.ending = False
+        #: the run's end began with a signal (not pytest.exit, nor a KeyboardInterrupt raised by the suite)
+        self.by_signal = False
+        self.noted: list[str] = []
+        #: the handlers before install_signal_handlers, put back by restore_signal_handlers
+        self.previous: dict[int, Any] = {}
+
+    def handle(self, signum: int, frame: Any) -> None:
+        __tracebackhide__ = True  # pytest's "KeyboardInterrupt" line names where the run was, not this handler
+        name = signal.Signals(signum).name
+        if self.ending:
+            self.noted.append(name)
+            # os.write, not logging or print: a signal handler may run inside either's own write; and
+            # a closed or full stderr must not raise into whatever code the signal interrupted
+            with contextlib.suppress(OSError):
+                os.write(2, f"\nvioconform: {name} noted: the run is already ending (its guest is being removed and "
+                            "its results written); SIGKILL stops it at once, and the next run removes what it leaves\n"
+                            .encode())
+            return
+        self.ending = self.by_signal = True
+        raise KeyboardInterrupt() if signum == signal.SIGINT else KeyboardInterrupt(f"signal {signum}")
+
+
+_INTERRUPTS = _Interrupts()
 
 
 def install_signal_handlers() -> None:
-    """Turn SIGTERM into KeyboardInterrupt, so pytest tears fixtures down as on Ctrl-C."""
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, _sigterm)
+    """Turn SIGTERM into KeyboardInterrupt, so pytest tears fixtures down as on Ctrl-C; the first
+    SIGINT or SIGTERM raises, every later one is noted and the run's end goes on (:class:`_Interrupts`).
+    SIGINT ignored (a job started in the background) stays ignored, a handler of someone else's stays."""
+    for signum, ours_if in ((signal.SIGTERM, (signal.SIG_DFL, None)), (signal.SIGINT, (signal.default_int_handler,))):
+        current = signal.getsignal(signum)
+        if current in ours_if:
+            _INTERRUPTS.previous[signum] = current
+            signal.signal(signum, _INTERRUPTS.handle)
+
+
+def shield_interrupts() -> None:
+    """The run is ending after an interrupt that was no signal (pytest.exit, a worker that never
+    started): later SIGINT and SIGTERM are noted, as after a first signal."""
+    _INTERRUPTS.ending = True
+
+
+def interrupts_noted() -> tuple[str, ...]:
+    """The interrupts that came after the first, while the run was ending (``("SIGINT", "SIGINT")``)."""
+    return tuple(_INTERRUPTS.noted)
+
+
+def restore_signal_handlers() -> None:
+    """The run has ended (pytest_unconfigure): the handlers before :func:`install_signal_handlers` back, for a
+    process that goes on (pytest run in-process by a test). After an interrupt the process is about to
+    exit: the handler stays, so an interrupt in its last steps is noted too, not a traceback and exit 130."""
+    if _INTERRUPTS.by_signal:
+        return
+    for signum, handler in _INTERRUPTS.previous.items():
+        if signal.getsignal(signum) == _INTERRUPTS.handle:
+            signal.signal(signum, handler)
+    _INTERRUPTS.previous.clear()
+    _INTERRUPTS.ending = False
+    _INTERRUPTS.noted.clear()
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """A range of a disk the host makes fail: what the error-propagation rule asks a backend for, and what
-the kernel-log check is told to expect errors in.
+the kernel-log check is told to expect errors in; and what the device does with a failed request
+(:class:`ErrorPolicy`).
 
 Example: ``InjectedRange(first_sector=2116, sectors=16, kind="read")`` makes every read that touches
 sectors 2116-2131 (512-byte sectors) fail with EIO at the host, and nothing else.
@@ -7,6 +8,7 @@ sectors 2116-2131 (512-byte sectors) fail with EIO at the host, and nothing else
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,3 +42,28 @@ class InjectedRange:
 
     def describe(self) -> str:
         return f"{self.kind}s of sectors {self.first_sector}-{self.end_sector - 1}"
+
+
+@dataclass(frozen=True)
+class ErrorPolicy:
+    """What a disk's device does with a request its backend failed, as the hypervisor answers when
+    asked (``found``: QEMU's ``rerror``/``werror`` read back with qom-get), beside what the suite
+    configured for it (``configured``: ``report``, hand the error to the guest). ``withheld``: the
+    properties whose answer keeps the error from the guest (``ignore`` answers the request as done,
+    ``stop`` pauses the VM); ``said_by``: where the answer came from.
+
+    Example: ``ErrorPolicy("ua-dut1", {"rerror": "report", "werror": "report"},
+    {"rerror": "ignore", "werror": "ignore"}, ("rerror", "werror"), "qom-get /machine/peripheral/ua-dut1")``
+    """
+
+    device: str
+    configured: Mapping[str, str]
+    found: Mapping[str, str]
+    withheld: tuple[str, ...]
+    said_by: str
+
+    def describe(self) -> str:
+        """``"rerror=ignore, werror=ignore (qom-get ...) where the suite configured rerror=report, werror=report"``."""
+        found = ", ".join(f"{p}={self.found[p]}" for p in self.withheld)
+        asked = ", ".join(f"{p}={self.configured.get(p, '(not set)')}" for p in self.withheld)
+        return f"{found} ({self.said_by}) where the suite configured {asked}"

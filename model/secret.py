@@ -12,11 +12,13 @@ character in the reports, which is ugly but shows nothing.
 
 URLs (``--libvirt-uri``, ``--hosts``' ``uri``, ``--store``) may carry a password too: in their
 userinfo (``qemu+ssh://root:PASSWORD@host/system``, ``postgresql://u:PASSWORD@db/vioconform``)
-or in a query parameter (``?password=...``, ``passwd``, ``pass``). ``redact_url`` is the one
-form in which the suite prints any such URL (errors, log lines, the "stored:" line, the store's
-messages); ``register_url`` registers the passwords themselves, so ``scrub`` masks them wherever
-else they turn up. A password holding an unencoded ``@`` (``u:ret@Xyz@host``) cannot be told
-from the host reliably: ``password_holds_at`` finds it, and the options refuse it.
+or in a query parameter (``?password=...``, libpq's ``sslpassword``, ``passwd``, ``pass``: every key
+:func:`secret_param` names, read percent-decoded as SQLAlchemy reads it, so ``?pass%77ord=`` is
+``password`` too). ``redact_url`` is the one form in which the suite prints any such URL (errors,
+log lines, the "stored:" line, the store's messages); ``register_url`` registers the passwords
+themselves, so ``scrub`` masks them wherever else they turn up. A password holding an unencoded
+``@`` (``u:ret@Xyz@host``) cannot be told from the host reliably: ``password_holds_at`` finds it,
+and the options refuse it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Collection
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_plus
 
 MASK = "***"
 
@@ -39,13 +41,29 @@ CREDENTIAL_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|CREDENTIAL|
 #: "1" would wreck the numbers in the reports. Values a ``Secret`` holds are registered at any length.
 MIN_ENV_CREDENTIAL_CHARS = 8
 
-#: Query parameters whose value is a password: libpq's ``password`` (a PostgreSQL store URL), and
-#: the ``passwd`` and ``pass`` other drivers and tools use.
-PASSWORD_PARAMS = ("password", "passwd", "pass")
-#: ``?password=VALUE``: the value runs to the next ``&name=`` (or ``;name=``) or the URL's end, so a
-#: value holding an unencoded ``&`` or ``#`` is masked whole rather than cut at it.
-_PASSWORD_PARAM = re.compile(r"([?&;](?:" + "|".join(PASSWORD_PARAMS) + r")=)(.*?)(?=[&;][A-Za-z_][\w.\-]*=|$)",
-                             re.IGNORECASE | re.DOTALL)
+#: Query keys whose value is a credential, as a word in the key: libpq's ``password`` and
+#: ``sslpassword`` (the client key's passphrase; the two parameters its connection-option table
+#: marks as secret, "*"), ``passwd`` and ``pass`` (MySQL drivers, other tools), and any key naming a
+#: passphrase, secret, token, credential or private or API key (PostgreSQL 18's ``oauth_client_secret``).
+SECRET_PARAM_WORDS = re.compile(r"^(pass|pwd)$|password|passwd|passphrase|secret|token|credential|private_?key|"
+                                r"api_?key", re.IGNORECASE)
+#: Keys that name a file holding the credential (libpq's ``passfile``, a vSphere target's
+#: ``password_file``): a path, shown as given.
+FILE_PARAM = re.compile(r"file$", re.IGNORECASE)
+#: ``?key=VALUE``: the key as written (it may be percent-encoded: ``pass%77ord``); the value runs to
+#: the next ``&name=`` (or ``;name=``, or ``?name=``: a second ``?`` may start what a reader takes as
+#: another parameter) or the URL's end, so a value holding an unencoded ``&`` or ``#`` is masked
+#: whole rather than cut at it.
+_QUERY_PARAM = re.compile(r"([?&;])([\w.%+\-]+)=(.*?)(?=[?&;][\w.%+\-]+=|$)", re.DOTALL)
+
+
+def secret_param(key: str) -> bool:
+    """Whether a URL query key, as written, holds a credential: percent-decoded (and ``+`` read as a
+    space) as SQLAlchemy's URL parser and libpq read it, then matched by :data:`SECRET_PARAM_WORDS`
+    unless it names a file. ``pass%77ord`` and ``sslpassword`` do; ``sslkey`` (a path) does not."""
+    name = unquote_plus(key).strip()
+    return bool(SECRET_PARAM_WORDS.search(name)) and not FILE_PARAM.search(name)
+
 
 _LIVE: set[str] = set()
 
@@ -136,21 +154,23 @@ def _userinfo(url: str) -> tuple[str, str, str] | None:
 
 
 def redact_url(url: str) -> str:
-    """``url`` as the suite prints it: the userinfo's password and the ``password``, ``passwd`` and
-    ``pass`` query parameters as ``***`` (``qemu+ssh://root:***@kvm7/system``); the rest as given."""
+    """``url`` as the suite prints it: the userinfo's password and every secret query parameter
+    (:func:`secret_param`) as ``***`` (``qemu+ssh://root:***@kvm7/system``); the rest as given."""
     parts = _userinfo(url)
     if parts is not None and ":" in parts[1]:
         head, userinfo, rest = parts
         url = f"{head}{userinfo.partition(':')[0]}:{MASK}{rest}"
-    return _PASSWORD_PARAM.sub(lambda m: m.group(1) + MASK, url)
+    return _QUERY_PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={MASK}" if secret_param(m.group(2)) else m.group(0),
+                            url)
 
 
 def url_passwords(url: str) -> list[str]:
-    """The passwords ``url`` holds (userinfo, query parameters), as written and percent-decoded."""
+    """The passwords ``url`` holds (userinfo, secret query parameters), as written and percent-decoded
+    (a query value also with ``+`` as a space, as SQLAlchemy reads it)."""
     parts = _userinfo(url)
     found = [parts[1].partition(":")[2]] if parts is not None and ":" in parts[1] else []
-    found += [m.group(2) for m in _PASSWORD_PARAM.finditer(url)]
-    return [v for value in found if value for v in dict.fromkeys((value, unquote(value)))]
+    found += [m.group(3) for m in _QUERY_PARAM.finditer(url) if secret_param(m.group(2))]
+    return [v for value in found if value for v in dict.fromkeys((value, unquote(value), unquote_plus(value)))]
 
 
 def register_url(url: str) -> None:

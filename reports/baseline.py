@@ -26,7 +26,7 @@ import sqlalchemy as sa
 
 from model.across.moves import Key, Series
 from model.rules.against_baseline import BaselineMissing
-from reports.store import Store, StoredRun, StoreError, verdicts
+from reports.store import Store, StoredRun, StoreError, parse_run_id, verdicts
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,8 @@ def resolve_baseline(ref: str, store_url: str | None, series: str) -> StoredBase
                                  f"of an earlier run's series: python -m reports.store list shows them)")
             run = runs[-1]
             older = runs[:-1]
-        elif ref.isdigit():
-            run = store.run(int(ref))
+        elif (run_id := parse_run_id(ref)) is not None:
+            run = store.run(run_id)
         elif Path(ref).is_dir():
             run = store.run(store.import_dir(Path(ref))[0])
         else:
@@ -116,7 +116,7 @@ def _reached(outcome: str, message: str) -> bool:
 
 def stored_outcomes(store: Store, run_id: int) -> dict[Key, tuple[str, str]]:
     """Each (rule, configuration)'s stored outcome and message in a run."""
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         rows = conn.execute(sa.select(verdicts.c.rule, verdicts.c.config, verdicts.c.outcome, verdicts.c.message)
                             .where(verdicts.c.run_id == run_id))
         return {(r.rule, r.config): (r.outcome, r.message) for r in rows}

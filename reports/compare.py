@@ -71,6 +71,7 @@ from reports.store import (
     opened_store,
     samples,
     sqlite_file,
+    store_side_files,
 )
 
 
@@ -342,19 +343,10 @@ def check_output_arg(ap: argparse.ArgumentParser, what: str, path: Path, store_u
     """argparse's usage error, before the store is opened, for an output option (``--junit``,
     ``-o``) that names no file to write (a directory, a device) or the store's own file."""
     try:
-        check_outputs([(what, path), ("--store", sqlite_file(store_url or default_url()))])
+        check_outputs([(what, path), ("--store", sqlite_file(store_url or default_url()))],
+                      taken=store_side_files(store_url or default_url()))
     except OutputPathError as e:
         ap.error(str(e))
-
-
-def _not_inside_a_run(junit: Path, runs: Sequence[StoredRun]) -> None:
-    """StoreError if ``junit`` lies in the results directory of a compared run: it would replace
-    that run's own junit.xml or report (its record) with the comparison."""
-    for run in runs:
-        if run.source and junit.resolve().is_relative_to(Path(run.source).resolve()):
-            raise StoreError(f"--junit {junit} is inside the results directory of run {run.id} ({run.source}), "
-                             "which this comparison reads: writing it there would replace that run's files; give "
-                             "--junit a path outside the compared runs' directories")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -402,8 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 a, b = _resolve(store, args.runs[0]), _resolve(store, args.runs[1])
                 window = FLAKY_WINDOW
-            if args.junit is not None:
-                _not_inside_a_run(args.junit, (a, b))
+            store.check_outside_runs([("--junit", args.junit)])
             c = compare_runs(store, a, b, window, args.min_effect, args.alpha)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -12,6 +12,10 @@ The file is a CI contract (the README's exit-code table goes with it):
   guest configuration or unknown; model/blame.py) and ``blame_reason``;
 - each case's ``system-out`` names its section of the HTML report and its raw-data directory.
 
+The suite's ``timestamp`` is the run's start in UTC with its offset (``2026-12-07T04:27:12+00:00``:
+the same moment whatever the machine's time zone) and its ``hostname`` the machine that ran it; the
+results store orders runs by that start.
+
 The suite's properties say whether the run is complete (``complete``, ``interrupted_by``).
 A JUnit consumer that reads only test cases must not see an incomplete run as green either:
 such a run gets one more case, ``run[incomplete]``, as an error that says what stopped it.
@@ -20,6 +24,7 @@ A rule that never started is a skipped case whose message starts with "not run".
 
 from __future__ import annotations
 
+import datetime as dt
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
@@ -72,7 +77,8 @@ def case_properties(r: Record) -> dict[str, str]:
 
 def junit_document(records: Iterable[Record], suite_name: str = "vioconform",
                    suite_properties: dict[str, str] | None = None, status: RunStatus | None = None,
-                   results_dir: Path | None = None) -> str:
+                   results_dir: Path | None = None, started: dt.datetime | None = None,
+                   hostname: str | None = None) -> str:
     recs = list(records)
     cases = [_case(r, results_dir) for r in recs]
     props = dict(suite_properties or {})
@@ -82,7 +88,9 @@ def junit_document(records: Iterable[Record], suite_name: str = "vioconform",
             run = TestCase(name="run[incomplete]", classname="vioconform.run")
             run.add_error_info(message=status.banner(), error_type="incomplete")
             cases.append(run)
-    text = to_xml_report_string([TestSuite(suite_name, cases, properties=props or None)], encoding="utf-8")
+    stamp = started.astimezone(dt.UTC).isoformat(timespec="seconds") if started is not None else None
+    text = to_xml_report_string([TestSuite(suite_name, cases, properties=props or None, timestamp=stamp,
+                                           hostname=hostname)], encoding="utf-8")
     root = ET.fromstring(text)
     for elem, r in zip(root.iter("testcase"), recs, strict=False):  # run[incomplete], if any, comes last
         measured = case_properties(r)
@@ -97,8 +105,11 @@ def junit_document(records: Iterable[Record], suite_name: str = "vioconform",
 
 def write_junit(records: Iterable[Record], path: Path, suite_name: str = "vioconform",
                 suite_properties: dict[str, str] | None = None, status: RunStatus | None = None,
-                mode: int = file_mode(DEFAULT_DIR_MODE), results_dir: Path | None = None) -> Path:
+                mode: int = file_mode(DEFAULT_DIR_MODE), results_dir: Path | None = None,
+                started: dt.datetime | None = None, hostname: str | None = None) -> Path:
     """Write the JUnit file atomically (see :func:`reports.results.write_atomic`). ``results_dir``:
-    the run's results directory, which each case's ``system-out`` points into."""
+    the run's results directory, which each case's ``system-out`` points into; ``started`` (aware)
+    and ``hostname``: the run's start and machine, the suite's ``timestamp`` and ``hostname``."""
     return write_atomic(path, '<?xml version="1.0" encoding="utf-8"?>\n'
-                        + junit_document(records, suite_name, suite_properties, status, results_dir) + "\n", mode)
+                        + junit_document(records, suite_name, suite_properties, status, results_dir, started,
+                                         hostname) + "\n", mode)

@@ -11,8 +11,9 @@
 - Every file the suite writes is a new file or replaces a regular one: a path that is a device,
   a FIFO, a directory or a socket (``--junit-xml /dev/null``) is refused before any guest starts,
   and again at the rename (:func:`write_atomic`), so a device node is never replaced by a file.
-  Two outputs of one run on one path (``--junit-xml`` on the store's file), or an output on one of
-  the run's input files, are refused too.
+  Two outputs of one run on one path (``--junit-xml`` on the store's file), an output on one of
+  the run's input files, or on a file SQLite makes and deletes beside the store (its journal), are
+  refused too.
 - ``--results-mode`` never lets group or others write: anyone who can write a gate's result can
   change its verdict.
 """
@@ -20,6 +21,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import errno
 import fnmatch
 import os
@@ -110,14 +112,27 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
+def check_not_taken(outputs: Sequence[tuple[str, Path | None]], taken: Sequence[tuple[str, Path]]) -> None:
+    """OutputPathError for an output (a file or a directory) on one of the ``taken`` paths: files
+    something else writes and deletes, such as a SQLite store's journal (reports.store.store_side_files),
+    where an output would be reported written and then deleted."""
+    for what, path in outputs:
+        for other, other_path in taken:
+            if path is not None and _same(path, other_path):
+                raise OutputPathError(f"{what} {path} is {other}: the output would be deleted or overwritten; give "
+                                      f"{what} a path of its own")
+
+
 def check_outputs(outputs: Sequence[tuple[str, Path | None]],
-                  inputs: Sequence[tuple[str, Path | None]] = ()) -> None:
+                  inputs: Sequence[tuple[str, Path | None]] = (), taken: Sequence[tuple[str, Path]] = ()) -> None:
     """OutputPathError for an output that is not a regular file or a new one (:func:`check_output`),
-    two outputs on one file (the JUnit file on the store's database), or an output on an input of
-    the same run (``--junit-xml`` on ``--image``). ``None`` paths are options not given."""
+    two outputs on one file (the JUnit file on the store's database), an output on an input of the
+    same run (``--junit-xml`` on ``--image``), or on a ``taken`` path (:func:`check_not_taken`: the
+    store's journal). ``None`` paths are options not given."""
     outs = [(w, p) for w, p in outputs if p is not None]
     for what, path in outs:
         check_output(what, path)
+    check_not_taken(outs, taken)
     for i, (what, path) in enumerate(outs):
         for other, other_path in [*outs[i + 1:], *((f"the input {w}", p) for w, p in inputs if p is not None)]:
             if _same(path, other_path):
@@ -210,6 +225,9 @@ class ResultsDir:
     junit_path: Path
     dir_mode: int = DEFAULT_DIR_MODE
     created: list[Path] = field(default_factory=list)
+    #: When the run started (aware, UTC): its JUnit suite's ``timestamp``, whatever the machine's time
+    #: zone (the directory's default name is the same moment in local time)
+    started: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
 
     @property
     def file_mode(self) -> int:
@@ -247,9 +265,10 @@ def open_results(requested: Path | None, junit: Path | None, dir_mode: int = DEF
     with a sentence that says what to do.
     """
     created: list[Path] = []
+    started = dt.datetime.now(dt.UTC)
     try:
         if requested is None:
-            stamp = time.strftime("%Y%m%d-%H%M%S", now or time.localtime())
+            stamp = time.strftime("%Y%m%d-%H%M%S", now or time.localtime(started.timestamp()))
             try:
                 path, created = unique_dir(parent.resolve(), stamp, dir_mode)
             except OSError as e:
@@ -294,7 +313,7 @@ def open_results(requested: Path | None, junit: Path | None, dir_mode: int = DEF
     except ResultsDirError:
         remove_empty(created)
         raise
-    return ResultsDir(path, junit_path, dir_mode, created)
+    return ResultsDir(path, junit_path, dir_mode, created, started)
 
 
 class NotARegularFile(OSError):

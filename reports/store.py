@@ -20,14 +20,17 @@ ends at once on Ctrl-C or SIGTERM. Tables:
 
 - ``meta``: ``schema_version`` (a store written by a newer vioconform is refused, never altered;
   an older one is brought up to date by the first command that writes, and read as it is: its
-  runs' series are then derived as the upgrade would store them);
+  runs' series are then derived as the upgrade would store them; a version that is no whole number
+  from 1, or a version without every table, is a damaged store, refused and never altered);
 - ``runs``: id, run_uid (the run's own identity, the ``vioconform_run_id`` JUnit property a run
   writes; unique: a copy of its results directory imported again is the same run), source (the
   results directory, unique: importing it again returns the same run; the identity of runs
   written before run ids), series (the job the run belongs to, model/across/series.py: its ``series``
   suite property; a run written before series were recorded, and every run of a store upgraded
   from schema 2, gets the default series derived from its options and fingerprint), started,
-  finished, fingerprint (JSON: what was tested, the JUnit suite properties), options (JSON:
+  finished (naive UTC: the JUnit suite's ``timestamp``, else :data:`STARTED_FROM`'s fallbacks),
+  started_from (which), host (the suite's ``hostname``), fingerprint (JSON: what was tested, the
+  JUnit suite properties), options (JSON:
   hypervisor, controllers, inject and the ``options`` property's), revision (vioconform's, when
   recorded), complete (an interrupted run is stored but never used as a baseline);
 - ``verdicts``: run, rule, config, outcome (passed / failed / error / skipped / not run: a
@@ -41,6 +44,14 @@ per rule and configuration (``rule[config]``), the measured numbers as the case'
 :func:`read_results_dir` reads that, and refuses a JUnit file vioconform did not write (another
 tool's); :meth:`Store.add_run` writes a run in one transaction, so a failure leaves nothing
 half-written and nothing stored before is touched.
+
+Every database error is a :class:`StoreError` that says what failed, what the database said and
+what to do (:meth:`Store.failure`: a lock held past the busy timeout, a read-only or full store, a
+missing table or column), never an SQLAlchemy traceback: the commands exit 2 on it and a run's end
+says ``NOT STORED`` (exit 11). :func:`check_store`, the suite's check before any guest, writes a
+probe run and rolls it back (:meth:`Store.check_writable`). No output may be one of the files
+SQLite makes beside a store (:func:`store_side_files`) or lie in a stored run's results directory
+(:meth:`Store.check_outside_runs`).
 """
 
 from __future__ import annotations
@@ -50,6 +61,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import select
 import sys
 import time
@@ -70,8 +82,8 @@ from model.across.series import MAX_SERIES_CHARS, SERIES_KEY, series_problem, st
 from model.secret import password_holds_at, redact_url, register_url, scrub
 from reports.results import DEFAULT_PARENT
 
-#: 2 added ``runs.run_uid``; 3 added ``runs.series``.
-SCHEMA_VERSION = 3
+#: 2 added ``runs.run_uid``; 3 added ``runs.series``; 4 added ``runs.host`` and ``runs.started_from``.
+SCHEMA_VERSION = 4
 #: Suite properties that are the run's options rather than what it measured against (the
 #: ``options`` property, JSON, adds the rest of them).
 OPTION_KEYS = SERIES_OPTIONS
@@ -126,13 +138,41 @@ def password_file() -> Path:
     return Path(given) if given else Path(os.path.expanduser("~")) / ".pgpass"
 
 
+#: What a database's error says (a pattern, matched ignoring case) and what to do about it; ``{busy}``
+#: is :data:`STORE_BUSY_TIMEOUT_S`. SQLite says "database is locked", "attempt to write a readonly
+#: database", "database or disk is full", "no such table: runs", "table runs has no column named
+#: host"; PostgreSQL "canceling statement due to statement timeout", "permission denied for table
+#: runs", "could not extend file ...: No space left on device", "relation "runs" does not exist",
+#: "column "host" of relation "runs" does not exist" (not 'database "x" does not exist': that store
+#: is no damaged one).
+_REMEDIES = (
+    (("database is locked", "table is locked", "lock timeout", "statement timeout", "could not obtain lock"),
+     ("another process held the store's lock for longer than the {busy:g} s it is waited for (a run or an import "
+      "storing at the same time, or a program that keeps a transaction open on it); try again once it is done")),
+    (("readonly database", "read-only", "permission denied", "access denied"),
+     ("the store cannot be written: its file or its file system is read-only, or the database user may not write "
+      "to it; give a store you can write to")),
+    (("disk is full", "no space left", "could not extend file", "disk quota"),
+     "the disk that holds the store is full; free space there, or give a store on another disk"),
+    (("no such table", "no such column", "has no column", r"(relation|column) \S+ (of relation \S+ )?does not exist"),
+     ("a table or column vioconform writes is missing: the store is damaged (changed by hand, or by another "
+      "program); restore it from a backup, or give another store")),
+    (("unable to open database file", "disk i/o error"),
+     ("SQLite cannot write the store's files there (a directory it may not create files in, or something other "
+      "than a file where it keeps its journal, the store's path with -journal added)")),
+)
+
+
 def _connect_remedy(url: sa.engine.URL, error: str) -> str:
-    """What to do about a store that cannot be opened: for a PostgreSQL server that asked for a
-    password, where libpq looks for one (the URL, PGPASSWORD, the password file) and what it
-    found; else the general checks. Never the password itself."""
+    """What to do about a store that cannot be opened or written: for a PostgreSQL server that
+    asked for a password, where libpq looks for one (the URL, PGPASSWORD, the password file) and
+    what it found; for a store that is locked, read-only, full or damaged, that; else the general
+    checks. Never the password itself."""
     if url.get_backend_name() != "postgresql" or not ("no password supplied" in error
                                                       or "password authentication failed" in error):
-        return "check the URL, that the database is reachable and that you may write to it"
+        return next((remedy.format(busy=STORE_BUSY_TIMEOUT_S) for patterns, remedy in _REMEDIES
+                     if any(re.search(pattern, error, re.IGNORECASE) for pattern in patterns)),
+                    "check the URL, that the database is reachable and that you may write to it")
     passfile = password_file()
     shown_file = f"${PASSFILE_ENV} ({passfile})" if os.environ.get(PASSFILE_ENV) else f"~/.pgpass ({passfile})"
     line = f"{url.host or 'localhost'}:{url.port or 5432}:{url.database or '*'}:{url.username or '*'}:PASSWORD"
@@ -192,6 +232,16 @@ STORE_FILE_MODE = 0o600
 #: The largest run id a store can hold: ``runs.id`` is an SQL INTEGER, 32 bits in PostgreSQL (64 in
 #: SQLite), numbered from 1.
 MAX_RUN_ID = 2**31 - 1
+
+
+def parse_run_id(text: str) -> int | None:
+    """``text`` as a stored run's id (``"12"`` -> 12), or None when it is not one: only ASCII digits
+    name a run, as ``list`` prints them. ``str.isdigit`` is also true for ``"²"``, which ``int()``
+    refuses, and for ``"٣"``, which it reads as 3: neither is an id anyone was shown. The one place
+    run ids given by people are read (``--baseline``, ``reports.compare``)."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 #: How SQLAlchemy's SQLite driver reads ``?uri=true`` (sqlalchemy.util.asbool's true words).
 SQLITE_TRUE = ("true", "yes", "on", "y", "t", "1")
 
@@ -214,18 +264,53 @@ def sqlite_file(url: str) -> Path | None:
     return Path(u.database)
 
 
-def _create_sqlite_file(url: str, mode: int) -> None:
+#: The files SQLite makes beside a database file ``F`` while it writes, and deletes when done:
+#: ``F-journal`` (the rollback journal), ``F-wal`` and ``F-shm`` (write-ahead logging). An output
+#: written there is deleted, or read back as a journal, by the next write to the store.
+SQLITE_SIDE_FILES = {"-journal": "rollback journal", "-wal": "write-ahead log", "-shm": "write-ahead log index"}
+
+
+def store_side_files(url: str | None) -> list[tuple[str, Path]]:
+    """The files SQLite makes and deletes beside the store at ``url`` (:data:`SQLITE_SIDE_FILES`),
+    named for messages; none for another database or no store. No output may be one of them."""
+    path = sqlite_file(url) if url is not None else None
+    if path is None:
+        return []
+    return [(f"the store's {what} (SQLite creates and deletes it beside {path.name} while it writes)",
+             path.with_name(path.name + suffix)) for suffix, what in SQLITE_SIDE_FILES.items()]
+
+
+def _create_sqlite_file(url: str, mode: int) -> os.stat_result | None:
     """Create a SQLite store's file with ``mode`` before SQLite does (it would use the umask, 0644
     here: every user could read every run). An empty file is an empty database. An existing file
-    keeps its mode; a file that cannot be made is left for SQLite to report."""
+    keeps its mode; a file that cannot be made is left for SQLite to report. Returns the new
+    file's stat (None when none was made), so that a store that could not be made removes it."""
     path = sqlite_file(url)
     if path is not None and not path.exists():
         with contextlib.suppress(OSError):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             try:
                 os.fchmod(fd, mode)  # open's mode passes through the umask
+                return os.fstat(fd)
             finally:
                 os.close(fd)
+    return None
+
+
+def _remove_if_unused(url: str, made: os.stat_result | None) -> None:
+    """Remove the empty file :func:`_create_sqlite_file` made for a store that could not be created
+    (a full disk): a failed first use leaves nothing. Only while it is that file, still empty, and
+    no journal beside it says that another process is creating the tables in it at this moment."""
+    path = sqlite_file(url)
+    if made is None or path is None:
+        return
+    with contextlib.suppress(OSError):
+        now = path.stat()
+        if (now.st_ino, now.st_dev, now.st_size) != (made.st_ino, made.st_dev, 0):
+            return
+        if any(path.with_name(path.name + s).exists() for s in SQLITE_SIDE_FILES):
+            return
+        path.unlink()
 
 
 metadata = sa.MetaData()
@@ -239,6 +324,8 @@ runs = sa.Table(
     sa.Column("source", sa.String(1024), unique=True, nullable=True),
     sa.Column("started", sa.DateTime, nullable=True),
     sa.Column("finished", sa.DateTime, nullable=True),
+    sa.Column("host", sa.String(256), nullable=True),
+    sa.Column("started_from", sa.String(32), nullable=True),
     sa.Column("fingerprint", sa.Text, nullable=False),
     sa.Column("options", sa.Text, nullable=False),
     sa.Column("revision", sa.String(128), nullable=False),
@@ -246,7 +333,9 @@ runs = sa.Table(
     sa.Index("ix_runs_run_uid", "run_uid", unique=True),
     sa.Index("ix_runs_series", "series"))
 #: The columns of ``runs`` added after schema version 1, and the version that added each.
-RUN_COLUMNS_SINCE = {"run_uid": 2, "series": 3}
+RUN_COLUMNS_SINCE = {"run_uid": 2, "series": 3, "host": 4, "started_from": 4}
+#: The tables of every schema version; a store whose ``meta`` names a version and lacks one is damaged.
+TABLES = ("meta", "runs", "verdicts", "metrics", "samples")
 verdicts = sa.Table(
     "verdicts", metadata,
     sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), primary_key=True),
@@ -288,6 +377,10 @@ class RunData:
     run_uid: str | None = None
     #: The run's series (model/across/series.py); "": derived from ``options`` and ``fingerprint`` when stored
     series: str = ""
+    #: The machine the run ran on (its JUnit suite's ``hostname``); None when not recorded
+    host: str | None = None
+    #: Where ``started`` came from (a key of :data:`STARTED_FROM`)
+    started_from: str | None = None
     verdicts: dict[Key, tuple[str, str]] = field(default_factory=dict)  # (outcome, message)
     #: (rule, config, property name as written, e.g. "qd1_iops.r2") -> value as written
     properties: dict[tuple[str, str, str], str] = field(default_factory=dict)
@@ -304,19 +397,44 @@ def _outcome(case: ET.Element) -> tuple[str, str]:
     return "passed", ""
 
 
-def _started(directory: Path, suite: ET.Element, junit: Path) -> dt.datetime:
-    """The run's start: the suite's timestamp, else the directory's name (results/<YYYYmmdd-HHMMSS>[-n]),
-    else the JUnit file's modification time (naive UTC)."""
+#: Where a run's start was read from (``runs.started_from``), and how ``import`` and ``list`` say it.
+#: A run writes its start (UTC) as its JUnit suite's ``timestamp``; a JUnit file without one (written
+#: before, or by hand) falls back to its results directory's name, the local time of the machine that
+#: ran it (``results/<YYYYmmdd-HHMMSS>``), read in this machine's time zone (``TZ``), then to the
+#: file's modification time (the run's end) less the run's duration.
+STARTED_FROM = {
+    "timestamp": "the JUnit file's timestamp",
+    "directory name": "the results directory's name, read as local time ({tz}): the JUnit file has no timestamp",
+    "file time": "junit.xml's modification time less the run's duration: the JUnit file has no timestamp and the "
+                 "directory's name is no date",
+}
+
+
+def started_from_text(source: str | None) -> str:
+    """How ``import`` says where a run's start came from ("" for the run's own timestamp)."""
+    zone = os.environ.get("TZ") or time.tzname[0]  # the zone as the user set it, else the system's name for it
+    return "" if source in (None, "timestamp") else STARTED_FROM.get(source, source).format(tz=zone)
+
+
+def _utc(moment: dt.datetime) -> dt.datetime:
+    """``moment`` as the store keeps it: naive UTC (an aware time converted; a naive one is taken as UTC)."""
+    return moment.astimezone(dt.UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
+
+
+def _started(directory: Path, suite: ET.Element, junit: Path, duration_s: float) -> tuple[dt.datetime, str]:
+    """The run's start (naive UTC) and where it came from (a key of :data:`STARTED_FROM`): the suite's
+    ``timestamp``, else the directory's name (local time), else the JUnit file's modification time
+    less ``duration_s``."""
     stamp = suite.get("timestamp")
     if stamp:
-        try:
-            return dt.datetime.fromisoformat(stamp).replace(tzinfo=None)
-        except ValueError:
-            pass
+        with contextlib.suppress(ValueError):
+            return _utc(dt.datetime.fromisoformat(stamp)), "timestamp"
     try:
-        return dt.datetime.strptime(directory.name[:15], "%Y%m%d-%H%M%S")
-    except ValueError:
-        return dt.datetime.fromtimestamp(junit.stat().st_mtime, dt.UTC).replace(tzinfo=None)
+        local = dt.datetime.strptime(directory.name[:15], "%Y%m%d-%H%M%S")
+        return _utc(local.astimezone()), "directory name"  # a naive time's astimezone() reads it as local time
+    except (ValueError, OverflowError, OSError):
+        end = dt.datetime.fromtimestamp(junit.stat().st_mtime, dt.UTC)
+        return _utc(end - dt.timedelta(seconds=duration_s)), "file time"
 
 
 def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
@@ -344,11 +462,12 @@ def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
         raise StoreError(f"{junit}: its series {given_series!r} cannot name a series ({problem}); nothing was "
                          f"stored: correct the series property, or remove it to store the run in its default series")
     complete = props.get("complete", "true") == "true"
-    started = _started(directory, suite, junit)
     try:
-        finished: dt.datetime | None = started + dt.timedelta(seconds=float(suite.get("time") or 0))
+        duration_s: float | None = float(suite.get("time") or 0)
     except ValueError:
-        finished = None
+        duration_s = None
+    started, started_from = _started(directory, suite, junit, duration_s or 0.0)
+    finished = started + dt.timedelta(seconds=duration_s) if duration_s is not None else None
     options = {k: props[k] for k in OPTION_KEYS if k in props}
     try:
         more = json.loads(props.get(OPTIONS_KEY) or "{}")
@@ -360,6 +479,7 @@ def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
                    if k not in (*OPTION_KEYS, *STATUS_KEYS, REVISION_KEY, OPTIONS_KEY, RUN_ID_KEY, SERIES_KEY)}
     run = RunData(fingerprint=fingerprint, options=options, revision=props.get(REVISION_KEY, ""),
                   complete=complete, started=started, finished=finished, source=str(directory.resolve()),
+                  host=suite.get("hostname") or None, started_from=started_from,
                   run_uid=props.get(RUN_ID_KEY) or None,
                   series=stored_series(options, fingerprint, given_series))
     for case in suite.iter("testcase"):
@@ -407,6 +527,9 @@ class StoredRun:
     run_uid: str | None = None
     #: The job the run belongs to (model/across/series.py)
     series: str = ""
+    #: The machine it ran on; where ``started`` came from (None: stored before schema 4)
+    host: str | None = None
+    started_from: str | None = None
 
 
 def _pg_wait(conn: Any) -> None:
@@ -486,14 +609,13 @@ class Store:
                 self.engine.dispose()
                 raise StoreError(f"store {shown}: the directory {path.parent} does not exist; create it or give "
                                  f"another --store")
-        if create:
-            _create_sqlite_file(url, mode)
+        made = _create_sqlite_file(url, mode) if create else None
         #: The schema version of the store's tables (older than :data:`SCHEMA_VERSION`: a store
         #: opened to read, read as it is)
         self.version = SCHEMA_VERSION
         try:
             with self.engine.connect() as conn:
-                version = _schema_version(conn)
+                version = _schema_version(conn, shown)
             if version is not None and version > SCHEMA_VERSION:
                 raise StoreError(f"store {shown} has schema version {version}, written by a newer vioconform "
                                  f"(this one reads version {SCHEMA_VERSION}); update vioconform to use it. "
@@ -509,12 +631,49 @@ class Store:
                     self.version = version
         except SQLAlchemyError as e:
             self.engine.dispose()
+            _remove_if_unused(url, made)
             said = _first_line(e)
             raise StoreError(f"store {shown} cannot be opened: {said}; {_connect_remedy(self.engine.url, said)}") \
                 from None
         except BaseException:
             self.engine.dispose()
+            _remove_if_unused(url, made)
             raise
+
+    def failure(self, e: SQLAlchemyError, what: str) -> StoreError:
+        """The StoreError for a database error while reading or writing the open store: ``what``
+        failed, what the database said, and what to do (a lock held too long, a read-only or full
+        store, a missing table or column)."""
+        said = _first_line(e)
+        return StoreError(f"store {self.shown}: {what} ({said}); {_connect_remedy(self.engine.url, said)}")
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[sa.Connection]:
+        """A connection to read with; a database error in the block is a StoreError (:meth:`failure`)."""
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except SQLAlchemyError as e:
+            raise self.failure(e, "it could not be read") from None
+
+    def check_writable(self) -> None:
+        """StoreError unless a run could be stored now: a row goes into each table a run's write
+        fills, in a transaction rolled back at once, so nothing is kept and no run id is used up
+        (the rows carry their own ids, the largest an id can be). Finds a read-only file, file
+        system or database user, a write lock another process holds past the busy timeout, a
+        missing table or column, and a disk too full for SQLite's journal."""
+        probe = MAX_RUN_ID
+        try:
+            with self.engine.connect() as conn, conn.begin() as transaction:
+                conn.execute(runs.insert().values(id=probe, series="probe", fingerprint="{}", options="{}",
+                                                  revision="", complete=False, host="", started_from=""))
+                conn.execute(verdicts.insert().values(run_id=probe, rule="probe", config="", outcome="", message=""))
+                conn.execute(metrics.insert().values(id=probe, run_id=probe, rule="probe", config="", name="probe",
+                                                     unit="", direction="", known=False))
+                conn.execute(samples.insert().values(metric_id=probe, repeat=0, value=0.0, text=None))
+                transaction.rollback()
+        except SQLAlchemyError as e:
+            raise self.failure(e, "a run could not be stored in it") from None
 
     def _create_or_upgrade(self) -> None:
         """Create the tables (or add version 2's column to a version 1 store) in one transaction,
@@ -529,7 +688,7 @@ class Store:
                         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
                     elif conn.dialect.name == "sqlite":
                         conn.exec_driver_sql("BEGIN IMMEDIATE")
-                    version = _schema_version(conn)
+                    version = _schema_version(conn, self.shown)
                     if version is None:
                         metadata.create_all(conn)
                         conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
@@ -553,7 +712,10 @@ class Store:
         when the same run was stored already (nothing is rewritten): the same run id (a copy of
         its results directory too), or, for a run without one, the same source directory."""
         if self.version != SCHEMA_VERSION:  # an older store opened to read, now written to
-            self._create_or_upgrade()
+            try:
+                self._create_or_upgrade()
+            except SQLAlchemyError as e:
+                raise self.failure(e, "it could not be brought up to date to store the run") from None
         existing = self._same_run(run)
         if existing is not None:
             return existing, False
@@ -561,7 +723,8 @@ class Store:
             with self.engine.begin() as conn:
                 run_id = _insert(conn, runs.insert().values(
                     run_uid=run.run_uid, series=run.series or stored_series(run.options, run.fingerprint),
-                    source=run.source, started=run.started, finished=run.finished,
+                    source=run.source, started=run.started, finished=run.finished, host=run.host,
+                    started_from=run.started_from,
                     fingerprint=json.dumps(run.fingerprint, sort_keys=True),
                     options=json.dumps(run.options, sort_keys=True), revision=run.revision,
                     complete=run.complete))
@@ -600,6 +763,8 @@ class Store:
                                  f"new directory and import that") from None
             raise StoreError(f"store {self.shown}: the run could not be stored ({_first_line(e)}); nothing of it "
                              f"was written") from None
+        except SQLAlchemyError as e:
+            raise self.failure(e, "the run could not be stored, and nothing of it was written") from None
         return run_id, True
 
     def _same_run(self, run: RunData) -> int | None:
@@ -611,7 +776,7 @@ class Store:
     def run_by_uid(self, run_uid: str) -> int | None:
         if self.version < RUN_COLUMNS_SINCE["run_uid"]:
             return None
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             row = conn.execute(sa.select(runs.c.id).where(runs.c.run_uid == run_uid)).first()
         return None if row is None else int(row[0])
 
@@ -619,7 +784,7 @@ class Store:
         return self.add_run(read_results_dir(directory))
 
     def run_by_source(self, source: str) -> int | None:
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             row = conn.execute(sa.select(runs.c.id).where(runs.c.source == source)).first()
         return None if row is None else int(row[0])
 
@@ -630,15 +795,33 @@ class Store:
     def run(self, run_id: int) -> StoredRun:
         row = None
         if abs(run_id) <= MAX_RUN_ID:  # a larger number names no run, and the driver would raise
-            with self.engine.connect() as conn:
+            with self.connect() as conn:
                 row = conn.execute(sa.select(*self._runs_columns()).where(runs.c.id == run_id)).first()
         if row is None:
             raise StoreError(f"store {self.shown} has no run {run_id}; list its runs with "
                              f"python -m reports.store --store {self.shown} list")
         return _stored(row)
 
+    def check_outside_runs(self, outputs: Sequence[tuple[str, Path | None]]) -> None:
+        """StoreError for an output (``("--junit", path)``; None: not given) that is, or lies in,
+        the results directory of a stored run: it would replace that run's junit.xml or report.html,
+        its record (``reports.compare --junit``, ``reports.trend -o``, the suite's outputs)."""
+        given = [(what, path.absolute(), path.resolve()) for what, path in outputs if path is not None]
+        if not given:
+            return
+        with self.connect() as conn:
+            sources = conn.execute(sa.select(runs.c.id, runs.c.source).where(runs.c.source.is_not(None))
+                                   .order_by(runs.c.id)).all()
+        for run_id, source in sources:
+            held = Path(source)
+            for what, path, real in given:
+                if any(p.is_relative_to(held) for p in (path, real)) or real.is_relative_to(held.resolve()):
+                    raise StoreError(f"{what} {path} is inside the results directory of run {run_id} ({source}), a "
+                                     f"stored run: writing it there would replace that run's files (its record); "
+                                     f"give {what} a path outside every stored run's results directory")
+
     def runs(self) -> list[StoredRun]:
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             return [_stored(r) for r in conn.execute(sa.select(*self._runs_columns())
                                                      .order_by(runs.c.started, runs.c.id))]
 
@@ -655,7 +838,7 @@ class Store:
         return same[-n:] if n > 0 else []
 
     def verdicts(self, run_id: int) -> dict[Key, str]:
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             rows = conn.execute(sa.select(verdicts.c.rule, verdicts.c.config, verdicts.c.outcome)
                                 .where(verdicts.c.run_id == run_id))
             return {(r.rule, r.config): r.outcome for r in rows}
@@ -668,7 +851,7 @@ class Store:
              .where(metrics.c.run_id == run_id, samples.c.value.is_not(None))
              .order_by(metrics.c.rule, metrics.c.config, metrics.c.name, samples.c.repeat))
         out: dict[MetricKey, Series] = {}
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             for r in conn.execute(q):
                 key = (r.rule, r.config, r.name)
                 prev = out.get(key)
@@ -678,14 +861,14 @@ class Store:
 
     def unknown_metrics(self, run_id: int) -> list[str]:
         """Names of the run's properties model.across.metrics has no entry for (stored as parameters)."""
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             rows = conn.execute(sa.select(metrics.c.name).distinct()
                                 .where(metrics.c.run_id == run_id, metrics.c.known.is_(False)).order_by(metrics.c.name))
             return [r[0] for r in rows]
 
     def counts(self, run_id: int) -> dict[str, int]:
         """How many verdicts, metrics and samples a run has."""
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             n_verdicts = conn.execute(sa.select(sa.func.count()).select_from(verdicts)
                                       .where(verdicts.c.run_id == run_id)).scalar_one()
             n_metrics = conn.execute(sa.select(sa.func.count()).select_from(metrics)
@@ -714,24 +897,42 @@ def _stored(row: sa.Row[tuple[object, ...]]) -> StoredRun:
     m = row._mapping
     fingerprint, options = json.loads(m["fingerprint"]), json.loads(m["options"])
     return StoredRun(int(m["id"]), m["source"], m["started"], m["finished"], fingerprint, options, m["revision"],
-                     bool(m["complete"]), m.get("run_uid"), m.get("series") or stored_series(options, fingerprint))
+                     bool(m["complete"]), m.get("run_uid"), m.get("series") or stored_series(options, fingerprint),
+                     m.get("host"), m.get("started_from"))
 
 
-def _schema_version(conn: sa.Connection) -> int | None:
+def _schema_version(conn: sa.Connection, shown: str) -> int | None:
     """The store's schema version; None when it has no vioconform tables (or a ``meta`` table
     without the version: a first use that stopped half-way, on a database without
-    transactional DDL)."""
-    if not sa.inspect(conn).has_table("meta"):
+    transactional DDL). StoreError for a damaged store: a version that is no whole number from 1
+    (``abc``, ``''``, ``3.0``, ``-1``), or a version this vioconform knows without every table of
+    :data:`TABLES`."""
+    have = set(sa.inspect(conn).get_table_names())
+    if "meta" not in have:
         return None
     row = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")).first()
-    return None if row is None else int(row[0])
+    if row is None:
+        return None
+    text = str(row[0])
+    if not (text.isascii() and text.isdigit() and int(text) >= 1):
+        raise StoreError(f"store {shown} is damaged: its meta table's schema_version is {text!r}, not a schema "
+                         f"version (a whole number from 1; this vioconform writes {SCHEMA_VERSION}). Nothing in it "
+                         f"was changed; restore it from a backup, or give another store")
+    missing = [t for t in TABLES if t not in have]
+    if missing and int(text) <= SCHEMA_VERSION:  # a newer version's tables are its own: refused as newer
+        raise StoreError(f"store {shown} is damaged: it has vioconform's meta table (schema version {text}) but no "
+                         f"{', '.join(missing)} table{'s' if len(missing) > 1 else ''}. Nothing in it was changed; "
+                         f"restore it from a backup, or give another store")
+    return int(text)
 
 
 def _upgrade(conn: sa.Connection) -> None:
     """An older store brought up to :data:`SCHEMA_VERSION` in the caller's transaction, each step
     skipped where done. Version 1 -> 2: ``runs.run_uid`` and its unique index. 2 -> 3:
     ``runs.series``, each stored run's the default derived from its stored options and fingerprint
-    (model.across.series.stored_series, as a results directory without a series is stored), and its index."""
+    (model.across.series.stored_series, as a results directory without a series is stored), and its index.
+    3 -> 4: ``runs.host`` and ``runs.started_from``, empty for the runs stored before (their start
+    came from whatever the store then read: the directory's name, read as UTC, or the file's time)."""
     have = {c["name"] for c in sa.inspect(conn).get_columns("runs")}
     if "run_uid" not in have:
         conn.execute(sa.text("ALTER TABLE runs ADD COLUMN run_uid VARCHAR(64)"))
@@ -743,6 +944,9 @@ def _upgrade(conn: sa.Connection) -> None:
     if named:
         conn.execute(runs.update().where(runs.c.id == sa.bindparam("run")).values(series=sa.bindparam("name")), named)
     conn.execute(sa.text("CREATE INDEX IF NOT EXISTS ix_runs_series ON runs (series)"))
+    for name, kind in (("host", "VARCHAR(256)"), ("started_from", "VARCHAR(32)")):
+        if name not in have:
+            conn.execute(sa.text(f"ALTER TABLE runs ADD COLUMN {name} {kind}"))
     conn.execute(meta_table.update().where(meta_table.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
 
 
@@ -754,18 +958,35 @@ def opened_store(url: str | None, create: bool = False) -> Iterator[Store]:
     store = Store(url or default_url(), create=create)
     try:
         yield store
+    except SQLAlchemyError as e:  # a query of the command's own (reports.compare's): the same clear error
+        raise store.failure(e, "it could not be read") from None
     finally:
         store.close()
 
 
 def check_store(url: str, mode: int = STORE_FILE_MODE) -> None:
     """Open the store at ``url`` once (creating its tables on first use, a new SQLite file with
-    ``mode``) and close it: run before any guest starts, so an unreachable or too new store ends
-    the run before it costs anything. The default store's directory (``results/``) is created,
-    private (0700), when missing."""
+    ``mode``), check that a run can be written into it (:meth:`Store.check_writable`) and close it:
+    run before any guest starts, so an unreachable, read-only, locked, damaged or too new store
+    ends the run before it costs anything. The default store's directory (``results/``) is
+    created, private (0700), when missing."""
     if url == default_url() and not DEFAULT_PARENT.exists():
         DEFAULT_PARENT.mkdir(mode=0o700, parents=True, exist_ok=True)
-    Store(url, mode).close()
+    store = Store(url, mode)
+    try:
+        store.check_writable()
+    finally:
+        store.close()
+
+
+def check_outside_runs(url: str, outputs: Sequence[tuple[str, Path | None]]) -> None:
+    """:meth:`Store.check_outside_runs` on the store at ``url`` (which must exist: the suite's
+    preflight has just made it)."""
+    store = Store(url, create=False)
+    try:
+        store.check_outside_runs(outputs)
+    finally:
+        store.close()
 
 
 def store_results(url: str, directory: Path, junit: Path | None = None,
@@ -812,15 +1033,19 @@ def _command(store: Store, args: argparse.Namespace) -> int:
                 continue
             c = store.counts(run_id)
             unknown = store.unknown_metrics(run_id)
+            origin = started_from_text(run.started_from)
             print(f"{d}: run {run_id}{'' if run.complete else ' (INCOMPLETE: never used as a baseline)'}: "
                   f"{c['verdicts']} verdicts, {c['metrics']} metrics, {c['samples']} samples"
-                  + (f"; stored as parameters, not in model/across/metrics.py: {', '.join(unknown)}" if unknown else ""))
+                  + (f"; stored as parameters, not in model/across/metrics.py: {', '.join(unknown)}" if unknown else "")
+                  + (f"; started {run.started:%Y-%m-%d %H:%M:%S} UTC, from {origin}" if origin else ""))
     else:
-        if not store.runs():
+        stored = store.runs()
+        if not stored:
             print(f"(no runs stored in {store.shown}; add some with python -m reports.store import DIR)")
-        for r in store.runs():
+        for r in stored:  # started is UTC; where it came from last (STARTED_FROM's keys; '-': before schema 4)
             print(f"{r.id}\t{r.started or '-'}\t{'complete' if r.complete else 'INCOMPLETE'}\t"
-                  f"{r.options.get('hypervisor', '-')}\t{r.source or '-'}\t{r.series}")
+                  f"{r.options.get('hypervisor', '-')}\t{r.source or '-'}\t{r.series}\t{r.host or '-'}\t"
+                  f"{r.started_from or '-'}")
     return status
 
 

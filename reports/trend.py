@@ -161,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_output_arg(ap, "-o", args.output, args.store)
     try:
         with opened_store(args.store) as store:
+            store.check_outside_runs([("-o", args.output)])
             runs = series_runs(store, args.run, args.last, args.series)
             page = trend_document(store, runs, args.all_metrics)
     except StoreError as e:

@@ -17,7 +17,7 @@ from fixtures.options import SuiteOptions
 from guest.tools.devmapper import MirrorUnavailable, SwallowingMirror
 from guest.tools.errorpath import ErrorPath
 from guest.tools.fio import FioJob
-from hypervisors.base import ErrorInjector, InjectionUnavailable
+from hypervisors.base import ErrorInjector, ErrorPolicyContradicted, InjectionUnavailable
 from measure.disk import GuestDisk
 from measure.injected import run_healed, run_injected
 from model.injection import Kind
@@ -128,6 +128,8 @@ def test_error_propagation(scratch_disk: GuestDisk, suite_options: SuiteOptions,
                 heal = _heal(disk, injector, raw)
         except InjectionUnavailable as e:
             pytest.skip(f"{RULE} cannot run on {disk.config_id}: {e}")
+        except ErrorPolicyContradicted as e:  # the hypervisor under test failed: a verdict, not an ERROR
+            return judge_error_propagation(WORKLOAD, [], None, attempts, bound, policy=e.policy)
         except MirrorUnavailable as e:
             pytest.skip(f"--inject swallow-errors cannot apply on {disk.config_id}: {e}")
         finally:

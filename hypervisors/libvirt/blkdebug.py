@@ -18,7 +18,8 @@ the suite's guests):
 - ``iotype`` limits a rule to reads or to writes (default: every type, flushes included);
 - the error goes back to the device, whose ``rerror``/``werror`` policy decides what the guest sees:
   ``report`` (the suite sets it on its scratch disks) hands it to the guest; ``stop`` would pause the
-  VM and ``ignore`` swallow it (:meth:`BlkdebugInjector.policy` checks).
+  VM and ``ignore`` swallow it (:meth:`BlkdebugInjector.policy` checks: a QEMU that answers otherwise
+  than the suite configured is the hypervisor under test failing, ``ErrorPolicyContradicted``).
 
 Verified on QEMU 7.2 with libvirt 9.0: blkdebug over libvirt's ``libvirt-N-storage`` node under
 ``libvirt-N-format`` (virtio-scsi, virtio-blk), 16 rules of ``iotype`` read: 2 reads of 16 failed in
@@ -31,10 +32,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypervisors.base import InjectionUnavailable
+from hypervisors.base import ErrorPolicyContradicted, InjectionUnavailable
+from hypervisors.libvirt.controllers import REPORT_ERRORS
 from hypervisors.libvirt.qmp import DomainQmp
 from model.errors import HypervisorError
-from model.injection import InjectedRange
+from model.injection import ErrorPolicy, InjectedRange
 from model.parse.blockstats import HostRequestOutcomes, parse_qmp_outcomes
 
 log = logging.getLogger("vioconform.libvirt")
@@ -104,19 +106,19 @@ class BlkdebugInjector:
         return self._chain
 
     def policy(self) -> dict[str, str]:
-        """The device's ``rerror`` and ``werror`` (qom-get), each that the device has; HypervisorError
-        where one keeps errors from the guest."""
+        """The device's ``rerror`` and ``werror`` (qom-get), each that the device has;
+        ErrorPolicyContradicted where one keeps errors from the guest: the suite configured every disk
+        to report them (controllers.REPORT_ERRORS), so QEMU's answer contradicts its own configuration."""
+        path = f"{PERIPHERAL}/{self.qmp.device}"
         found: dict[str, str] = {}
         for prop in REPORTING:
-            reply = self.qmp.execute({"execute": "qom-get", "arguments": {
-                "path": f"{PERIPHERAL}/{self.qmp.device}", "property": prop}})
+            reply = self.qmp.execute({"execute": "qom-get", "arguments": {"path": path, "property": prop}})
             if "error" not in reply:
                 found[prop] = str(reply.get("return"))
-        wrong = {p: v for p, v in found.items() if v not in REPORTING[p]}
-        if wrong:
-            raise HypervisorError(f"device {self.qmp.device} does not report errors to the guest "
-                                  f"({', '.join(f'{p}={v}' for p, v in wrong.items())}): the suite sets "
-                                  "rerror/werror=report on its scratch disks; was the domain changed?")
+        withheld = tuple(p for p, v in found.items() if v not in REPORTING[p])
+        if withheld:
+            raise ErrorPolicyContradicted(ErrorPolicy(self.qmp.device, REPORT_ERRORS, found, withheld,
+                                                      f"QMP qom-get {path}"))
         return found
 
     def inject(self, injected: InjectedRange) -> None:

@@ -17,7 +17,10 @@ and then for writes, while the guest reads (then writes) requests that cover the
 Then the range heals (the host's chain is back to the plain file) and the same requests are written
 and read back, verified: no error anywhere. An injected range whose errors never reached the host
 (the workload missed it, the injection is not in the disk's path) is :class:`InjectionNotFired`,
-an ERROR, never a verdict.
+an ERROR, never a verdict. A device the hypervisor says keeps errors from the guest although the
+suite configured it to report them (``rerror=ignore`` where ``report`` was set) fails the rule at
+once, blamed on the hypervisor (``judge_error_propagation``'s ``policy``): the hypervisor under test
+contradicts its own configuration, which is no failure of the suite's.
 
 Example::
 
@@ -32,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model.blame import Blame
-from model.injection import SECTOR_BYTES, InjectedRange, Kind
+from model.injection import SECTOR_BYTES, ErrorPolicy, InjectedRange, Kind
 from model.parse.blockstats import HostRequestOutcomes
 from model.parse.fio_errors import FioErrorRun
 from model.parse.kernel_io_errors import RATELIMIT_BURST, RATELIMIT_INTERVAL_S, KernelWindow
@@ -55,6 +58,7 @@ METRICS: Metrics = (
     (r"attempts_per_request", MetricSpec("attempts", PARAM)),
     (r"injected_(first_sector|sectors)", MetricSpec("sectors", PARAM)),
     (r"injected_device|fio_target|kernel_error_sectors", MetricSpec("", PARAM)),  # attempts_source, bound_source: shared (.*_source)
+    (r"policy_(rerror|werror)", MetricSpec("", PARAM)),  # the device's error policy, as the hypervisor said it
 )
 #: Nothing the rule records is a noisy measured quantity: no minimum effect to measure.
 MIN_EFFECTS: Mapping[str, float] = {}
@@ -315,8 +319,12 @@ def _judge_phase(workload: Workload, phase: PhaseRun, attempts: Attempts | None,
 
 
 def judge_error_propagation(workload: Workload, phases: Sequence[PhaseRun], heal: HealRun | None,
-                            attempts: Attempts | None, bound: Bound) -> RuleVerdict:
-    """Each phase's failures on both sides, the kernel's lines, fio's time; then the healed disk."""
+                            attempts: Attempts | None, bound: Bound, policy: ErrorPolicy | None = None) -> RuleVerdict:
+    """Each phase's failures on both sides, the kernel's lines, fio's time; then the healed disk. ``policy``:
+    the device's error policy where the hypervisor said it keeps errors from the guest, against what the
+    suite configured (the rule then injected nothing: ``phases`` is empty), which fails the rule."""
+    if policy is not None:
+        return _policy_verdict(policy)
     lines: list[str] = []
     problems: list[str] = []
     notes: list[str] = []
@@ -343,3 +351,16 @@ def judge_error_propagation(workload: Workload, phases: Sequence[PhaseRun], heal
             hints.append(Blame("guest driver", "the disk stayed failed after the host's errors stopped"))
     hint = hints[0] if problems and hints else None
     return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, pair_figure(*pairs), hint)
+
+
+def _policy_verdict(policy: ErrorPolicy) -> RuleVerdict:
+    """The verdict where the hypervisor says the device keeps a failed request from the guest although the
+    suite configured it to report it: FAILED, blamed on the hypervisor (it said the value, and it is not
+    what it was given). The rule goes no further: no injected error could reach the guest to be judged."""
+    props: dict[str, Number] = {f"policy_{p}": v for p, v in sorted(policy.found.items())}
+    problem = (f"device {policy.device} keeps failed requests from the guest: {policy.describe()}. The "
+               "hypervisor answers a request its disk failed other than it was configured to (ignore: as done, "
+               "so the guest reads data that was never read and loses writes; stop: the VM pauses), so no "
+               "error can reach the guest; the rule injected none")
+    return RuleVerdict(RULE, (f"error policy of {policy.device}: {policy.describe()}",), (problem,), (), props,
+                       hint=Blame("hypervisor", f"{policy.device}: the hypervisor reports {policy.describe()}"))

@@ -9,6 +9,7 @@ import contextlib
 import itertools
 import os
 import secrets
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -97,15 +98,18 @@ HOST_QEMU = "/usr/bin/qemu-system-x86_64"
 
 
 @contextlib.contextmanager
-def qemu_wrapper(name: str, extra_args: str = "") -> Iterator[Path]:
-    """An emulator script ``name`` that runs the host's QEMU with ``extra_args`` after libvirt's.
-    libvirt runs it as the QEMU user, so it lives in a directory that user can read (not pytest's
-    root-only tmp_path); removed afterwards."""
+def qemu_wrapper(name: str, extra_args: str = "", rewrite: tuple[tuple[str, str], ...] = ()) -> Iterator[Path]:
+    """An emulator script ``name`` that runs the host's QEMU with ``extra_args`` after libvirt's, each
+    of libvirt's arguments with every (text, replacement) of ``rewrite`` replaced in it: a QEMU build
+    that does other than its command line says. libvirt runs it as the QEMU user, so it lives in a
+    directory that user can read (not pytest's root-only tmp_path); removed afterwards."""
     d = Path(tempfile.mkdtemp(prefix="vioconform-emulator-"))
     try:
         d.chmod(0o755)
         w = d / name
-        w.write_text(f'#!/bin/sh\nexec {HOST_QEMU} "$@"{" " + extra_args if extra_args else ""}\n')
+        subs = "".join(f"; a=${{a//{shlex.quote(old)}/{shlex.quote(new)}}}" for old, new in rewrite)
+        w.write_text(f'#!/bin/bash\nargs=()\nfor a in "$@"; do :{subs}; args+=("$a"); done\n'
+                     f'exec {HOST_QEMU} "${{args[@]}}"{" " + extra_args if extra_args else ""}\n')
         w.chmod(0o755)
         yield w
     finally:

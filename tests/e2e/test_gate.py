@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import signal
 import stat
+import subprocess
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,9 @@ from tests.e2e.conftest import SuiteRun, run_suite_at, start_suite
 
 #: The interrupt lands 1.5 s after fio at depth 32 starts: inside its 1 s ramp plus 3 s window.
 INTERRUPT_AFTER_S = 1.5
+#: Ctrl-C pressed again and again: seven, a third of a second apart (an impatient user, a CI job's
+#: cancel that signals the process group repeatedly).
+CTRL_C_TIMES, CTRL_C_GAP_S = 7, 0.33
 
 
 def _suite_props(junit: Path) -> dict[str, str]:
@@ -24,27 +29,41 @@ def _suite_props(junit: Path) -> dict[str, str]:
     return {} if props is None else {p.get("name", ""): p.get("value", "") for p in props}
 
 
-def test_ctrl_c_in_a_rule_is_an_error_and_an_incomplete_run(tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    proc = start_suite(results, "-k", "queue_depth", "--controllers", "virtio-blk", "-o", "log_cli=true",
-                       unbuffered=True)
+def _interrupted(results: Path, rule: str, seen: str, interrupt: Callable[[subprocess.Popen[str]], object]) -> SuiteRun:
+    """A run of ``rule`` on virtio-blk, ``interrupt``ed once its output says ``seen``, and all it said."""
+    proc = start_suite(results, "-k", rule, "--controllers", "virtio-blk", "-o", "log_cli=true", unbuffered=True)
     assert proc.stdout is not None
     lines = []
     try:
         for line in proc.stdout:
             lines.append(line)
-            if "fio qd32" in line:
-                time.sleep(INTERRUPT_AFTER_S)
-                proc.send_signal(signal.SIGINT)
+            if seen in line:
+                interrupt(proc)
                 break
-        lines.append(proc.communicate(timeout=120)[0])
+        lines.append(proc.communicate(timeout=180)[0])
     finally:
         if proc.poll() is None:
             proc.terminate()
             proc.communicate(timeout=60)
     out = "".join(lines)
-    assert "fio qd32" in out, out[-3000:]
-    run = SuiteRun(proc.returncode, out, results, proc.pid)
+    assert seen in out, out[-3000:]
+    return SuiteRun(proc.returncode, out, results, proc.pid)
+
+
+def _ctrl_c_after(delay_s: float, times: int = 1) -> Callable[[subprocess.Popen[str]], None]:
+    def interrupt(proc: subprocess.Popen[str]) -> None:
+        time.sleep(delay_s)
+        for k in range(times):
+            proc.send_signal(signal.SIGINT)
+            if k < times - 1:
+                time.sleep(CTRL_C_GAP_S)
+    return interrupt
+
+
+def test_ctrl_c_in_a_rule_is_an_error_and_an_incomplete_run(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    run = _interrupted(results, "queue_depth", "fio qd32", _ctrl_c_after(INTERRUPT_AFTER_S))
+    out = run.output
     assert run.returncode == 2, out[-3000:]  # pytest's "interrupted", never 0
     case = run.cases()["queue-depth[libvirt:virtio-blk:latency5ms]"]
     error = case.find("error")
@@ -89,3 +108,23 @@ def test_results_are_private(tmp_path: Path) -> None:
         expected = 0o700 if (run.results / rel).is_dir() else 0o600
         assert mode == expected, f"{rel}: {oct(mode)}"
     assert run.left_behind == []  # and the guest started: its files stayed readable by libvirt's QEMU user
+
+
+def test_ctrl_c_again_and_again_during_hotplug_ends_the_run_as_one_does(tmp_path: Path) -> None:
+    """Before, the second SIGINT cut the orderly end short: exit 130, tracebacks, no report, not
+    stored, and the run directory left. Now the first starts the end and the rest are noted."""
+    results = tmp_path / "results"
+    # ": attached ": the rule has hot-plugged its disk
+    run = _interrupted(results, "hotplug", ": attached ", _ctrl_c_after(0, CTRL_C_TIMES))
+    out = run.output
+    assert run.returncode == 2, out[-4000:]
+    assert "Traceback" not in out, out[-4000:]
+    case = run.cases()["hotplug[libvirt:virtio-blk:latency5ms]"]
+    error = case.find("error")
+    assert error is not None and error.get("message") == "interrupted by SIGINT: did not finish", out[-3000:]
+    assert _suite_props(results / "junit.xml")["complete"] == "false"
+    assert (results / "report.html").is_file()
+    assert "stored:    run " in out, out[-3000:]
+    noted = next(line for line in out.splitlines() if line.startswith("noted:"))
+    assert noted.startswith("noted:     ") and "more SIGINT while the run was ending" in noted, noted
+    assert run.left_behind == []  # no domain (so no QEMU), no run directory (the disks), no QEMU log

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from bench.suite_run import active_vioconform_domains, run_suite_at
 from reports import store as store_module
-from reports.store import Store
+from reports.store import Store, StoreError
 from tests.pgserver import PASSWORD, USER, PgServer, create_database, private_postgres
 from tests.unit.test_compare_recorded import (  # noqa: F401 - collected here again, on PostgreSQL
     test_io_breakup_is_an_io_size_regression,
@@ -110,6 +110,35 @@ def test_first_uses_at_once_of_a_new_database_all_succeed(pg: PgServer, capsys: 
             assert rows == [("schema_version", str(store_module.SCHEMA_VERSION))]
         finally:
             engine.dispose()
+
+
+def test_a_store_its_user_may_only_read_is_refused_before_any_guest(pg: PgServer, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The preflight's probe run finds a database user without the right to write (the run was only
+    refused when it ended), and, rolled back, uses up no run id."""
+    url = create_database(pg, "readonly")
+    Store(url).close()
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("CREATE ROLE reader LOGIN PASSWORD 'r3ader-pw'"))
+            conn.execute(sa.text("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader"))
+    finally:
+        engine.dispose()
+    reader = url.replace(f"{USER}:{PASSWORD}@", "reader:r3ader-pw@")
+    with pytest.raises(StoreError, match=r": a run could not be stored in it \(permission denied for table runs\); "
+                                         r"the store cannot be written"):
+        store_module.check_store(reader)
+    night = write_run(tmp_path, "20261120-020000", healthy())
+    assert store_module.main(["--store", reader, "import", str(night)]) == 2
+    err = capsys.readouterr().err
+    assert "permission denied for table runs" in err and "r3ader-pw" not in err and err.count("\n") == 1, err
+    store_module.check_store(url)  # its owner may write
+    store = Store(url)
+    try:
+        assert store.import_dir(night) == (1, True)  # the probes left no run and no gap in the ids
+    finally:
+        store.close()
 
 
 def test_every_connection_carries_the_statement_timeout(pg: PgServer) -> None:

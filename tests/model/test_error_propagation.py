@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from guest.tools.errorpath import ErrorPath
+from model.blame import blame
 from model.errors import ParseError
-from model.injection import InjectedRange
+from model.injection import ErrorPolicy, InjectedRange
 from model.parse.blockstats import HostRequestOutcomes, parse_qmp_outcomes
 from model.parse.fio_errors import parse_fio_error_run
 from model.parse.kernel_io_errors import RATELIMIT_BURST, io_error, window_after
@@ -53,6 +54,9 @@ def _scsi(kind: str, **kw: object) -> PhaseRun:
     return _phase("errprop-virtio-scsi", kind, "sdb", _outcomes(kind, 14, 12), **kw)  # type: ignore[arg-type]
 
 
+#: What QEMU answered for a device whose reads it answers as done although the suite configured ``report``.
+IGNORING = ErrorPolicy("ua-vioc-dut03", {"rerror": "report", "werror": "report"}, {"rerror": "ignore", "werror": "report"},
+                       ("rerror",), "QMP qom-get /machine/peripheral/ua-vioc-dut03")
 HEALED = HealRun(errors=0, host_failures=0, requests=32)  # recorded: both controllers, 0 and 0
 SCSI_BOUND = bound_for(30.0, None)
 
@@ -250,3 +254,15 @@ def test_an_injection_that_never_fired_has_no_verdict() -> None:
     missed = dataclasses.replace(_scsi("read"), host=_outcomes("read", 16, 0))
     why = not_fired(missed)
     assert why is not None and "the host failed no request while reads of sectors 2116-2131 of sdb failed" in why
+
+
+def test_a_hypervisor_that_answers_failed_requests_as_done_fails_the_rule_blamed_on_it() -> None:
+    """The suite configured ``report``; QEMU says ``ignore`` (a build whose devices answer a failed request
+    as done): the hypervisor under test failed. Before, an ERROR asking whether the domain was changed."""
+    v = judge_error_propagation(WORKLOAD, [], None, attempts_for("sd"), SCSI_BOUND, policy=IGNORING)
+    assert not v.passed and v.rule == "error-propagation"
+    assert v.problems[0].startswith("device ua-vioc-dut03 keeps failed requests from the guest: rerror=ignore (QMP "
+                                    "qom-get /machine/peripheral/ua-vioc-dut03) where the suite configured rerror=report.")
+    assert v.record_properties() == {"policy_rerror": "ignore", "policy_werror": "report"}
+    b = blame("error-propagation", [], v.hint)
+    assert b.layer == "hypervisor" and "rerror=ignore" in b.reason

@@ -33,7 +33,7 @@ from model.rules.stall_tolerance import judge_stall_tolerance
 from model.rules.verdict import RuleVerdict, combine_repeats
 from tests.model.test_discard import BLK, SCSI, WHERE, _healthy, _zeroes
 from tests.model.test_discard import _trim as _discard_trim
-from tests.model.test_error_propagation import HEALED, SCSI_BOUND, _scsi
+from tests.model.test_error_propagation import HEALED, IGNORING, SCSI_BOUND, _scsi
 from tests.model.test_hotplug import BLK as HOTPLUG_BLK
 from tests.model.test_hotplug import BLK_SURPRISE, SCSI_OFF, SCSI_SURPRISE
 from tests.model.test_model_integrity import ZERO_GUARDS, window_of, written
@@ -129,7 +129,9 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
         "error-propagation": [judge_error_propagation(WORKLOAD, [_scsi("read"), _scsi("write")], HEALED,
                                                       attempts_for("sd"), SCSI_BOUND),
                               judge_error_propagation(WORKLOAD, [_scsi("read", ended=False)], None, None,
-                                                      bound_for(None, None))],
+                                                      bound_for(None, None)),
+                              judge_error_propagation(WORKLOAD, [], None, None, bound_for(None, None),
+                                                      policy=IGNORING)],
         "hotplug": [judge_hotplug(dataclasses.replace(HOTPLUG_BLK, surprise=SCSI_SURPRISE)), judge_hotplug(SCSI_OFF),
                     judge_hotplug(dataclasses.replace(HOTPLUG_BLK, surprise=BLK_SURPRISE))],
         # healthy with and without the device's own counts, fstrim and write-zeroes; a device without discard

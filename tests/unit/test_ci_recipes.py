@@ -9,7 +9,7 @@ the test gives the suite and ``compare``. The step's exit code goes through the 
 (Jenkins: its ``unstable``/``error`` lines; GitLab: ``allow_failure: exit_codes``) to a build result,
 which must follow the policy of docs/reference.md's exit codes: a rule that FAILED (1) or a regression
 marks a nightly build unstable and fails a gate; any other code (2 interrupted, 4 usage, 10 harness
-error, 11 not stored, pytest's own) fails the build, and ``compare`` runs only after a run that
+error, 11 not stored, 12 nothing judged, pytest's own) fails the build, and ``compare`` runs only after a run that
 reached its verdicts and was stored.
 
 No YAML parser is needed (none is a dependency): the GitLab jobs are read by their indentation.
@@ -32,7 +32,7 @@ PAGE = ROOT / "docs" / "ci-recipes.md"
 #: appear on no command line.
 PASSWORD = "s3cret-store-pw"
 #: Every code the suite can exit with (reports/exitcodes.py), and compare's (0, 1 regression, 2 error).
-SUITE_CODES = (0, 1, 2, 3, 4, 5, 6, 10, 11)
+SUITE_CODES = (0, 1, 2, 3, 4, 5, 6, 10, 11, 12)
 COMPARE_CODES = (0, 1, 2)
 #: Seconds one recipe step may take with the stand-in python: a handful of shell built-ins and two
 #: tiny processes take milliseconds; the bound only catches a step that waits for something.

@@ -19,7 +19,7 @@ from guest.tools.devmapper import MirrorUnavailable, SwallowingMirror
 from guest.tools.errorpath import MARK_END, ErrorPath, Timeouts
 from guest.tools.fio import BackgroundFio, FioJob
 from guest.tools.tool import GuestTools
-from hypervisors.base import Guest, InjectionUnavailable
+from hypervisors.base import ErrorPolicyContradicted, Guest, InjectionUnavailable
 from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.blkdebug import BlkdebugInjector
 from hypervisors.libvirt.controllers import (
@@ -133,11 +133,22 @@ def test_a_disk_without_a_file_under_a_raw_node_cannot_be_made_to_fail() -> None
         inj.inject(InjectedRange(2116, 16, "read"))
 
 
-def test_a_device_that_keeps_errors_from_the_guest_is_an_error() -> None:
+def test_a_device_that_keeps_errors_from_the_guest_is_the_hypervisors_answer() -> None:
+    """QEMU answering ``ignore`` although the suite configured ``report`` is the hypervisor under test
+    contradicting its configuration: ErrorPolicyContradicted, which the rule turns into its verdict
+    (before, a HypervisorError asking "was the domain changed?": an ERROR, exit 10)."""
     inj, qmp = _injector(policy="ignore")
-    with pytest.raises(HypervisorError, match=r"does not report errors to the guest \(rerror=ignore, werror=ignore\)"):
+    with pytest.raises(ErrorPolicyContradicted) as e:
         inj.inject(InjectedRange(2116, 16, "write"))
     assert _changes(qmp) == []
+    policy = e.value.policy
+    assert (policy.device, dict(policy.found), policy.withheld) == (
+        "ua-vioc-dut03", {"rerror": "ignore", "werror": "ignore"}, ("rerror", "werror"))
+    assert dict(policy.configured) == {"rerror": "report", "werror": "report"}
+    assert "was the domain changed" not in str(e.value)
+    assert str(e.value) == ("device ua-vioc-dut03 does not report errors to the guest: rerror=ignore, werror=ignore "
+                            "(QMP qom-get /machine/peripheral/ua-vioc-dut03) where the suite configured "
+                            "rerror=report, werror=report")
 
 
 def test_every_scratch_disk_reports_errors(tmp_path: Path) -> None:

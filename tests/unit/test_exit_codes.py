@@ -1,5 +1,6 @@
 """The exit-code table (reports/exitcodes.py), a CI contract: 1 only for a rule that FAILED,
-10 for harness errors where none failed, 11 for results not written or stored; pytest's own codes
+10 for harness errors where none failed, 11 for results not written or stored, 12 for a run that judged
+nothing (or not a rule --require names); pytest's own codes
 (2 interrupted, 4 usage, 5 nothing collected, 6 too many warnings) stand. Before, an errors-only run exited 1 like a
 failure and a store that failed exited 3, pytest's internal error."""
 
@@ -32,14 +33,27 @@ OK, FAILED = pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED
     (pytest.ExitCode.USAGE_ERROR, [], True, False, 4),
     (pytest.ExitCode.NO_TESTS_COLLECTED, [], True, False, 5),
     (6, ["passed"], True, False, 6),  # pytest 9's MAX_WARNINGS_ERROR
+    (OK, ["skipped", "skipped"], True, False, 12),  # judged nothing: no pass
+    (OK, ["skipped"], True, True, 11),
 ], ids=["passed", "failed", "errors", "no-verdict", "x-after-failure", "x-after-error", "pytest-failure",
-        "not-written", "failed-not-written", "interrupted", "usage", "nothing", "max-warnings"])
+        "not-written", "failed-not-written", "interrupted", "usage", "nothing", "max-warnings", "skips-alone", "skips-not-written"])
 def test_the_table(pytest_status: int, outcomes: list[str], complete: bool, not_recorded: bool, code: int) -> None:
     assert run_exit_code(pytest_status, outcomes, complete, not_recorded) == code
 
 
+@pytest.mark.parametrize(("pytest_status", "outcomes", "code"), [
+    (OK, ["passed", "skipped"], 12),
+    (FAILED, ["failed", "skipped"], 1),
+    (FAILED, ["error", "skipped"], 10),
+], ids=["passed", "failed", "error"])
+def test_a_required_rule_without_a_verdict(pytest_status: int, outcomes: list[str], code: int) -> None:
+    """``--require`` (its rule SKIPPED, NOT RUN or not selected): 12, after a verdict (1) and a harness error (10)."""
+    assert run_exit_code(pytest_status, outcomes, True, False, ["queue-depth: SKIPPED on default"]) == code
+    assert run_exit_code(pytest_status, outcomes, True, False) == (0 if code == 12 else code)
+
+
 def test_pytest_never_returns_the_suites_own_codes() -> None:
-    assert {Exit.HARNESS_ERROR, Exit.NOT_RECORDED}.isdisjoint({c.value for c in pytest.ExitCode})
+    assert {Exit.HARNESS_ERROR, Exit.NOT_RECORDED, Exit.NO_VERDICT}.isdisjoint({c.value for c in pytest.ExitCode})
     assert {c.value for c in pytest.ExitCode} <= {e.value for e in Exit}  # each of pytest's is in the table
 
 

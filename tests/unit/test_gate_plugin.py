@@ -11,6 +11,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from bench.suite_run import FOREGROUND
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CONFTEST = textwrap.dedent('''
@@ -109,12 +111,17 @@ RULES = textwrap.dedent('''
 ''')
 
 
-def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+         rules: str = RULES, foreground: bool = False) -> subprocess.CompletedProcess[str]:
+    """The plugin in a pytest run of ``rules`` (a test module; by default the kinds of ending above).
+    ``foreground``: SIGINT as a terminal's foreground job has it (a test process may have it ignored,
+    and a child inherits that: Python then never raises KeyboardInterrupt)."""
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "harness.py").write_text(HARNESS)
     (tmp_path / "rules").mkdir(exist_ok=True)
-    (tmp_path / "rules" / "test_rules.py").write_text(RULES)
-    return subprocess.run([sys.executable, "-m", "pytest", "rules", "-p", "no:cacheprovider", "--rootdir",
+    (tmp_path / "rules" / "test_rules.py").write_text(rules)
+    python = (sys.executable, "-c", FOREGROUND, sys.executable) if foreground else (sys.executable,)
+    return subprocess.run([*python, "-m", "pytest", "rules", "-p", "no:cacheprovider", "--rootdir",
                            str(tmp_path), "-o", "pythonpath=.", *args],
                           check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin", **(env or {})})

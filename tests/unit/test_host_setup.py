@@ -90,6 +90,30 @@ def test_help_installs_nothing_on_the_host(tmp_path: Path) -> None:
     assert installed(calls) >= SUITE_NEEDS and "req: libvirt-python==" in calls.read_text()
 
 
+def test_pip_runs_again_only_when_the_requirements_change(tmp_path: Path) -> None:
+    """The stamp in tox's environment skips pip's several-second check on every ./vioconform; outside a
+    virtual environment nothing is written (the stand-in python has no sys.prefix)."""
+    path = f"{stand_ins(tmp_path)}:/usr/bin:/bin"
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    pip_calls = []
+    for _ in range(2):
+        calls = tmp_path / "run.calls"
+        calls.unlink(missing_ok=True)
+        done = run("tox-prepare.sh", "suite", path=path, calls=calls, env={"VIRTUAL_ENV": str(venv)})
+        assert done.returncode == 0, done.stderr
+        pip_calls.append(calls.read_text().count("python -m pip install"))
+        for args in (["--help"],):
+            calls.unlink()
+            assert run("tox-prepare.sh", "suite", *args, path=path, calls=calls,
+                       env={"VIRTUAL_ENV": str(venv)}).returncode == 0
+            pip_calls.append(calls.read_text().count("python -m pip install"))
+    assert pip_calls == [1, 0, 0, 0], pip_calls
+    assert [p.name for p in venv.iterdir()] == [".vioconform-requirements"]
+    done = run("tox-prepare.sh", "suite", path=path, calls=tmp_path / "bare.calls", env={"VIRTUAL_ENV": ""})
+    assert done.returncode == 0 and not Path("/.vioconform-requirements").exists()
+
+
 def test_a_machine_without_apt_gets_one_line_and_the_way_around(tmp_path: Path) -> None:
     path = str(stand_ins(tmp_path, only=("id", "stat")))  # no apt-get, no dpkg-query
     done = run("setup-host.sh", path=path, calls=tmp_path / "calls")

@@ -142,7 +142,7 @@ def test_a_store_of_the_previous_schema_is_read_in_default_series_and_upgraded_b
     before = db.read_bytes()
     url = f"sqlite:///{db}"
     assert store.main(["--store", url, "list"]) == 0
-    assert [line.split("\t")[-1] for line in capsys.readouterr().out.splitlines()] == [
+    assert [line.split("\t")[5] for line in capsys.readouterr().out.splitlines()] == [
         SERIES, SERIES, "libvirt_local_virtio_blk_virtio_scsi_inject_tcq_off_lat5ms_embedded"]
     assert compare.main(["--store", url, "--last", "2", "2"]) == 1  # across the kernel change
     assert capsys.readouterr().out.startswith("run 1 -> 2: guest.kernel 6.1.0-28-cloud-amd64 -> 6.12.0")

@@ -3,6 +3,7 @@ read back; bad stores refused with one line and nothing stored lost."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -22,11 +23,16 @@ SERIES = "libvirt_local_virtio_blk_virtio_scsi_lat5ms_embedded"
 
 def write_run(parent: Path, name: str, records: list[Record], status: RunStatus | None = None,
               suite: dict[str, str] | None = None) -> Path:
-    """A results directory as a run leaves it: ``parent/name/junit.xml`` by reports.junit.write_junit."""
+    """A results directory as a run leaves it: ``parent/name/junit.xml`` by reports.junit.write_junit,
+    with the run's start (a name such as ``20261120-020000`` read as UTC) as its timestamp."""
     d = parent / name
     d.mkdir(parents=True)
+    try:
+        started: dt.datetime | None = dt.datetime.strptime(name[:15], "%Y%m%d-%H%M%S").replace(tzinfo=dt.UTC)
+    except ValueError:
+        started = None
     write_junit(records, d / "junit.xml", suite_properties=SUITE if suite is None else suite,
-                status=status or RunStatus())
+                status=status or RunStatus(), started=started, hostname="ci-7")
     return d
 
 

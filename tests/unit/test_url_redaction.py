@@ -1,6 +1,6 @@
 """A password in a URL (``--libvirt-uri``, ``--hosts``' ``uri``, ``--store``) is never printed:
-model.secret.redact_url masks the userinfo's password and the ``password``, ``passwd`` and ``pass``
-query parameters; a password holding an unencoded ``@`` is refused with the remedy."""
+model.secret.redact_url masks the userinfo's password and every query parameter that holds a
+credential (``password``, libpq's ``sslpassword``, ``passwd``, ``pass``, read percent-decoded); a password holding an unencoded ``@`` is refused with the remedy."""
 
 from __future__ import annotations
 
@@ -30,7 +30,19 @@ CASES = [
     ("postgresql://db/x?password=a&b#c", "postgresql://db/x?password=***", ["a&b#c"], False),
     ("postgresql://db/x?password=a&b&sslmode=require", "postgresql://db/x?password=***&sslmode=require", ["a&b"],
      False),
-    ("postgresql://db/x?passphrase=kept", "postgresql://db/x?passphrase=kept", [], False),
+    # a key SQLAlchemy decodes to a secret one (pass%77ord is password), libpq's sslpassword (the client
+    # key's passphrase), any passphrase, secret or token; a path to a file or a key stays
+    ("postgresql://db/x?pass%77ord=s3cret&sslmode=require", "postgresql://db/x?pass%77ord=***&sslmode=require",
+     ["s3cret"], False),
+    ("postgresql://db/x?sslkey=/k.pem&sslpassword=kp%2B1+2", "postgresql://db/x?sslkey=/k.pem&sslpassword=***",
+     ["kp%2B1+2", "kp+1+2", "kp+1 2"], False),
+    ("postgresql://db/x?%73sl%70assword=kp", "postgresql://db/x?%73sl%70assword=***", ["kp"], False),
+    ("postgresql://db/x?passphrase=pp&oauth_client_secret=cs", "postgresql://db/x?passphrase=***&oauth_client_secret=***",
+     ["pp", "cs"], False),
+    ("postgresql://db/x?passfile=/p&password_file=/q&passage=kept", "postgresql://db/x?passfile=/p&password_file=/q&passage=kept",
+     [], False),
+    # a second '?' starts what a reader may take as another parameter
+    ("postgresql://db/x?sslmode=require?password=pw", "postgresql://db/x?sslmode=require?password=***", ["pw"], False),
     # percent-encoded: masked as written, registered both ways
     ("qemu+ssh://root:p%40ss@kvm7/system", "qemu+ssh://root:***@kvm7/system", ["p%40ss", "p@ss"], False),
     # SQLAlchemy reads '/', '?' and '#' in a password: masked whole

@@ -41,6 +41,9 @@ CASES = {
     "store-unreachable": (["--store", f"postgresql://vc:{{p1}}@{CLOSED}/vioconform?password={{p3}}&connect_timeout=5"],
                           4, (f"store postgresql://vc:***@{CLOSED}/vioconform?password=***&connect_timeout=5 cannot "
                              "be opened")),
+    # secret query keys SQLAlchemy decodes (pass%77ord is password) and libpq's sslpassword
+    "store-secret-keys": (["--store", f"postgresql://vc@{CLOSED}/vioconform?pass%77ord={{p3}}&sslpassword={{p2}}"], 4,
+                          f"store postgresql://vc@{CLOSED}/vioconform?pass%77ord=***&sslpassword=*** cannot be opened"),
     "uri-password-with-at": (["--libvirt-uri", f"qemu+ssh://root:{{p1}}@{{p2}}@{CLOSED}/system"], 4,
                              "percent-encode each '@' in it as %40"),
     "store-password-with-at": (["--store", f"postgresql://vc:{{p1}}@{{p2}}@{CLOSED}/vioconform"], 4,
