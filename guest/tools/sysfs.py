@@ -222,7 +222,9 @@ class Sysfs(GuestTool):
         one guest command; a setting the kernel does not show is left out."""
         d = f"/sys/block/{valid_disk(disk)}"
         names = " ".join(KEPT_SETTINGS + _READ_ONLY)
-        said = self._run(f'for f in {names}; do [ -r {d}/$f ] && echo "$f=$(cat {d}/$f)"; done; true').stdout
+        # the shell's own read, not cat: no process per file (a fork and exec costs 10-20 ms under TCG)
+        said = self._run(f'for f in {names}; do [ -r {d}/$f ] && read -r v < {d}/$f && echo "$f=$v"; done; '
+                         "true").stdout
         return dict(line.split("=", 1) for line in said.splitlines() if "=" in line)
 
     def restore(self, disk: str, setting: str, was: str, settings: Mapping[str, str] | None = None) -> Restored:

@@ -144,3 +144,24 @@ def test_a_set_back_that_fails_after_a_rule_error_is_logged_and_the_rules_error_
     with pytest.raises(SettingNotRestored), kept_settings([disk]):  # a rule that ended well: the error is its
         disk.tool(Sysfs).write("vda", "queue/discard_max_bytes", "131072")
         kernel.frozen = True
+
+
+def test_after_a_disks_first_rule_one_read_a_rule_suffices() -> None:
+    """What a rule left (set back where needed) is what the next one starts from: one guest command per
+    rule reads the settings back, and a change made between rules is still set back after the next one."""
+    kernel = Kernel612()
+    shell = kernel.shell()
+    disk = fake_disk(shell)
+    def reads() -> int:
+        return sum(c.startswith("for f in queue/scheduler ") for c in shell.commands)
+
+    with kept_settings([disk]):
+        pass
+    assert reads() == 2 and disk.kept is not None and disk.kept["queue/read_ahead_kb"] == "128"
+    with kept_settings([disk]):
+        pass
+    assert reads() == 3
+    kernel.files["queue/read_ahead_kb"] = "0"  # changed outside any rule
+    with kept_settings([disk]) as restored:
+        pass
+    assert [r.setting for r in restored] == ["queue/read_ahead_kb"] and kernel.files["queue/read_ahead_kb"] == "128"
