@@ -13,13 +13,24 @@ A metric **moved** when all of these hold (:func:`metric_moved`):
    min..max), on the side it moved to;
 2. the medians differ by at least the metric's minimum relative effect (:data:`MIN_EFFECTS`:
    measured run-to-run noise, which each rule module declares for the metrics it records;
-   :data:`MIN_EFFECT` for a metric with no entry);
-3. an exact two-sided Mann-Whitney U (Wilcoxon rank-sum) test over the repeats gives
-   p <= :data:`ALPHA`. With few repeats the test cannot reach ALPHA at all (3 against 3
-   samples: the smallest possible p is 2/20 = 0.1); the move is then reported as
-   ``untested``, with the repeats it would need, rather than silently confirmed or dropped.
-   Condition 1 alone lets tails overlap (1, 2, 3, 8, 9 against 5, 6, 10, 11, 12: medians 3 and
-   10, spreads 1..9 and 5..12); the rank test then decides (here p = 24/252 = 0.095: no move).
+   :data:`MIN_EFFECT` for a metric with no entry, or one bar for every metric that the caller gives);
+3. where the repeats let it decide, an exact two-sided Mann-Whitney U (Wilcoxon rank-sum) test
+   over them gives p <= :data:`ALPHA`. Condition 1 alone lets tails overlap (1, 2, 3, 8, 9 against
+   5, 6, 10, 11, 12: medians 3 and 10, spreads 1..9 and 5..12); the rank test then decides (here
+   p = 24/252 = 0.095: no move).
+
+**Which way decided** (:attr:`Moved.decided_by`). With few repeats the rank test cannot reach
+ALPHA at all (1 against 1: p is 1; 3 against 3: the smallest possible p is 2/20 = 0.1; it needs
+:func:`repeats_needed` = 4 in each run), and the suite measures most rules once per run by default
+(a nightly job adds ``--repeats 3``). There the metric's **measured minimum effect** decides alone:
+it is the run-to-run noise of whole runs, each run's median against another's (model/across/
+run_to_run.py), which is what one sample per run is, so a change beyond it is a move. A bar the
+caller gives for every metric (``compare --min-effect``) decides the same way. A metric with
+neither (:data:`MIN_EFFECT` stands in for a noise nobody measured) is reported **undecided**: a
+guess is no regression. A move in the worse direction that was decided is a **regression**
+(:attr:`Moved.regression`), unless it is **not judged**: a number that follows the host CPU when
+either run's vCPUs waited for the host beyond the bound (model/across/contention.py), or one of a
+rule that ended in ERROR (the caller says so, :func:`moved_metrics`' ``not_judged``).
 
 The U test is exact and handles ties: the p-value counts, over all C(n1+n2, n1) ways to split
 the pooled mid-ranks into two groups of the runs' sizes, those whose rank sum lies at least
@@ -34,9 +45,10 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
+from model.across.contention import HOST_CPU_BOUND, WAIT_PROPERTY, busy_host
 from model.across.metrics import HOST_EVIDENCE
 from model.rules import RULE_MODULES
 from model.rules.spec import Direction
@@ -210,6 +222,13 @@ class Spread:
 
 
 Judgement = Literal["better", "worse", "changed"]
+#: What the minimum effect a caller gives :func:`metric_moved` is: the metric's measured run-to-run
+#: noise, one bar the user set for every metric, or :data:`MIN_EFFECT` standing in for noise nobody measured.
+Bar = Literal["measured", "given", "guessed"]
+#: Which way decided that a metric moved (the module docstring, "Which way decided").
+Decider = Literal["rank test", "measured minimum effect", "given minimum effect", "undecided"]
+_DECIDER: Mapping[Bar, Decider] = {"measured": "measured minimum effect", "given": "given minimum effect",
+                                   "guessed": "undecided"}
 
 
 @dataclass(frozen=True)
@@ -227,6 +246,14 @@ class Moved:
     p: float
     tested: bool  # False: too few repeats for the rank test to reach ALPHA (p is then its floor)
     judgement: Judgement
+    min_effect: float = MIN_EFFECT  # the bar the change was held to
+    decided_by: Decider = "rank test"
+    not_judged: str = ""  # why a move is not judged at all ("": it is): a busy host, a rule in ERROR
+
+    @property
+    def regression(self) -> bool:
+        """Worse beyond the noise, decided by the rank test or a minimum effect, and judged."""
+        return self.judgement == "worse" and self.decided_by != "undecided" and not self.not_judged
 
 
 @dataclass(frozen=True)
@@ -249,8 +276,9 @@ def relative_effect(a: float, b: float) -> float:
 
 
 def metric_moved(key: MetricKey, a: Series, b: Series, min_effect: float = MIN_EFFECT,
-                 alpha: float = ALPHA) -> Moved | None:
-    """``key``'s move from run a to run b if it is beyond the noise, else None."""
+                 alpha: float = ALPHA, bar: Bar = "given") -> Moved | None:
+    """``key``'s move from run a to run b if it is beyond the noise, else None. ``bar`` says what
+    ``min_effect`` is, and so whether it decides where the rank test cannot (``guessed``: it does not)."""
     if not a.values or not b.values:
         return None
     sa, sb = Spread.of(a.values), Spread.of(b.values)
@@ -267,19 +295,52 @@ def metric_moved(key: MetricKey, a: Series, b: Series, min_effect: float = MIN_E
     up = sb.median > sa.median
     judgement: Judgement = ("changed" if b.direction == "parameter"
                             else "better" if up == (b.direction == "higher-better") else "worse")
-    return Moved(*key, b.unit, b.direction, sa, sb, effect, p, tested, judgement)
+    return Moved(*key, b.unit, b.direction, sa, sb, effect, p, tested, judgement, min_effect,
+                 "rank test" if tested else _DECIDER[bar])
 
 
-def moved_metrics(a: Mapping[MetricKey, Series], b: Mapping[MetricKey, Series], min_effect: float = MIN_EFFECT,
-                  min_effects: Mapping[str, float] = MIN_EFFECTS, alpha: float = ALPHA) -> list[Moved]:
-    """Every metric both runs measured that moved beyond the noise, sorted by key. Each metric
-    needs its ``min_effects`` entry (the measured table by default), else ``min_effect``. The host's
-    evidence (``HOST_EVIDENCE``: how busy the host was) is no metric of the guest and never moves."""
+def _waits(run: Mapping[MetricKey, Series], rc: Key, label: str) -> tuple[str, tuple[float, ...]]:
+    """How long a run's vCPUs waited for a host CPU around a rule (``rc``: rule, configuration), named
+    for the sentence: its own figure; for a rule that records none (buffered-direct, stall-tolerance)
+    the figures of the run's other rules on the same configuration, which ran in the same guest minutes
+    before or after it."""
+    own = run.get((*rc, WAIT_PROPERTY))
+    if own is not None and own.values:
+        return label, own.values
+    others = tuple(v for (_, config, name), s in run.items() if config == rc[1] and name == WAIT_PROPERTY
+                   for v in s.values)
+    return f"{label}'s other rules on {rc[1]}", others
+
+
+def moved_metrics(a: Mapping[MetricKey, Series], b: Mapping[MetricKey, Series], min_effect: float | None = None,
+                  min_effects: Mapping[str, float] = MIN_EFFECTS, alpha: float = ALPHA,
+                  labels: tuple[str, str] = ("run A", "run B"),
+                  not_judged: Mapping[Key, str] | None = None) -> list[Moved]:
+    """Every metric both runs measured that moved beyond the noise, sorted by key.
+
+    ``min_effect`` None: each metric's ``min_effects`` entry (the measured table by default), else
+    :data:`MIN_EFFECT` as a guess; a number: that bar for every metric. The host's evidence
+    (``HOST_EVIDENCE``: how busy the host was) is no metric of the guest and never moves; it
+    decides whether the numbers that follow the host CPU are judged (model/across/contention.py;
+    ``labels`` name the runs in its sentence; a rule that records no wait of its own takes the
+    run's other rules' on its configuration). ``not_judged``: per rule and configuration, why its
+    moves are not judged (a rule that ended in ERROR in either run)."""
     out = []
+    busy: dict[Key, str] = {}
     for key in sorted(set(a) & set(b)):
         if key[2] in HOST_EVIDENCE:
             continue
-        m = metric_moved(key, a[key], b[key], min_effects.get(key[2], min_effect), alpha)
-        if m is not None:
-            out.append(m)
+        measured = min_effects.get(key[2])
+        bar: Bar = "given" if min_effect is not None else "measured" if measured is not None else "guessed"
+        effect = min_effect if min_effect is not None else measured if measured is not None else MIN_EFFECT
+        m = metric_moved(key, a[key], b[key], effect, alpha, bar)
+        if m is None:
+            continue
+        rc = key[:2]
+        if rc not in busy:
+            busy[rc] = busy_host(dict(_waits(run, rc, label) for label, run in zip(labels, (a, b), strict=True)))
+        why = (not_judged or {}).get(rc, "")
+        if not why and busy[rc] and m.direction != "parameter" and HOST_CPU_BOUND.fullmatch(m.name):
+            why = busy[rc]
+        out.append(replace(m, not_judged=why) if why else m)
     return out

@@ -8,9 +8,9 @@ the time it ran and the time it was runnable but waited in a run queue (``/proc/
 schedstat``; libvirt's domain statistics ``vcpu.N.time`` and ``vcpu.N.delay``): the second is the
 host's contention as the guest felt it, measured over the same window as the rule's numbers.
 
-A comparison across runs (``--baseline``) uses it as evidence: numbers that follow the host's CPU
-are judged against a baseline only when neither run's vCPUs waited for the host more than
-:data:`model.rules.against_baseline.WAIT_MAX_PCT` of the window.
+A comparison across runs (``--baseline``, ``python -m reports.compare``) uses it as evidence: numbers
+that follow the host's CPU are judged against another run's only when neither run's vCPUs waited for the
+host more than :data:`model.across.contention.WAIT_MAX_PCT` of the window.
 """
 
 from __future__ import annotations

@@ -14,11 +14,11 @@ reason in a note, and a pass becomes an ERROR (:class:`BaselineMissing`): the co
 was asked for was not made, and CI must not read that as green.
 
 **A busy host is not a slower guest.** The numbers that follow the host CPU the guest gets
-(:data:`HOST_CPU_BOUND`: IOPS, latencies, the depths the guest keeps up, IOPS scaling) move with the
-host's other work, most under QEMU's TCG where every guest instruction is emulated on a host thread.
-So each run records how long its guest's vCPUs waited for a host CPU in its most contended window
-(``host_vcpu_wait_pct``, model/parse/hostcpu.py), and such a number is judged against a baseline only
-when neither run's vCPUs waited more than :data:`WAIT_MAX_PCT`; otherwise its move is a note that
+(model/across/contention.py's ``HOST_CPU_BOUND``: IOPS, latencies, the depths the guest keeps up, IOPS
+scaling) move with the host's other work, most under QEMU's TCG where every guest instruction is emulated
+on a host thread. So each run records how long its guest's vCPUs waited for a host CPU in its most
+contended window (``host_vcpu_wait_pct``, model/parse/hostcpu.py), and such a number is judged against a
+baseline only when neither run's vCPUs waited more than its ``WAIT_MAX_PCT``; otherwise its move is a note that
 names both runs' waits, never a failure. A figure a run did not record (an older run, vSphere) is
 no evidence: what the other run recorded decides. A rule left with no metric with a direction that
 could be judged made no comparison: an ERROR, as above.
@@ -26,29 +26,13 @@ could be judged made no comparison: an ERROR, as above.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 
+from model.across.contention import HOST_CPU_BOUND, WAIT_MAX_PCT, WAIT_PROPERTY, busy_host
 from model.across.metrics import HOST_EVIDENCE, describe
 from model.across.moves import MIN_EFFECT, MIN_EFFECTS, Moved, Series, metric_moved
 from model.rules.verdict import Number, RuleVerdict
-
-#: Most a run's vCPUs may have waited for a host CPU (% of its most contended window, per vCPU)
-#: for its host-CPU-bound numbers to be judged against a baseline. Measured with the
-#: queue-depth rule on virtio-blk and virtio-scsi (2 cores, TCG): on an idle host the guest's own
-#: QEMU threads make its vCPU wait 6.0-6.7 %; with the host lightly busy (load 1.3-2) 7.4-9.3 %,
-#: and ``qd32_iops`` stayed within 4.7 % (4844-5071 IO/s, inside its 7.8 % minimum effect). From
-#: 11 % up it fell: 4707 IO/s at 11.2 %, 4347 at 15.2 %, 3841-3997 at 21-22 % (one to three busy
-#: loops beside the guest), moves of 7-24 % that a comparison would call a regression.
-WAIT_MAX_PCT = 10.0
-#: The numbers that follow the host CPU the guest gets: rates, latencies, the depths the guest
-#: keeps up and the scaling of IOPS with depth (names as model/across/metrics.py knows them).
-HOST_CPU_BOUND = re.compile(r"(qd\d+_|fio_)iops|iops_scaling|latency_[a-z]+_[a-z0-9]+_us"
-                            r"|[a-z0-9_]*(depth|aqu_sz|inflight)[a-z0-9_]*"
-                            r"|hold_probe_rtt_max_ms")  # stall-tolerance: SSH answers while the disk is held
-#: The property each run records its vCPUs' wait under (suites/assertions.py).
-WAIT_PROPERTY = "host_vcpu_wait_pct"
 
 
 class BaselineMissing(Exception):
@@ -84,14 +68,11 @@ def _describe(m: Moved) -> str:
 def host_contention(now: Mapping[str, Series], baseline: Mapping[str, Series],
                     wait_max_pct: float = WAIT_MAX_PCT) -> str:
     """Why this run's host-CPU-bound numbers cannot be judged against the baseline's ("": they
-    can): either run's vCPUs waited for a host CPU more than ``wait_max_pct`` of a window."""
-    waits = {who: max(runs[WAIT_PROPERTY].values) for who, runs in (("this run", now), ("the baseline", baseline))
-             if runs.get(WAIT_PROPERTY) and runs[WAIT_PROPERTY].values}
-    if not any(w > wait_max_pct for w in waits.values()):
-        return ""
-    said = " and ".join(f"{w:g} % in {who}" for who, w in waits.items())
-    return (f"the host held the guest's vCPUs back: they waited for a host CPU {said} of a window (above "
-            f"{wait_max_pct:g} %, the numbers that follow the host's free CPU are not the guest's to answer for)")
+    can): either run's vCPUs waited for a host CPU more than ``wait_max_pct`` of a window
+    (model/across/contention.py)."""
+    waits = {who: runs[WAIT_PROPERTY].values if WAIT_PROPERTY in runs else ()
+             for who, runs in (("this run", now), ("the baseline", baseline))}
+    return busy_host(waits, wait_max_pct)
 
 
 def against_baseline(verdict: RuleVerdict, now: Mapping[str, Number], baseline: Mapping[str, Series] | None,

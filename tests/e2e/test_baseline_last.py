@@ -3,7 +3,7 @@ and passed over; a rule the baseline runs never judged is an ERROR, never a plai
 
 from __future__ import annotations
 
-from model.rules.against_baseline import WAIT_MAX_PCT
+from model.across.contention import WAIT_MAX_PCT
 from tests.e2e.conftest import SuiteRun
 
 BLK = "libvirt:virtio-blk:latency5ms"

@@ -1,5 +1,5 @@
 """A busy host is not a slower guest: host-CPU-bound numbers are judged against a baseline only
-when neither run's vCPUs waited for the host beyond WAIT_MAX_PCT (model/rules/against_baseline.py).
+when neither run's vCPUs waited for the host beyond WAIT_MAX_PCT (model/across/contention.py).
 
 The numbers are the queue-depth rule's on virtio-blk under TCG on this project's 2-core machine:
 the guest's vCPU wait (libvirt's vcpu.0.delay over the window) and its IOPS at depth 32, on an
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from model.across.contention import HOST_CPU_BOUND, WAIT_MAX_PCT
 from model.across.moves import Series, moved_metrics
 from model.parse.hostcpu import HostCpuShare, VcpuTimes, from_domain_stats
-from model.rules.against_baseline import HOST_CPU_BOUND, WAIT_MAX_PCT, against_baseline, host_contention, series_of
+from model.rules.against_baseline import against_baseline, host_contention, series_of
 from model.rules.verdict import RuleVerdict
 
 PASSED = RuleVerdict("queue-depth", ("measured",), ())
@@ -67,7 +68,8 @@ def test_one_runs_evidence_is_enough_and_none_is_no_allowance() -> None:
 
 @pytest.mark.parametrize("name", ["qd32_iops", "qd1_iops", "fio_iops", "iops_scaling", "latency_added_p50_us",
                                   "latency_guest_min_us", "qd32_host_average_depth", "qd32_host_exact_depth_p90",
-                                  "qd32_guest_aqu_sz", "qd32_guest_inflight_mean", "buffered_depth_median"])
+                                  "qd32_guest_aqu_sz", "qd32_guest_inflight_mean", "buffered_depth_median",
+                                  "hold_probe_rtt_max_ms", "guest_max_latency_ms"])
 def test_host_cpu_bound_names(name: str) -> None:
     assert HOST_CPU_BOUND.fullmatch(name)
 

@@ -168,3 +168,72 @@ def test_measured_min_effects_decide_per_metric() -> None:
     assert [m.name for m in moved_metrics(a, b)] == ["qd32_iops"]
     # one effect for every metric (compare --min-effect 0.5): the latency moved, the IOPS did not
     assert [m.name for m in moved_metrics(a, b, 0.5, {})] == ["latency_added_p50_us"]
+
+
+def test_which_way_decided_and_what_is_a_regression() -> None:
+    """One sample per run (queue-depth's default) or three (a nightly --repeats 3): the rank test cannot
+    reach 0.05, so the measured minimum effect decides; with 4 repeats the rank test does."""
+    one = moved_metrics({KEY: _s(4764)}, {KEY: _s(2382)})
+    assert [(m.decided_by, m.regression, m.min_effect) for m in one] == [("measured minimum effect", True, 0.078)]
+    three = moved_metrics({KEY: _s(4764, 4800, 4700)}, {KEY: _s(2382, 2400, 2350)})
+    assert [(m.decided_by, m.tested, m.regression) for m in three] == [("measured minimum effect", False, True)]
+    four = moved_metrics({KEY: _s(1000, 1010, 990, 1005)}, {KEY: _s(500, 505, 495, 510)})
+    assert [(m.decided_by, m.tested, m.regression) for m in four] == [("rank test", True, True)]
+    # inside qd32_iops' 7.8 %: no move; better: a move, no regression
+    assert moved_metrics({KEY: _s(4764)}, {KEY: _s(4500)}) == []
+    assert [m.regression for m in moved_metrics({KEY: _s(2382)}, {KEY: _s(4764)})] == [False]
+
+
+def test_an_unmeasured_metric_is_undecided_without_the_rank_test() -> None:
+    """10 % stands in for noise nobody measured: a guess decides nothing; the rank test or a bar the
+    user gives (--min-effect) does."""
+    vs = ("queue-depth", "vsphere:pvscsi", "qd32_iops_vsphere_counter")
+    (m,) = moved_metrics({vs: _s(1000)}, {vs: _s(500)}, min_effects={})
+    assert (m.decided_by, m.regression) == ("undecided", False)
+    (given,) = moved_metrics({vs: _s(1000)}, {vs: _s(500)}, 0.2)
+    assert (given.decided_by, given.regression, given.min_effect) == ("given minimum effect", True, 0.2)
+    (tested,) = moved_metrics({vs: _s(1000, 1010, 990, 1005)}, {vs: _s(500, 505, 495, 510)}, min_effects={})
+    assert (tested.decided_by, tested.regression) == ("rank test", True)
+    guessed = metric_moved(KEY, _s(1000), _s(500), bar="guessed")
+    assert guessed is not None and guessed.decided_by == "undecided" and not guessed.regression
+
+
+def test_a_busy_host_or_an_error_is_not_judged() -> None:
+    """Either run's vCPUs waited beyond 10 % (model/across/contention.py): the numbers that follow the
+    host CPU are reported, not judged; a request size still is. ``not_judged`` sets a rule aside."""
+    wait = ("queue-depth", "c", "host_vcpu_wait_pct")
+    size = ("queue-depth", "c", "host_request_bytes_p50")
+    a = {KEY: _s(5071.2), size: _s(4096), wait: _s(6.68, direction="parameter")}
+    b = {KEY: _s(2382.0), size: _s(512), wait: _s(21.64, direction="parameter")}
+    moved = {m.name: m for m in moved_metrics(a, b, labels=("run 4", "run 5"))}
+    assert set(moved) == {"qd32_iops", "host_request_bytes_p50"}  # the wait itself is evidence, never a move
+    assert not moved["qd32_iops"].regression and moved["qd32_iops"].not_judged.startswith(
+        "the host held the guest's vCPUs back: they waited for a host CPU 6.68 % in run 4 and 21.64 % in run 5")
+    assert moved["host_request_bytes_p50"].regression
+    quiet = {**b, wait: _s(9.29, direction="parameter")}  # a lightly busy host: judged
+    assert all(m.regression for m in moved_metrics(a, quiet))
+    no_figure = {k: v for k, v in a.items() if k != wait}  # an older run: the other run's figure decides
+    assert not any(m.regression for m in moved_metrics(no_figure, b) if m.name == "qd32_iops")
+    errored = moved_metrics(a, quiet, not_judged={("queue-depth", "c"): "the rule ended in ERROR in run 5"})
+    assert [m.not_judged for m in errored] == ["the rule ended in ERROR in run 5"] * 2
+    assert not any(m.regression for m in errored)
+
+
+def test_a_rule_without_its_own_wait_takes_its_runs_other_rules() -> None:
+    """buffered-direct and stall-tolerance record no vCPU wait; two healthy runs of this machine under
+    load (queue-depth's and io-size's waits 25-63 %) moved their copies' depths by 16-41 % and the held
+    requests' slowest by 5 %: judged on no evidence, they were regressions. The run's other rules on the
+    same configuration say how busy the host was; another configuration's do not."""
+    depth, held = ("buffered-direct", "c", "buffered_depth_median"), ("stall-tolerance", "c", "guest_max_latency_ms")
+    a = {depth: _s(0.51), held: _s(2093, direction="lower-better"),
+         ("queue-depth", "c", "host_vcpu_wait_pct"): _s(47.96, direction="parameter"),
+         ("queue-depth", "other", "host_vcpu_wait_pct"): _s(5.0, direction="parameter")}
+    b = {depth: _s(0.42), held: _s(2200, direction="lower-better"),
+         ("io-size", "c", "host_vcpu_wait_pct"): _s(36.66, direction="parameter")}
+    moved = moved_metrics(a, b, labels=("run 1", "run 2"))
+    assert [(m.name, m.regression) for m in moved] == [("buffered_depth_median", False), ("guest_max_latency_ms", False)]
+    assert moved[0].not_judged.endswith("they waited for a host CPU 47.96 % in run 1's other rules on c and 36.66 % in "
+                                        "run 2's other rules on c of a window (above 10 %, the numbers that follow the "
+                                        "host's free CPU are not the guest's to answer for)")
+    quiet = {k: v for k, v in a.items() if k[1] != "c" or k[2] != "host_vcpu_wait_pct"}  # only 'other' is quiet
+    assert [m.regression for m in moved_metrics(quiet, {k: v for k, v in b.items() if k[0] != "io-size"})] == [True, True]

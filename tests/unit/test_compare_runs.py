@@ -37,7 +37,8 @@ def test_a_regression_is_exact_and_exits_non_zero_with_junit(tmp_path: Path, sto
     assert f"Regressions (passed -> failed): 1\n  queue-depth[{QD}]: passed -> failed" in out
     moved = out.split("Metrics moved")[1]
     assert f"queue-depth[{QD}] qd32_host_depth: 25.15 [24.9..25.3] n=4 requests -> 1 [1..1.1] n=4 requests" in moved
-    assert "worse; higher-better; p=0.0286" in moved and out.rstrip().endswith("1 regression(s).")
+    assert "worse; higher-better; decided by the rank test (p=0.0286); a regression" in moved
+    assert out.rstrip().endswith("1 regression(s).")  # one configuration: its verdict and its depth
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     assert list(cases) == [f"queue-depth[{QD}]"]
     assert cases[f"queue-depth[{QD}]"].find("failure") is not None
@@ -53,14 +54,16 @@ def test_fixes_errors_and_single_samples(tmp_path: Path, store_url: str, capsys:
     after[1] = Record("n", "io-size", BLK, {"split_factor": 16.0}, "error", "ssh lost")
     a = write_run(tmp_path, "20261120-020000", before)
     b = write_run(tmp_path, "20261121-020000", after)
-    assert main(["--store", store_url, str(a), str(b), "--junit", str(tmp_path / "j.xml")]) == 0
+    assert main(["--store", store_url, str(a), str(b), "--junit", str(tmp_path / "j.xml")]) == 0  # no regression
     out = capsys.readouterr().out
     assert f"Fixes (failed -> passed): 2\n  limits[{BLK}]: error -> passed" not in out  # error -> passed is no fix
     assert f"Fixes (failed -> passed): 1\n  queue-depth[{QD}]: failed -> passed" in out
     assert f"Harness errors (not conformance failures): 1\n  io-size[{BLK}]: passed -> error" in out
     assert f"Other verdict changes: 1\n  limits[{BLK}]: error -> passed" in out
-    assert ("split_factor: 1 x -> 16 x (+1500%, worse; lower-better; untested: 1 and 1 samples cannot reach "
-            "p<=0.05 (the rank test needs 4 repeats in each run))") in out
+    # worse beyond its measured noise, in a rule that ended in ERROR: reported, not judged
+    assert ("split_factor: 1 x -> 16 x (+1500%, worse; lower-better; decided by its measured minimum effect 2.0% "
+            "(the rank test needs 4 repeats in each run, these have 1 and 1); not judged: the rule ended in ERROR "
+            "in run 2: its numbers may be partial)") in out
     cases = {c.get("name"): c for c in ET.parse(tmp_path / "j.xml").getroot().iter("testcase")}
     assert cases[f"io-size[{BLK}]"].find("error") is not None and cases[f"io-size[{BLK}]"].find("failure") is None
 
@@ -103,7 +106,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, store_url: str, capsys
     assert "is incomplete (interrupted): it is never used as a baseline" in capsys.readouterr().err
     assert main(["--store", url, "1", "9"]) == 2
     assert "has no run 9" in capsys.readouterr().err
-    assert main(["--store", url, "1", "nowhere"]) == 2
+    with pytest.raises(SystemExit) as usage:  # a usage error, before the store is opened
+        main(["--store", url, "1", "nowhere"])
+    assert usage.value.code == 2
     assert "nowhere: neither a run id in the store nor a results directory" in capsys.readouterr().err
     assert main(["--store", f"sqlite:///{tmp_path / 'no' / 'v.db'}", "1", "2"]) == 2
     assert "does not exist" in capsys.readouterr().err

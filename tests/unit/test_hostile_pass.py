@@ -323,7 +323,8 @@ def test_compare_tested_refuses_a_junit_it_would_not_write(tmp_path: Path, capsy
     a = write_run(tmp_path, "20261120-020000", healthy()) / "junit.xml"
     with pytest.raises(SystemExit) as e:
         compare.main(["--tested", str(a), str(a), "--junit", str(tmp_path / "c.xml")])
-    assert e.value.code == 2 and "--tested only prints" in capsys.readouterr().err
+    assert e.value.code == 2 and "--tested prints JUnit files side by side and compares no stored runs, so --junit " \
+        "would be ignored" in capsys.readouterr().err
 
 
 def test_a_controller_named_twice_is_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -165,7 +165,9 @@ def test_a_copied_results_directory_is_the_same_run(tmp_path: Path, store_url: s
     assert store.main(["--store", store_url, "import", str(d)]) == 0
     assert store.main(["--store", store_url, "import", str(copy)]) == 0
     assert f"{copy}: already stored as run 1 (not changed)" in capsys.readouterr().out
-    assert compare.main(["--store", store_url, str(copy), str(d)]) == 0  # on the fly: the stored run, both
+    # on the fly: the stored run, both; one run twice is nothing to compare
+    assert compare.main(["--store", store_url, str(copy), str(d)]) == 2
+    assert f"both arguments name run 1 ({d.resolve()})" in capsys.readouterr().err
     s = Store(store_url)
     try:
         (run,) = s.runs()
