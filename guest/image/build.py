@@ -314,8 +314,14 @@ def check_image_cache(kernel_deb: Path | None = None) -> None:
     try:
         writable_dir(cache_root(), "image cache")
     except CacheNotWritable:
-        if not (cache_root() / recipe_hash(recipe(kernel_deb)) / "recipe.json").exists():
+        if not image_cached(kernel_deb):
             raise
+
+
+def image_cached(kernel_deb: Path | None = None) -> bool:
+    """Whether :func:`ensure_image` finds its image in the cache, with no build (this costs the
+    recipe's apt queries when the cache does not remember them yet)."""
+    return (cache_root() / recipe_hash(recipe(kernel_deb)) / "recipe.json").exists()
 
 
 def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | None = None) -> GuestImage:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from model.blame import Blame
-from model.rules.figures import Pair, pair_figure
+from model.rules.figures import Pair, Threshold, pair_figure
 from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
@@ -117,5 +117,6 @@ def judge_alignment(counts: BoundaryCounts, partition_start_bytes: int, workload
         "optimal_io_bytes": counts.optimal_io_bytes, "host_requests": counts.requests,
         "misaligned_requests": counts.misaligned, "extra_stripe_requests": counts.extra_stripe,
         "crossing_fraction": round(counts.crossing_fraction, 4), "host_source": host_source}
-    figures = pair_figure(Pair("host requests / crossing a boundary", counts.requests, counts.crossing))
+    figures = pair_figure(Pair("host requests / crossing a boundary", counts.requests, counts.crossing,
+                               threshold=Threshold(MAX_CROSSING_FRACTION * counts.requests, "at most")))
     return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props, figures, hint)

@@ -25,6 +25,11 @@ from model.rules.spec import HIGHER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib, spread
 
 RULE = "buffered-direct"
+#: The skip of a run with nothing to compare with: every baseline ``--baseline`` takes (the series'
+#: previous run, a stored run, its results directory, or a file ``--save-baseline`` made).
+NO_BASELINE = ("buffered-direct measured only: no --baseline to compare with (give --baseline last for the "
+               "previous run of this series, --baseline RUN for a stored run's id or results directory, or "
+               "--baseline FILE for a file made with --save-baseline FILE on the previous image or hypervisor version)")
 MODES = ("buffered", "direct")
 #: What each copy is measured by on the host: its mean request size and its mean depth.
 QUANTITIES = ("request_bytes", "depth")

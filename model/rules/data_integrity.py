@@ -34,7 +34,7 @@ from typing import Literal
 
 from model.blame import Blame
 from model.parse.fio_verify import SECTOR_BYTES, VerifyFailure, VerifySector, parse_sector
-from model.rules.figures import Pair, pair_figure
+from model.rules.figures import Pair, Threshold, pair_figure
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
@@ -386,7 +386,7 @@ def judge_data_integrity(host: HostCheck, guest: GuestCheck, region: Region, pla
     if mapping:
         props["mapping"] = mapping
     figure = pair_figure(Pair("sectors written / whole on the host", region.sectors, region.sectors - host.count("misplaced")
-                              - host.count("lost") - host.count("torn"), "sectors"),
+                              - host.count("lost") - host.count("torn"), "sectors", Threshold(region.sectors)),
                          Pair("bytes read back by the guest / verified", guest.bytes_read,
-                              guest.bytes_read - guest.errors * SECTOR_BYTES, "bytes"))
+                              guest.bytes_read - guest.errors * SECTOR_BYTES, "bytes", Threshold(guest.bytes_read)))
     return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, figure, hint)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from model.rules.figures import Pair, pair_figure
+from model.rules.figures import Pair, Threshold, pair_figure
 from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
@@ -131,7 +131,8 @@ def judge_direct_io(fidelity: list[OneForOne], durability: list[Durability], vol
     for d in durability:
         k = "dsync" if "DSYNC" in d.kind else "fsync"
         pairs.append(Pair(f"{'O_DSYNC' if k == 'dsync' else 'fsync'}: syncs / host flushes", d.guest_syncs,
-                          d.host_flushes))
+                          d.host_flushes, threshold=Threshold(MIN_FLUSHES_PER_SYNC * d.guest_syncs)
+                          if volatile_cache else None))
         lines.append(f"{d.kind}: guest {d.guest_syncs} syncs, host {d.host_flushes} flushes (FUA included)")
         props.update({f"{k}_guest_syncs": d.guest_syncs, f"{k}_host_flushes": d.host_flushes})
         if d.guest_syncs == 0:

@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from model.rules.figures import Pair, pair_figure
+from model.rules.figures import Pair, Threshold, pair_figure
 from model.rules.spec import HIGHER, LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
@@ -152,5 +152,6 @@ def judge_io_size(m: IoSizeMeasurement) -> RuleVerdict:
     if m.host_request_bytes_p50 is not None:
         props["host_request_bytes_p50"] = round(m.host_request_bytes_p50)
     figures = pair_figure(Pair("request size: expected / host", m.expected_request_bytes / 1024,
-                               m.host_request_bytes / 1024, "KiB"))
+                               m.host_request_bytes / 1024, "KiB",
+                               Threshold(m.request_bytes / m.allowed_split / 1024) if m.allowed_split else None))
     return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props, figures)

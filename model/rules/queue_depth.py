@@ -493,7 +493,8 @@ def judge_queue_depth(points: list[DepthPoint] | tuple[DepthPoint, ...], device_
             else:
                 notes.append(f"{scaled}: under {bar.from_offered:.1f}x, but the guest's block layer held less than "
                              f"offered, and it meets {bar.text(offered, guest, 'x')}")
-    figure = DepthFigure(tuple(DepthGroup(p.offered_depth, p.guest_aqu_sz, p.host_depth) for p in pts))
+    figure = DepthFigure(tuple(DepthGroup(p.offered_depth, p.guest_aqu_sz, p.host_depth,
+                                          _depth_bar(p, device_queue_depth).required) for p in pts))
     props = _properties(pts, device_queue_depth, guest_path)
     lines = _lines(pts, device_queue_depth, guest_path)
     if advertised is not None:
