@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from fixtures.outcomes import RuleFailure
 from measure import hostload
+from measure.kept import kept_settings
 from model.blame import blame
 from model.rules.against_baseline import BaselineMissing, against_baseline
 from model.rules.verdict import combine_repeats
@@ -68,16 +69,19 @@ def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, onc
     ``NAME.rK``), combine the verdicts (model.rules.verdict.combine_repeats: ``exact`` checks fail
     on any failing repeat, measured ones by the majority), compare with the stored ``baseline``
     when one is given, and conclude; a failure is blamed on a layer from ``disks``' settings.
-    The guest of ``disks`` has its kernel log checked over all the repeats (suites/kernel_log.py)."""
+    The guest of ``disks`` has its kernel log checked over all the repeats (suites/kernel_log.py), and
+    ``disks``' settings are set back afterwards where a repeat left one changed (measure/kept.py), also
+    when it failed or errored: the next rule sees the disks as they were."""
     __tracebackhide__ = True
     kernel_log.watch(record, disks)  # the kernel-log check's mark: before the first repeat (suites/kernel_log.py)
     verdicts = []
-    for k in range(1, repeats + 1):
-        record.repeat = k if repeats > 1 else 0
-        try:
-            verdicts.append(once(raw_dir / f"r{k}" if repeats > 1 else raw_dir))
-        finally:
-            record.repeat = 0
+    with kept_settings(disks):
+        for k in range(1, repeats + 1):
+            record.repeat = k if repeats > 1 else 0
+            try:
+                verdicts.append(once(raw_dir / f"r{k}" if repeats > 1 else raw_dir))
+            finally:
+                record.repeat = 0
     record.fold_repeats()
     conclude_against(combine_repeats(verdicts, exact), record, config, raw_dir, baseline, trails_of(disks))
 

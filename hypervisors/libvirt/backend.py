@@ -154,7 +154,8 @@ class LibvirtBackend(HypervisorBackend):
     def from_options(cls, cleanup: CleanupStack, opts: BackendOptions) -> Self:
         """The guest image first (built once, then cached), then the connection. With ``--image``
         the embedded image is built only if the KVM probe needs it (it boots the embedded kernel)."""
-        image = None if opts.image is not None else ensure_image(log.info, opts.guest_kernel_deb)
+        image = None if opts.image is not None else ensure_image(log.info, opts.guest_kernel_deb,
+                                                                         opts.guest_kernel)
         return cls(cleanup, uri=opts.libvirt_uri, accel_mode=opts.accel, image=image, emulator=opts.emulator,
                    machine_type=opts.machine, host_dir=PurePosixPath(opts.host_dir))
 
