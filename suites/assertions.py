@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from fixtures.outcomes import RuleFailure
 from measure import hostload
 from measure.kept import kept_settings
+from model.across.against_baseline import BaselineMissing, against_baseline
 from model.rules import blame
-from model.rules.against_baseline import BaselineMissing, against_baseline
 from model.rules.verdict import combine_repeats
 from reports.per_test import raw_dir
 from suites import kernel_log

@@ -5,7 +5,7 @@ depths the guest keeps up, IOPS scaling) move with the host's other work, most u
 where every guest instruction is emulated on a host thread. So each run records how long its
 guest's vCPUs waited for a host CPU in its most contended window (:data:`WAIT_PROPERTY`,
 model/parse/hostcpu.py). A comparison across runs (``python -m reports.compare`` and
-``--baseline``, model/rules/against_baseline.py) judges such a number only when neither run's vCPUs
+``--baseline``, model/across/against_baseline.py) judges such a number only when neither run's vCPUs
 waited more than :data:`WAIT_MAX_PCT`; otherwise its move is reported with both runs' waits
 (:func:`busy_host` says why), never as a regression. A run that did not record the figure (an
 older run, vSphere) is no evidence: what the other run recorded decides. ``compare`` has whole

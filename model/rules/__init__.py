@@ -5,8 +5,8 @@ Each rule module judges numbers measured on both sides and returns a ``RuleVerdi
 values, notes, the properties that go into the JUnit record and the figures the report draws
 (figures.py). It also declares what it records: the unit and direction of every property and
 the minimum effects ``compare`` needs (spec.py). :data:`RULE_MODULES` lists the rules;
-model/across/metrics.py and model/across/moves.py collect their declarations from it. baseline.py compares any
-rule's numbers with a stored run (``--baseline``).
+model/across/metrics.py and model/across/moves.py collect their declarations from it;
+model/across/against_baseline.py compares any rule's numbers with a stored run (``--baseline``).
 
 Everything else that depends on a rule reads the rule's own declarations from here, by the rule's name
 (:func:`rule_module`): the settings a failure is blamed on (:func:`blame`, model/blame.py), how many
