@@ -26,7 +26,7 @@ from model.rules.queue_depth import DeviceSaid, judge_queue_depth
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 from suites.queue_depth_points import depth_point, guest_path
 
 #: The rule's reads: 4 KiB random reads, one request each (io.max's byte limits count with it)
@@ -65,6 +65,4 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
     record.add(guest_queue_depth=disk.limits.scsi_queue_depth or 0, guest_nr_requests=disk.limits.nr_requests,
                guest_driver=disk.limits.driver)
     # Depths and IOPS are measured quantities: the majority of repeats decides.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id),
-                   suite_options.repeats_for("queue-depth"), once, exact=False, baseline=stored_baseline,
-                   disks=(disk,))
+    judge_rule(record, suite_options, once, exact=False, baseline=stored_baseline, disks=(disk,), own_dir=False)
