@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 from fixtures.outcomes import RuleFailure
 from measure import hostload
 from measure.kept import kept_settings
-from model.blame import blame
-from model.rules.against_baseline import BaselineMissing, against_baseline
+from model.across.against_baseline import BaselineMissing, against_baseline
+from model.rules import blame
 from model.rules.verdict import combine_repeats
 from reports.per_test import raw_dir
 from suites import kernel_log
 
 if TYPE_CHECKING:
+    from fixtures.options import SuiteOptions
     from measure.disk import GuestDisk
     from model.blame import Trail
     from model.rules.verdict import RuleVerdict
@@ -84,6 +85,20 @@ def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, onc
                 record.repeat = 0
     record.fold_repeats()
     conclude_against(combine_repeats(verdicts, exact), record, config, raw_dir, baseline, trails_of(disks))
+
+
+def judge_rule(record: Record, options: SuiteOptions, once: Callable[[Path], RuleVerdict], *, exact: bool,
+               baseline: StoredBaseline | None, disks: Sequence[GuestDisk], own_dir: bool = True) -> None:
+    """:func:`judge_repeated` for the rule of ``record`` on ``disks`` (the first names the configuration),
+    with what the rule declares: its repeats (``options.repeats_for``: --repeats, else its module's
+    ``DEFAULT_REPEATS``; never more than one for a rule that is not ``REPEATABLE``) and its raw files in
+    the configuration's raw directory (``raw_dir_for``), in a folder named after the rule unless
+    ``own_dir`` is False (queue-depth, io-size and limits write beside the others)."""
+    __tracebackhide__ = True
+    config = disks[0].config_id
+    raw = raw_dir_for(options.results_dir, config)
+    judge_repeated(record, config, raw / record.rule if own_dir else raw, options.repeats_for(record.rule), once,
+                   exact, baseline, disks)
 
 
 def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir: Path,

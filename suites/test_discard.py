@@ -46,7 +46,7 @@ from model.rules.discard import (
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 from suites.needs import needed
 
 #: The guest's setting the beyond_max range lowers for a while (and sets back).
@@ -158,5 +158,4 @@ def test_discard(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: R
         return dataclasses.replace(verdict, notes=(*verdict.notes, *notes)) if notes else verdict
 
     # Every byte discarded is counted exactly: every repeat must pass.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / RULE,
-                   suite_options.repeats_for(RULE), once, exact=True, baseline=stored_baseline, disks=(disk,))
+    judge_rule(record, suite_options, once, exact=True, baseline=stored_baseline, disks=(disk,))

@@ -18,12 +18,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from model.blame import Blame
+from model.blame import Blame, BlameSettings
 from model.rules.figures import Pair, Threshold, pair_figure
 from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "alignment"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on.
+BLAME = BlameSettings(frozenset({"logical_block_size", "physical_block_size", "optimal_io_size"}))
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ()
 
 #: Largest fraction of host requests that may cross a boundary. Measured here (Debian 6.1 guest,
 #: TCG, ext4-driver ext2 with 4 KiB blocks, 64 KiB O_DIRECT random writes to a laid-out file, 300

@@ -17,11 +17,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from model.blame import BlameSettings
 from model.rules.figures import Pair, Threshold, pair_figure
 from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "direct-io"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on.
+BLAME = BlameSettings(frozenset({"write_cache"}))
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ("latency_[a-z]+_[a-z0-9]+_us",)
 
 #: Host writes per guest O_DIRECT write may differ from 1 by this fraction. Measured here
 #: (QEMU 7.2 TCG, file-backed disk, 200 random writes at depth 1): exactly 200 host writes of

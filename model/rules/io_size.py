@@ -17,11 +17,19 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from model.blame import BlameSettings
 from model.rules.figures import Pair, Threshold, pair_figure
 from model.rules.spec import HIGHER, LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "io-size"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on.
+BLAME = BlameSettings(frozenset({"max_hw_sectors_kb", "max_sectors_kb"}))
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ("fio_iops",)
 
 #: Request size of the workload: 1 MiB, the size of the issue's case (a large sequential
 #: copy), below every healthy maximum transfer of the virtio devices (1280 KiB in the Debian

@@ -14,7 +14,7 @@ import pytest
 from fixtures.hosts import InventoryError, hosts_from_uris, load_inventory
 from fixtures.progress import durations_of
 from hypervisors.cli import emit
-from model.rules.against_baseline import against_baseline, series_of
+from model.across.against_baseline import against_baseline, series_of
 from model.rules.verdict import RuleVerdict
 from reports import compare, trend
 from reports.baseline import resolve_baseline
