@@ -123,16 +123,37 @@ def check_not_taken(outputs: Sequence[tuple[str, Path | None]], taken: Sequence[
                                       f"{what} a path of its own")
 
 
+def enclosing_results_dir(path: Path) -> Path | None:
+    """The results directory of a vioconform run that holds ``path`` (or is it), if any: a directory
+    with a ``junit.xml`` beside the run's own ``raw/`` or ``phases*.json``, stored or not."""
+    for d in (path.absolute(), *path.absolute().parents):
+        if d.is_dir() and (d / "junit.xml").is_file() and ((d / "raw").is_dir() or any(d.glob("phases*.json"))):
+            return d
+    return None
+
+
+def check_not_in_results_dirs(outputs: Sequence[tuple[str, Path | None]]) -> None:
+    """OutputPathError for an output inside another run's results directory (:func:`enclosing_results_dir`):
+    ``reports.compare --junit R/junit.xml`` would replace that run's record, whether or not a store holds it."""
+    for what, path in outputs:
+        held = enclosing_results_dir(path) if path is not None else None
+        if held is not None:
+            raise OutputPathError(f"{what} {path} is inside {held}, the results directory of a vioconform run: "
+                                  f"writing it there would replace that run's files; give {what} a path outside it")
+
+
 def check_outputs(outputs: Sequence[tuple[str, Path | None]],
                   inputs: Sequence[tuple[str, Path | None]] = (), taken: Sequence[tuple[str, Path]] = ()) -> None:
     """OutputPathError for an output that is not a regular file or a new one (:func:`check_output`),
     two outputs on one file (the JUnit file on the store's database), an output on an input of the
-    same run (``--junit-xml`` on ``--image``), or on a ``taken`` path (:func:`check_not_taken`: the
-    store's journal). ``None`` paths are options not given."""
+    same run (``--junit-xml`` on ``--image``), on a ``taken`` path (:func:`check_not_taken`: the
+    store's journal), or inside another run's results directory (:func:`check_not_in_results_dirs`; the
+    store's own file may be there). ``None`` paths are options not given."""
     outs = [(w, p) for w, p in outputs if p is not None]
     for what, path in outs:
         check_output(what, path)
     check_not_taken(outs, taken)
+    check_not_in_results_dirs([(w, p) for w, p in outs if w != "--store"])
     for i, (what, path) in enumerate(outs):
         for other, other_path in [*outs[i + 1:], *((f"the input {w}", p) for w, p in inputs if p is not None)]:
             if _same(path, other_path):

@@ -105,3 +105,42 @@ def test_the_suite_never_writes_into_a_stored_runs_directory(tmp_path: Path) -> 
             proc.stderr, out
     assert (stored / "junit.xml").read_bytes() == kept and not (stored / "again").exists()
     assert not (tmp_path / "out").exists()
+
+
+def _unstored_run(tmp_path: Path) -> Path:
+    """A run's results directory no store holds (a copy, a run with --store none): junit.xml beside
+    the run's own phases.json and raw/."""
+    d = write_run(tmp_path, "20261121-020000", healthy())
+    (d / "phases.json").write_text("{}")
+    (d / "raw").mkdir()
+    (d / "report.html").write_text("the run's own report")
+    return d
+
+
+def test_compare_and_trend_never_write_into_a_runs_directory_no_store_holds(
+        tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _two_stored_runs_and_another(tmp_path / "stored", store_url)
+    run = _unstored_run(tmp_path)
+    kept = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    for tool, args, target in ((compare.main, ["1", "2", "--junit"], run / "junit.xml"),
+                               (trend.main, ["--run", "2", "-o"], run / "report.html"),
+                               (trend.main, ["--run", "2", "-o"], run / "raw" / "trend.html")):
+        with pytest.raises(SystemExit) as e:  # argparse's usage error, before the store is opened
+            tool(["--store", store_url, *args, str(target)])
+        err = capsys.readouterr().err
+        assert e.value.code == 2, err
+        assert (f"{args[-1]} {target} is inside {run}, the results directory of a vioconform run: writing it there "
+                f"would replace that run's files; give {args[-1]} a path outside it") in err, err
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == kept
+    assert not (run / "raw" / "trend.html").exists()
+
+
+def test_the_suite_never_writes_into_a_runs_directory_no_store_holds(tmp_path: Path) -> None:
+    run = _unstored_run(tmp_path)
+    kept = (run / "junit.xml").read_bytes()
+    proc = _run(tmp_path, "--store", "none", "-k", "passes", "--junit-xml", str(run / "junit.xml"),
+                "--results-dir", str(tmp_path / "out"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 4, out
+    assert f"--junit-xml {run / 'junit.xml'} is inside {run}, the results directory of a vioconform run" in out, out
+    assert (run / "junit.xml").read_bytes() == kept and not (tmp_path / "out").exists()
