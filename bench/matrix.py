@@ -25,7 +25,7 @@ from measure.window import measure
 from model.disks import suite_disks
 from model.errors import FioError, HypervisorError
 from model.rules.queue_depth import judge_queue_depth
-from suites.test_queue_depth import depth_point, guest_path
+from suites.queue_depth_points import depth_point, guest_path
 
 GOAL_S = 300.0
 

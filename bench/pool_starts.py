@@ -29,9 +29,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.sshserver import private_sshd
 from bench.suite_run import start_suite
 from fixtures.workerstart import WORKER_START_TIMEOUT_S
-from tests.sshserver import private_sshd
 
 READY = re.compile(r"worker (gw\d+) ready in ([0-9.]+) s")
 #: Beyond the watch's own timeout: the watch stops the run itself, and says so, within it.

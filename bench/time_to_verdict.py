@@ -34,7 +34,7 @@ from measure.standalone import standalone_guest
 from measure.window import measure
 from model.rules.queue_depth import judge_queue_depth
 from model.types import DiskSpec
-from suites.test_queue_depth import depth_point, guest_path
+from suites.queue_depth_points import depth_point, guest_path
 
 GOAL_S = 60.0
 #: Issue goal for a Debian cloud image under TCG: boot to SSH and the first verdict.

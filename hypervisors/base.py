@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Protocol, Self
+from typing import TYPE_CHECKING, ClassVar, Protocol, Self
 
 from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
@@ -29,6 +29,9 @@ from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes, HostU
 from model.parse.hostcpu import VcpuTimes
 from model.parse.stall_evidence import HostEvent
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
+
+if TYPE_CHECKING:
+    from guest.image.kernels import AptKernel
 
 log = logging.getLogger("vioconform.hypervisor")
 
@@ -143,6 +146,9 @@ class BackendOptions(Protocol):
 
     @property
     def guest_kernel_deb(self) -> Path | None: ...
+
+    @property
+    def guest_kernel(self) -> AptKernel | None: ...
 
     @property
     def image(self) -> Path | None: ...

@@ -84,6 +84,9 @@ class GuestDisk:
     boot_facts: DiskFacts | None = None
     #: what the hypervisor says the disk's device advertises, asked when the disk was found; None: not asked
     advertised: Advertised | None = None
+    #: the disk's kept settings (guest.tools.sysfs.KEPT_SETTINGS) as the last rule left them, set back
+    #: where it had changed one (measure/kept.py); None until a rule has run on it
+    kept: dict[str, str] | None = None
 
     @property
     def device_path(self) -> str:

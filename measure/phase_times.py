@@ -2,6 +2,8 @@
 
 The phases, as the code marks them with ``with phase(NAME):``
 
+- ``build``: the backend made ready: the embedded guest image and the static fio built where the cache
+  lacks them, the hypervisor connected (the session's first test pays it);
 - ``boot``: the guest's start, from the backend's call to SSH (the session's first test pays it);
 - ``set-up``: a disk found and prepared (faults, ``--guest-setup``, fio present), once per disk;
 - ``start``: fio started until its first request reaches the disk (``measure.window``);
@@ -14,7 +16,10 @@ The phases, as the code marks them with ``with phase(NAME):``
 
 Whatever a test spends outside these (the rules' own settings reads, cache drops, SSH round trips)
 is its ``other`` time: the test's duration less its phases. The suite writes the table to
-``phases.json`` in the results directory (``phases.<worker>.json`` under pytest-xdist).
+``phases.json`` in the results directory (``phases.<worker>.json`` under pytest-xdist). Beside
+``total`` (the test's whole duration), the first test of each process has ``once``: its set-up's
+seconds, the session's one-off costs (build, boot, the KVM probe) that no later test pays again
+(fixtures/progress.py leaves them out of a test's typical time).
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-PHASES = ("boot", "set-up", "start", "ramp", "window", "stop", "kernel-log", "teardown")
+PHASES = ("build", "boot", "set-up", "start", "ramp", "window", "stop", "kernel-log", "teardown")
 #: Time spent before any test began (the session's set-up before the first test, rare) or after the last.
 SESSION = "(session)"
+#: The key of the seconds of the first test's set-up (the session's one-offs) in its row.
+ONCE = "once"
 
 _lock = threading.Lock()
 _current = SESSION
@@ -70,6 +77,14 @@ def phase(name: str) -> Iterator[None]:
 def table() -> dict[str, dict[str, float]]:
     with _lock:
         return {k: dict(v) for k, v in _table.items()}
+
+
+def add_set_up(nodeid: str, seconds: float) -> None:
+    """A test's set-up took ``seconds``: the process's first one is the session's one-off costs
+    (``once`` in its row)."""
+    with _lock:
+        if not any(ONCE in row for row in _table.values()):
+            _table.setdefault(nodeid, {})[ONCE] = seconds
 
 
 def add_duration(nodeid: str, seconds: float) -> None:

@@ -10,7 +10,8 @@ read at its own time (a :class:`Trail`):
    found the disk, before any ``--inject`` fault or ``--guest-setup`` command);
 4. the guest's setting **now**, when the rule ran.
 
-The layer at fault is the first where a setting the rule depends on (:data:`RULE_SETTINGS`) changed:
+The layer at fault is the first where a setting the rule depends on (its module's ``BLAME``, a
+:class:`BlameSettings`) changed:
 
 - ``hypervisor``: the device advertised something other than what was asked (``cmd_per_lun`` 1
   where 128 was asked);
@@ -28,12 +29,12 @@ it is used where the settings single out none.
 Example::
 
     trails = disk_trails("dut disk sdb", asked, advertised, probed, now)
-    blame("queue-depth", trails).layer  # "hypervisor" where cmd_per_lun was 1 and 128 was asked
+    layer_at_fault(queue_depth.BLAME, trails).layer  # "hypervisor" where cmd_per_lun was 1 and 128 was asked
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,32 +45,15 @@ Layer = Literal["hypervisor", "guest driver", "guest configuration", "unknown"]
 #: The layers in the order they are blamed: the first that changed a setting is the cause.
 LAYERS: tuple[Layer, ...] = ("hypervisor", "guest driver", "guest configuration", "unknown")
 
-#: The settings each rule's verdict depends on (the ``key`` of a :class:`Trail`). A rule not
-#: listed depends on all of them.
-RULE_SETTINGS: dict[str, frozenset[str]] = {
-    "queue-depth": frozenset({"queue_depth", "nr_requests"}),
-    "io-size": frozenset({"max_hw_sectors_kb", "max_sectors_kb"}),
-    "direct-io": frozenset({"write_cache"}),
-    "buffered-direct": frozenset({"read_ahead_kb", "max_sectors_kb", "max_hw_sectors_kb", "nr_requests",
-                                  "queue_depth"}),
-    "alignment": frozenset({"logical_block_size", "physical_block_size", "optimal_io_size"}),
-    "multi-queue": frozenset({"nr_hw_queues"}),
-    # Where each block lands depends on no setting: its own evidence names the layer (a hint).
-    "data-integrity": frozenset(),
-    # no sysfs setting decides where an error goes: its own evidence names the layer (the verdict's hint)
-    "error-propagation": frozenset(),
-    # whether a new device is bound or scanned is a bus setting, not the disk's: the verdict's hint names it
-    "hotplug": frozenset(),
-    # the guest's discard_max_bytes (0: it passes no discard on) is the one setting a discard depends on
-    "discard": frozenset({"discard"}),
-    # no sysfs setting decides whether the guest learns a new size: a notice the driver acts on does
-    "resize": frozenset(),
-    "stall-tolerance": frozenset({"io_timeout_ms"}),
-    "limits": frozenset({"queue_depth", "max_hw_sectors_kb", "logical_block_size", "physical_block_size",
-                         "optimal_io_size", "write_cache", "discard", "nr_hw_queues"}),
-}
-#: Rules that judge the probe-time view only (what the device advertised), never a setting changed after.
-PROBE_TIME_RULES = frozenset({"limits"})
+
+@dataclass(frozen=True)
+class BlameSettings:
+    """What a rule's verdict depends on, which each rule module declares (its ``BLAME``): the settings
+    (the ``key`` of a :class:`Trail`) a change of which can explain its failure, and whether the rule
+    judges the probe-time view only (what the device advertised), never a setting changed after boot."""
+
+    keys: frozenset[str]
+    probe_time_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,6 +114,8 @@ LIMIT_KEYS = tuple(key for _, key, _ in _LIMITS)
 #: by a fault or a --guest-setup command: the guest's key and the setting's words.
 _GUEST_ONLY = (("nr_requests", "queue/nr_requests"), ("max_sectors_kb", "queue/max_sectors_kb"),
                ("read_ahead_kb", "queue/read_ahead_kb"), ("io_timeout_ms", "queue/io_timeout (ms)"))
+#: Every setting a :class:`Trail` follows (its ``key``): what a rule's ``BLAME`` may name.
+TRAIL_KEYS = LIMIT_KEYS + tuple(key for key, _ in _GUEST_ONLY)
 
 
 def in_guest_units(limit: str, value: object) -> object:
@@ -177,12 +163,13 @@ def _value(v: object) -> str:
     return str(v)
 
 
-def blame(rule: str, trails: Iterable[Trail], hint: Blame | None = None) -> Blame:
-    """The layer at fault for a failing verdict of ``rule`` (module docstring): the first layer at
-    which a setting the rule depends on changed, else the rule's own ``hint``, else unknown."""
-    wanted = RULE_SETTINGS.get(rule)
-    relevant = [t for t in trails if wanted is None or t.key in wanted]
-    probe_only = rule in PROBE_TIME_RULES
+def layer_at_fault(settings: BlameSettings | None, trails: Iterable[Trail], hint: Blame | None = None) -> Blame:
+    """The layer at fault for a failing verdict of a rule that depends on ``settings`` (its module's
+    ``BLAME``; None: a rule no module declares, which depends on every setting) (module docstring): the
+    first layer at which a setting the rule depends on changed, else the rule's own ``hint``, else unknown.
+    ``model.rules.blame`` looks a rule's settings up by its name."""
+    relevant = [t for t in trails if settings is None or t.key in settings.keys]
+    probe_only = settings is not None and settings.probe_time_only
     hyp = [t for t in relevant if t.hypervisor_differs]
     if hyp:
         return Blame("hypervisor", "; ".join(
@@ -215,7 +202,3 @@ def blame(rule: str, trails: Iterable[Trail], hint: Blame | None = None) -> Blam
                  "was read" + (f" (the hypervisor did not say {', '.join(dict.fromkeys(unsaid))})" if unsaid else "")
                  + ": the failure is in the I/O path itself, which these settings do not single out")
 
-
-def blame_of(rule: str, per_disk: Sequence[Sequence[Trail]], hint: Blame | None = None) -> Blame:
-    """:func:`blame` over the trails of several disks (limits judges a controller's two)."""
-    return blame(rule, [t for trails in per_disk for t in trails], hint)

@@ -29,6 +29,7 @@ from model.rules.figures import (
     DepthFigure,
     Figure,
     HistogramFigure,
+    Pair,
     PairFigure,
     RangeFigure,
     RangeLane,
@@ -106,15 +107,23 @@ def chart_title(figure: Figure) -> str:
             assert_never(figure)
 
 
+def threshold_text(pair: Pair) -> str:
+    """A pair's pass threshold in words: "pass: host at least 12.8 KiB" ("" without one)."""
+    t = pair.threshold
+    return "" if t is None else f"pass: host {t.passes} {_num(t.value)}{' ' + pair.unit if pair.unit else ''}"
+
+
 def chart_summary(figure: Figure) -> str:
     """What a chart shows, in words: its numbers, or the shape of its histograms."""
     match figure:
         case DepthFigure():
             return " ".join(f"Offered {g.offered}: the guest held {_num(g.guest_aqu_sz)}, the host saw "
-                            f"{_num(g.host_depth)}." for g in figure.groups)
+                            f"{_num(g.host_depth)}"
+                            + (f" (passes at {_num(g.host_min)} or more)" if g.host_min is not None else "") + "."
+                            for g in figure.groups)
         case PairFigure():
-            return " ".join(f"{p.label}: {_num(p.first)} against {_num(p.second)}{' ' + p.unit if p.unit else ''}."
-                            for p in figure.pairs)
+            return " ".join(f"{p.label}: {_num(p.first)} against {_num(p.second)}{' ' + p.unit if p.unit else ''}"
+                            + (f" ({threshold_text(p)})" if p.threshold else "") + "." for p in figure.pairs)
         case HistogramFigure():
             host = (f"No host trace ({figure.host_missing})." if figure.host_missing else
                     f"Host ({figure.source}): outstanding I/Os at issue {_mode(figure.outstanding) if figure.outstanding else 'nothing recorded'}; "

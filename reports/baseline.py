@@ -1,4 +1,4 @@
-"""``--baseline REF``: a stored run every rule compares its numbers with (model/rules/against_baseline.py).
+"""``--baseline REF``: a stored run every rule compares its numbers with (model/across/against_baseline.py).
 
 REF is a run id in the results store, a results directory (imported into the store on the way,
 once), or ``last``: the newest complete stored run of the run's series (model/across/series.py: ``--series``
@@ -11,7 +11,7 @@ which no rule reached a verdict (every rule an error or a skip: ``--machine none
 one is refused with the reason.
 
 A verdict is a pass or a failure. A rule whose own verdict was reached but whose comparison found
-no baseline is stored as an error (model.rules.against_baseline.BaselineMissing), and its numbers are a
+no baseline is stored as an error (model.across.against_baseline.BaselineMissing), and its numbers are a
 baseline all the same: else a rule new to a pipeline that always passes ``--baseline last`` would
 never get one. Any other error or a skip is no verdict: its numbers may be partial.
 """
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from model.across.against_baseline import BaselineMissing
 from model.across.moves import Key, Series
-from model.rules.against_baseline import BaselineMissing
 from reports.store import Store, StoredRun, StoreError, parse_run_id, verdicts
 
 

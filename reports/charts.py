@@ -16,9 +16,9 @@ backend: no display needed.
   amounts (a counter, an allocation total) draws each amount from its range's start, with a dashed edge.
 - :func:`timeline_svg`: step series on one clock, one row per series (host: solid line and squares;
   guest: dashed line and circles), each event a dotted vertical line named in the legend.
-- :func:`verdict_grid_svg` and :func:`series_svg`: the trend page (reports/trend.py), each run whose
-  fingerprint changed marked by a dashed line before its column (:data:`CHANGE_LABEL` in the
-  legend, and said in the chart's description).
+- :func:`verdict_grid_svg`: the trend page's grid (reports/trend.py; its metric charts are
+  reports/trend_charts.py), each run whose fingerprint changed marked by a dashed line before its
+  column (:data:`CHANGE_LABEL` in the legend, and said in the chart's description).
 
 Every chart is an ``<svg role="img">`` with a ``<title>`` and a ``<desc>``: what it is and what it
 shows, in words (reports/a11y.py, which also holds the colours). The verdict grid writes each
@@ -30,7 +30,6 @@ from __future__ import annotations
 import html
 import io
 import logging
-import math
 from collections.abc import Sequence
 
 import matplotlib
@@ -39,6 +38,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FuncFormatter
 
 from model.rules.figures import (
     Buckets,
@@ -61,7 +61,7 @@ from reports.a11y import (
     chart_title,
     grid_summary,
     seconds,
-    series_summary,
+    threshold_text,
 )
 
 matplotlib.use("Agg")
@@ -74,6 +74,12 @@ matplotlib.rcParams.update({"svg.hashsalt": "vioconform", "svg.fonttype": "none"
 OUTCOME_COLORS = {**OUTCOME_FILLS, ABSENT: BACKGROUND}
 #: The outcomes written in bold in the verdict grid: the ones a reader looks for.
 BOLD_OUTCOMES = ("failed", "error")
+#: Every text of the trend page's charts, in points: 13 px where the page shows an SVG at its own size
+#: (1 pt = 4/3 px), as the page's tables; one size in every chart, whatever its width.
+TREND_FONT_PT = 9.75
+#: A rule's pass threshold on its chart: a dashed line in the text colour (named in the legend or the title).
+THRESHOLD_STYLE = (0, (4, 2))
+THRESHOLD_LABEL = "pass: host at least"
 #: The trend charts' mark of a run whose fingerprint changed: a dashed line in the text colour
 #: before its column, and its legend text.
 CHANGE_LABEL = "fingerprint changed"
@@ -110,26 +116,49 @@ def depth_svg(figure: DepthFigure) -> str:
         values = [float(g.offered) if i == 0 else g.guest_aqu_sz if i == 1 else g.host_depth for g in figure.groups]
         bars = ax.bar([x + (i - 1) * width for x in range(n)], values, width, label=label, color=color)
         ax.bar_label(bars, labels=[f"{v:.1f}" if v < 10 else f"{v:.0f}" for v in values], fontsize=7, padding=1)
+    barred = [(x, g.host_min) for x, g in enumerate(figure.groups) if g.host_min is not None]
+    for k, (x, least) in enumerate(barred):  # the pass bar across the host's bar, named once in the legend
+        ax.hlines(least, x + width / 2, x + 3 * width / 2, colors=TEXT, linestyles=THRESHOLD_STYLE, lw=1.4,
+                  label=THRESHOLD_LABEL if k == 0 else "_nolegend_")
     ax.set_xticks(range(n), [f"offered {g.offered}" for g in figure.groups])
     ax.set_ylim(0, depth_axis_top(figure))
     ax.set_ylabel("I/Os in flight")
-    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False, ncols=3)
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False, ncols=4)
     return to_svg(fig, chart_title(figure), chart_summary(figure))
+
+
+def number_text(v: float) -> str:
+    """A bar's value as a reader takes it in: whole numbers with thousands separators, never in
+    exponent form (``4194304`` -> "4,194,304"), fractions to three significant digits."""
+    return f"{v:,.0f}" if float(v).is_integer() or abs(v) >= 1000 else f"{v:.3g}"
 
 
 def pair_svg(figure: PairFigure) -> str:
-    if not figure.pairs:
-        return ""
-    fig, axes = plt.subplots(len(figure.pairs), 1, figsize=(5.2, 0.62 * len(figure.pairs) + 0.3), squeeze=False)
+    """Each pair a row of two bars with their values; a pair's pass threshold a dashed line across it,
+    its value and direction in the row's title."""
+    return to_svg(pair_plot(figure), chart_title(figure), chart_summary(figure)) if figure.pairs else ""
+
+
+def pair_plot(figure: PairFigure) -> MplFigure:
+    """:func:`pair_svg`'s figure, before it becomes SVG (its texts' places can be measured)."""
+    fig, axes = plt.subplots(len(figure.pairs), 1, figsize=(5.2, 0.95 * len(figure.pairs) + 0.2), squeeze=False)
     for ax, p in zip(axes[:, 0], figure.pairs, strict=True):
-        bars = ax.barh([1, 0], [p.first, p.second], color=[GUEST, HOST], height=0.7)
-        ax.bar_label(bars, labels=[f"{v:g} {p.unit}".strip() for v in (p.first, p.second)], fontsize=7, padding=2)
+        bars = ax.barh([1, 0], [p.first, p.second], color=[GUEST, HOST], height=0.6)
+        ax.bar_label(bars, labels=[f"{number_text(v)} {p.unit}".strip() for v in (p.first, p.second)], fontsize=7,
+                     padding=2)
         ax.set_yticks([])
-        ax.set_xlim(0, max(p.first, p.second, 1e-9) * 1.35)
-        ax.set_title(p.label, fontsize=8, loc="left")
+        ax.set_ylim(-0.5, 1.5)
+        top = max(p.first, p.second, p.threshold.value if p.threshold else 0.0, 1e-9)
+        ax.set_xlim(0, top * 1.4)
+        title = p.label
+        if p.threshold is not None:
+            ax.axvline(p.threshold.value, color=TEXT, ls=THRESHOLD_STYLE, lw=1.2)
+            title += f" ({threshold_text(p)})"
+        ax.set_title(title, fontsize=8, loc="left")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number_text(v)))
         ax.tick_params(axis="x", labelsize=7)
-    fig.tight_layout()
-    return to_svg(fig, chart_title(figure), chart_summary(figure))
+    fig.tight_layout(h_pad=0.6)
+    return fig
 
 
 def _bars(ax: Axes, data: Buckets, color: str, title: str, ylabel: str) -> None:
@@ -254,14 +283,14 @@ def timeline_svg(figure: TimelineFigure) -> str:
     return to_svg(fig, chart_title(figure), chart_summary(figure))
 
 
-def _mark_changes(ax: Axes, marks: Sequence[int], offset: float) -> list[Line2D]:
+def mark_changes(ax: Axes, marks: Sequence[int], offset: float) -> list[Line2D]:
     """A dashed line before each column of ``marks`` (at ``column + offset``); the legend's handle."""
     for k, x in enumerate(marks):
         ax.axvline(x + offset, color=TEXT, ls="--", lw=1, label=CHANGE_LABEL if k == 0 else None)
     return [Line2D([], [], color=TEXT, ls="--", lw=1, label=CHANGE_LABEL)] if marks else []
 
 
-def _changes_said(columns: Sequence[str], marks: Sequence[int]) -> str:
+def changes_said(columns: Sequence[str], marks: Sequence[int]) -> str:
     """The marks in words, for the chart's description: " The fingerprint changed before run A, run B." """
     return f" The fingerprint changed before {', '.join(columns[i] for i in marks)}." if marks else ""
 
@@ -273,53 +302,24 @@ def verdict_grid_svg(rows: Sequence[str], columns: Sequence[str], outcomes: Sequ
     ``marks``: the columns whose run's fingerprint changed."""
     if not rows or not columns:
         return ""
-    fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 0.3 * len(rows) + 1.2))
+    fig, ax = plt.subplots(figsize=(min(3.5 + 0.7 * len(columns), 14), 0.3 * len(rows) + 1.2))
     for y, row in enumerate(outcomes):
         for x, outcome in enumerate(row):
             ax.add_patch(Rectangle((x, len(rows) - 1 - y), 0.92, 0.88, fc=OUTCOME_COLORS.get(outcome, BACKGROUND),
                                    ec="#bbb", lw=0.5))
             if outcome != ABSENT:
-                ax.text(x + 0.46, len(rows) - 1 - y + 0.44, outcome, ha="center", va="center", fontsize=8,
+                ax.text(x + 0.46, len(rows) - 1 - y + 0.44, outcome, ha="center", va="center", fontsize=TREND_FONT_PT,
                         color=TEXT, fontweight="bold" if outcome in BOLD_OUTCOMES else "normal")
     ax.set_xlim(0, len(columns))
     ax.set_ylim(0, len(rows))
-    ax.set_xticks([x + 0.46 for x in range(len(columns))], columns, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks([len(rows) - 1 - y + 0.44 for y in range(len(rows))], rows, fontsize=8)
+    ax.set_xticks([x + 0.46 for x in range(len(columns))], columns, rotation=45, ha="right", fontsize=TREND_FONT_PT)
+    ax.set_yticks([len(rows) - 1 - y + 0.44 for y in range(len(rows))], rows, fontsize=TREND_FONT_PT)
     ax.tick_params(length=0)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
     used = sorted({o for row in outcomes for o in row} - {ABSENT})
-    changed = _mark_changes(ax, marks, -0.04)
+    changed = mark_changes(ax, marks, -0.04)
     ax.legend(handles=[*(Patch(color=OUTCOME_COLORS.get(o, BACKGROUND), label=o) for o in used), *changed],
-              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=TREND_FONT_PT, frameon=False)
     return to_svg(fig, f"Verdicts of {len(rows)} rule and configuration row(s) over {len(columns)} run(s)",
-                  grid_summary(rows, columns, outcomes) + _changes_said(columns, marks))
-
-
-def series_svg(title: str, unit: str, columns: Sequence[str], medians: Sequence[float | None],
-               lows: Sequence[float | None], highs: Sequence[float | None], band: tuple[float, float] | None,
-               marks: Sequence[int] = ()) -> str:
-    """One metric over runs: each run's median (dots and line) with its repeats' min..max (error
-    bars), the noise band (shaded) around the series' median, and a dashed line before each
-    column of ``marks`` (a run whose fingerprint changed)."""
-    fig, ax = plt.subplots(figsize=(min(2.5 + 0.55 * len(columns), 14), 2.0))
-    xs = [i for i, m in enumerate(medians) if m is not None]
-    ys = [float(m) for m in medians if m is not None]
-    if band is not None:
-        ax.axhspan(band[0], band[1], color=GUEST, alpha=0.12, lw=0, label="noise band")
-    if xs:
-        err_lo = [ys[k] - (lo if (lo := lows[i]) is not None else ys[k]) for k, i in enumerate(xs)]
-        err_hi = [(hi if (hi := highs[i]) is not None else ys[k]) - ys[k] for k, i in enumerate(xs)]
-        ax.errorbar(xs, ys, yerr=[err_lo, err_hi], fmt="o-", color=GUEST, ms=3, lw=1, capsize=2, label="median, min..max")
-    ax.set_xticks(range(len(columns)), columns, rotation=45, ha="right", fontsize=7)
-    ax.set_xlim(-0.5, max(len(columns) - 0.5, 0.5))
-    ax.set_title(title, fontsize=8, loc="left")
-    ax.set_ylabel(unit, fontsize=7)
-    if ys and all(math.isfinite(y) for y in ys):
-        lo = min([*ys, *(band or ())])
-        hi = max([*ys, *(band or ())])
-        pad = (hi - lo) * 0.15 or abs(hi) * 0.1 or 1.0
-        ax.set_ylim(lo - pad, hi + pad)
-    _mark_changes(ax, marks, -0.5)
-    ax.legend(fontsize=7, frameon=False, loc="best")
-    return to_svg(fig, title, series_summary(title, unit, columns, medians, band) + _changes_said(columns, marks))
+                  grid_summary(rows, columns, outcomes) + changes_said(columns, marks))

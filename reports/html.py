@@ -31,6 +31,7 @@ from model.rules.figures import DepthFigure, Figure, HistogramFigure, PairFigure
 from reports.a11y import OUTCOME_FILLS, TEXT, badge, badge_css, chart_summary, counts_text
 from reports.per_test import Record, RunStatus, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
+from reports.run_header import RunHeader, header_html
 
 
 def chart(figure: Figure) -> str:
@@ -89,8 +90,8 @@ def verdict_grid(recs: list[Record]) -> str:
                              for c in configs) + "</tr>" for rule in rules)
     return (f'<h2 id="grid-title">Verdicts by rule and configuration</h2>'
             f'<p id="counts">{len(recs)} verdict(s): {counts_text([r.outcome or "error" for r in recs])}.</p>'
-            f'<table id="verdict-grid" aria-labelledby="grid-title"><thead><tr><th scope="col">rule</th>{head}'
-            f"</tr></thead><tbody>{body}</tbody></table>")
+            + scrolling("grid-title", f'<table id="verdict-grid" aria-labelledby="grid-title"><thead><tr>'
+                                      f'<th scope="col">rule</th>{head}</tr></thead><tbody>{body}</tbody></table>'))
 
 
 #: The header's "measured on" line: the run's fingerprint entries a reader asks for first.
@@ -107,7 +108,8 @@ def measured_on(properties: Mapping[str, str]) -> str:
     if not items:
         return ""
     cells = "".join(f"<tr><th>{html.escape(label)}</th><td>{html.escape(value)}</td></tr>" for label, value in items)
-    return f'<h2>Measured on</h2><table id="measured-on" class="env">{cells}</table>'
+    return ('<h2 id="measured-title">Measured on</h2>'
+            + scrolling("measured-title", f'<table id="measured-on" class="env">{cells}</table>'))
 
 
 def what_was_tested(properties: Mapping[str, str]) -> str:
@@ -124,7 +126,8 @@ def what_was_tested(properties: Mapping[str, str]) -> str:
     if not general and not per:
         return ""
     esc = html.escape
-    out = ['<section id="tested"><h2>What was tested</h2><table>']
+    out = [('<section id="tested"><h2 id="tested-title">What was tested</h2><div class="scroll" role="region" '
+            'tabindex="0" aria-labelledby="tested-title"><table>')]
     out += [f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in general]
     out.append("</table>")
     if per:
@@ -138,8 +141,14 @@ def what_was_tested(properties: Mapping[str, str]) -> str:
             cells = "".join(f"<td{mark}>{esc(v)}</td>" for v in values)
             out.append(f"<tr><td>{esc(w)}{' <em>(differs)</em>' if differ else ''}</td>{cells}</tr>")
         out.append("</table>")
-    out.append("</section>")
+    out.append("</div></section>")
     return "".join(out)
+
+
+def scrolling(labelled_by: str, content: str) -> str:
+    """``content`` (a table) in a region that scrolls sideways where the screen is narrower than it,
+    focusable so that a keyboard scrolls it too, named by the heading ``labelled_by``."""
+    return f'<div class="scroll" role="region" tabindex="0" aria-labelledby="{labelled_by}">{content}</div>'
 
 
 def _row_order(what: str) -> tuple[int, str]:
@@ -148,7 +157,8 @@ def _row_order(what: str) -> tuple[int, str]:
 
 
 def report_document(records: Iterable[Record], title: str = "vioconform report", subtitle: str = "",
-                    status: RunStatus | None = None, properties: Mapping[str, str] | None = None) -> str:
+                    status: RunStatus | None = None, properties: Mapping[str, str] | None = None,
+                    header: RunHeader | None = None) -> str:
     recs = list(records)
     rows, sections = [], []
     for r in recs:
@@ -158,7 +168,7 @@ def report_document(records: Iterable[Record], title: str = "vioconform report",
         blamed = (f'<td class="blame" title="{html.escape(r.blame_reason)}">{html.escape(r.blame or "unknown")}</td>'
                   if outcome == "failed" else "<td></td>")
         rows.append(f"<tr><td>{badge(outcome)}</td><td>{html.escape(r.rule)}</td><td>{html.escape(r.config)}</td>"
-                    f"{blamed}<td>{first}</td></tr>")
+                    f'{blamed}<td class="message">{first}</td></tr>')
         charts = "".join(figure_html(f) for f in r.verdict.figures) if r.verdict else ""
         props = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
                         for k, v in sorted(r.measured().items()))
@@ -178,13 +188,19 @@ section{{margin-top:2em}} table.env th{{text-align:left;font-size:13px;padding:2
 #verdict-grid th,#verdict-grid td{{border:1px solid #ddd;padding:4px 8px;font-size:13px;text-align:left}}
 figure{{margin:1em 0}} figcaption{{font-size:13px;color:#333;max-width:60em}}
 .vh{{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}}
-svg{{max-width:100%;height:auto}} @media (max-width:40em){{body{{margin:0.5em}}}}
+svg{{max-width:100%;height:auto}} .scroll{{overflow-x:auto;max-width:100%}} h1,h2,p,dd{{overflow-wrap:anywhere}}
+@media (max-width:40em){{body{{margin:0.5em}} #verdicts tr:first-child{{position:absolute;width:1px;height:1px;
+overflow:hidden;clip:rect(0 0 0 0)}} #verdicts tr{{display:block;border-bottom:1px solid #ddd;padding:4px 0}}
+#verdicts td{{display:inline-block;border:0}} #verdicts td.message{{display:block;overflow-wrap:anywhere}}
+#verdicts td.blame::before{{content:"blame: "}}}}
+#run{{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0 0 1em}} #run dt{{font-weight:bold}}
+#run dd{{margin:0}}
 {badge_css()}</style></head>
-<body><main><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>
+<body><main><h1>{html.escape(title)}</h1>{incomplete_banner(status)}<p>{html.escape(subtitle)}</p>{header_html(header)}
 {verdict_grid(recs)}
 {measured_on(properties or {})}
-<h2>Verdicts</h2><table><tr><th scope="col">verdict</th><th scope="col">rule</th><th scope="col">configuration</th>
-<th scope="col">blame</th><th scope="col">message</th></tr>{''.join(rows)}</table>
+<h2>Verdicts</h2><table id="verdicts"><tr><th scope="col">verdict</th><th scope="col">rule</th>
+<th scope="col">configuration</th><th scope="col">blame</th><th scope="col">message</th></tr>{''.join(rows)}</table>
 {what_was_tested(properties or {})}
 {''.join(sections)}
 </main></body></html>
@@ -192,6 +208,8 @@ svg{{max-width:100%;height:auto}} @media (max-width:40em){{body{{margin:0.5em}}}
 
 
 def write_html(records: Iterable[Record], path: Path, subtitle: str = "", status: RunStatus | None = None,
-               mode: int = file_mode(DEFAULT_DIR_MODE), properties: Mapping[str, str] | None = None) -> Path:
+               mode: int = file_mode(DEFAULT_DIR_MODE), properties: Mapping[str, str] | None = None,
+               header: RunHeader | None = None) -> Path:
     """Write the report atomically (see :func:`reports.results.write_atomic`)."""
-    return write_atomic(path, report_document(records, subtitle=subtitle, status=status, properties=properties), mode)
+    return write_atomic(path, report_document(records, subtitle=subtitle, status=status, properties=properties,
+                                              header=header), mode)

@@ -39,6 +39,7 @@ from model.across.moves import MIN_EFFECT, MIN_EFFECTS, MetricKey, Series, Sprea
 from model.across.run_to_run import run_to_run
 from reports.a11y import grid_headline
 from reports.compare import check_output_arg, newest_run, series_arg
+from reports.html import scrolling
 from reports.results import write_atomic
 from reports.store import Store, StoredRun, StoreError, default_url, opened_store
 
@@ -94,15 +95,8 @@ def trend_document(store: Store, runs: Sequence[StoredRun], all_metrics: bool = 
     series = [store.series(r.id) for r in runs]
     metric_keys = sorted({k for s in series for k, v in s.items()
                           if v.direction != "parameter" and (all_metrics or k[2] in KEY_METRICS)})
-    bands = noise_bands(series, metric_keys)
-    plots = []
-    for key in metric_keys:
-        spreads = [Spread.of(s[key].values) if key in s and s[key].values else None for s in series]
-        unit = next(s[key].unit for s in series if key in s)
-        plots.append(charts.series_svg(f"{key[0]} [{key[1]}]: {key[2]}", unit, columns,
-                                       [sp.median if sp else None for sp in spreads],
-                                       [sp.lo if sp else None for sp in spreads],
-                                       [sp.hi if sp else None for sp in spreads], bands.get(key), marks))
+    metrics = metric_charts(series, metric_keys, columns, marks) if len(runs) >= 2 else one_run_table(series[-1],
+                                                                                                      metric_keys)
     last = runs[-1]
     ident = f"<tr><th>series</th><td>{esc(last.series)}</td></tr>"
     ident += "".join(f"<tr><th>{esc(k)}</th><td>{esc(last.options.get(k, '-'))}</td></tr>" for k in SERIES_OPTIONS)
@@ -112,28 +106,65 @@ def trend_document(store: Store, runs: Sequence[StoredRun], all_metrics: bool = 
     note = ("" if len(runs) >= 2 else
             "<p class='note'>Only one run of this series is stored: there is no trend yet.</p>")
     band_note = ("run-to-run spread of these runs" if len(runs) >= 3
-                 else "the minimum effects measured on the reference host (docs/benchmarks.md, 'Run-to-run noise')")
+                 else "minimum effects measured on the reference host (docs/benchmarks.md, 'Run-to-run noise')")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>vioconform trend</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:80em}} table{{border-collapse:collapse}}
 th{{text-align:left;color:#555;font-weight:normal;padding:2px 8px;font-size:13px}} td{{padding:2px 8px;font-size:13px}}
 svg{{max-width:100%;height:auto}} .note{{background:#fff3e0;padding:6px}}
-#metrics{{display:flex;flex-wrap:wrap;gap:6px}} #metrics svg{{width:49%}}
-@media (max-width:50em){{body{{margin:0.5em}} #metrics svg{{width:100%}}}}</style></head>
-<body><main><h1>vioconform trend: {len(runs)} run(s) of series {esc(last.series)}</h1>
+#metrics svg{{display:block;margin:0 0 8px}} .scroll{{overflow-x:auto;max-width:100%}}
+h1,p,li{{overflow-wrap:anywhere}}
+@media (max-width:50em){{body{{margin:0.5em}}}}</style></head>
+<body><main><h1 id="title">vioconform trend: {len(runs)} run(s) of series {esc(last.series)}</h1>
 <h2>What changed</h2><ul id="changes">{changed}</ul>
 <p>Runs {esc(columns[0])} to {esc(columns[-1])}. A series is one job, followed across every change of its
 fingerprint (QEMU, libvirt, kernels, machine type, image, fio); a dashed line in the charts marks each run whose
 fingerprint changed.</p>
-<table id="series">{ident}</table>{note}
-<h2>Fingerprint of the newest run</h2><table id="fingerprint">{fp}</table>
+{scrolling("title", f'<table id="series">{ident}</table>')}{note}
+<h2 id="fingerprint-title">Fingerprint of the newest run</h2>
+{scrolling("fingerprint-title", f'<table id="fingerprint">{fp}</table>')}
 <h2>Verdicts</h2><div id="grid">{grid}</div><p id="grid-summary">{esc(grid_words)}</p>
-<h2>Key metrics</h2><p>Each run's median, its repeats' min..max, and the noise band (shaded: the series' median
-+- the metric's minimum effect, from the {band_note}). A point outside the band moved beyond the noise.</p>
-<div id="metrics">{''.join(plots) or '<p>No metric with a direction was measured.</p>'}</div>
+<h2 id="metrics-title">Key metrics</h2><p>One chart per metric, a line per rule and configuration: each run's median, its
+repeats' min..max, and the line's noise band (shaded: the series' median +- the metric's minimum effect, from
+the {band_note}). A point outside its band moved beyond the noise.</p>
+<div id="metrics">{metrics or '<p>No metric with a direction was measured.</p>'}</div>
 </main></body></html>
 """
+
+
+def metric_charts(series: Sequence[dict[MetricKey, Series]], keys: Sequence[MetricKey], columns: Sequence[str],
+                  marks: Sequence[int]) -> str:
+    """One chart per metric name, a line per rule and configuration that measured it (its rule named
+    in the line only where several rules record the metric)."""
+    from reports.trend_charts import MetricLine, metric_svg
+
+    bands = noise_bands(series, keys)
+    out = []
+    for name, group in itertools.groupby(sorted(keys, key=lambda k: (k[2], k[0], k[1])), key=lambda k: k[2]):
+        members = list(group)
+        one_rule = len({rule for rule, _, _ in members}) == 1
+        lines = []
+        for key in members:
+            spreads = [Spread.of(s[key].values) if key in s and s[key].values else None for s in series]
+            lines.append(MetricLine(key[1] if one_rule else f"{key[0]} [{key[1]}]",
+                                    [sp.median if sp else None for sp in spreads],
+                                    [sp.lo if sp else None for sp in spreads],
+                                    [sp.hi if sp else None for sp in spreads], bands.get(key)))
+        unit = next(s[members[0]].unit for s in series if members[0] in s)
+        out.append(metric_svg(f"{members[0][0]}: {name}" if one_rule else name, unit, columns, lines, marks))
+    return "".join(out)
+
+
+def one_run_table(series: dict[MetricKey, Series], keys: Sequence[MetricKey]) -> str:
+    """The one run's key metrics as a table: a single point is no trend to draw."""
+    rows = "".join(f"<tr><td>{html.escape(rule)}</td><td>{html.escape(config)}</td><td>{html.escape(name)}</td>"
+                   f"<td>{Spread.of(series[(rule, config, name)].values).median:g}</td>"
+                   f"<td>{html.escape(series[(rule, config, name)].unit)}</td></tr>"
+                   for rule, config, name in keys if (rule, config, name) in series and series[(rule, config, name)].values)
+    return scrolling("metrics-title", '<table id="one-run"><tr><th scope="col">rule</th><th scope="col">configuration'
+                     '</th><th scope="col">metric</th><th scope="col">median</th><th scope="col">unit</th></tr>'
+                     f"{rows}</table>") if rows else ""
 
 
 def series_runs(store: Store, ref: int | None, n: int, series: str | None = None) -> list[StoredRun]:

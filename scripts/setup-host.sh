@@ -44,7 +44,7 @@ SUITE_PACKAGES=(
 )
 # What only the project's tests need (tox -e test).
 TEST_PACKAGES=(
-  # A remote libvirt host is tested through a private sshd on loopback (tests/sshserver.py); the
+  # A remote libvirt host is tested through a private sshd on loopback (bench/sshserver.py); the
   # system sshd is not started (nor configured) by the suite.
   openssh-server
   # The cloud-init test image (bench/testimage.py): debootstrap, GRUB for BIOS and UEFI,

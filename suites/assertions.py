@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING
 
 from fixtures.outcomes import RuleFailure
 from measure import hostload
-from model.blame import blame
-from model.rules.against_baseline import BaselineMissing, against_baseline
+from measure.kept import kept_settings
+from model.across.against_baseline import BaselineMissing, against_baseline
+from model.rules import blame
 from model.rules.verdict import combine_repeats
 from reports.per_test import raw_dir
 from suites import kernel_log
 
 if TYPE_CHECKING:
+    from fixtures.options import SuiteOptions
     from measure.disk import GuestDisk
     from model.blame import Trail
     from model.rules.verdict import RuleVerdict
@@ -68,18 +70,35 @@ def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, onc
     ``NAME.rK``), combine the verdicts (model.rules.verdict.combine_repeats: ``exact`` checks fail
     on any failing repeat, measured ones by the majority), compare with the stored ``baseline``
     when one is given, and conclude; a failure is blamed on a layer from ``disks``' settings.
-    The guest of ``disks`` has its kernel log checked over all the repeats (suites/kernel_log.py)."""
+    The guest of ``disks`` has its kernel log checked over all the repeats (suites/kernel_log.py), and
+    ``disks``' settings are set back afterwards where a repeat left one changed (measure/kept.py), also
+    when it failed or errored: the next rule sees the disks as they were."""
     __tracebackhide__ = True
     kernel_log.watch(record, disks)  # the kernel-log check's mark: before the first repeat (suites/kernel_log.py)
     verdicts = []
-    for k in range(1, repeats + 1):
-        record.repeat = k if repeats > 1 else 0
-        try:
-            verdicts.append(once(raw_dir / f"r{k}" if repeats > 1 else raw_dir))
-        finally:
-            record.repeat = 0
+    with kept_settings(disks):
+        for k in range(1, repeats + 1):
+            record.repeat = k if repeats > 1 else 0
+            try:
+                verdicts.append(once(raw_dir / f"r{k}" if repeats > 1 else raw_dir))
+            finally:
+                record.repeat = 0
     record.fold_repeats()
     conclude_against(combine_repeats(verdicts, exact), record, config, raw_dir, baseline, trails_of(disks))
+
+
+def judge_rule(record: Record, options: SuiteOptions, once: Callable[[Path], RuleVerdict], *, exact: bool,
+               baseline: StoredBaseline | None, disks: Sequence[GuestDisk], own_dir: bool = True) -> None:
+    """:func:`judge_repeated` for the rule of ``record`` on ``disks`` (the first names the configuration),
+    with what the rule declares: its repeats (``options.repeats_for``: --repeats, else its module's
+    ``DEFAULT_REPEATS``; never more than one for a rule that is not ``REPEATABLE``) and its raw files in
+    the configuration's raw directory (``raw_dir_for``), in a folder named after the rule unless
+    ``own_dir`` is False (queue-depth, io-size and limits write beside the others)."""
+    __tracebackhide__ = True
+    config = disks[0].config_id
+    raw = raw_dir_for(options.results_dir, config)
+    judge_repeated(record, config, raw / record.rule if own_dir else raw, options.repeats_for(record.rule), once,
+                   exact, baseline, disks)
 
 
 def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir: Path,

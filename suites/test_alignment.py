@@ -27,7 +27,7 @@ from model.rules.alignment import (
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 from suites.needs import needed
 
 FILE_BYTES = 32 << 20
@@ -62,7 +62,6 @@ def remove_filesystem(disk: GuestDisk, parts: Partitioning, fs: Filesystem) -> N
 def test_alignment(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: Record,
                    stored_baseline: StoredBaseline | None) -> None:
     disk = scratch_disk
-    raw = raw_dir_for(suite_options.results_dir, disk.config_id) / "alignment"
     if not disk.backend.exact_counts:
         pytest.skip(f"the {disk.backend.name} backend's host side has histograms, not each request's offset: "
                     "alignment needs the offsets")
@@ -93,5 +92,4 @@ def test_alignment(scratch_disk: GuestDisk, suite_options: SuiteOptions, record:
                                run.host_trace.source)
 
     # A misaligned request is an exact finding: every repeat must pass.
-    judge_repeated(record, disk.config_id, raw, suite_options.repeats_for("alignment"), once, exact=True,
-                   baseline=stored_baseline, disks=(disk,))
+    judge_rule(record, suite_options, once, exact=True, baseline=stored_baseline, disks=(disk,))

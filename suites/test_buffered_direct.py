@@ -21,7 +21,14 @@ from guest.tools.system import PageCache, Uname
 from measure.disk import GuestDisk
 from measure.window import measure
 from model.errors import ParseError
-from model.rules.buffered_direct import RegimeSample, RegimeSeries, judge_regime, merge_baseline, parse_baseline
+from model.rules.buffered_direct import (
+    NO_BASELINE,
+    RegimeSample,
+    RegimeSeries,
+    judge_regime,
+    merge_baseline,
+    parse_baseline,
+)
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
 from reports.results import file_mode, write_atomic
@@ -84,7 +91,6 @@ def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, re
     (raw / "regime.json").write_text(json.dumps(verdict.properties, indent=1))
     if stored_baseline is None and baseline is None:
         record.verdict = verdict
-        pytest.skip("buffered-direct measured only: no --baseline to compare with (make one with --save-baseline "
-                    "PATH on the previous image or hypervisor version). " + " | ".join(verdict.lines))
+        pytest.skip(f"{NO_BASELINE}. " + " | ".join(verdict.lines))
     # --baseline RUN: the stored run's metrics, as every rule compares them
     conclude_against(verdict, record, disk.config_id, raw, stored_baseline, trails_of((disk,)))

@@ -16,7 +16,7 @@ from measure.disk import GuestDisk
 from model.rules.data_integrity import RULE
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 from suites.integrity import once
 from suites.needs import needed
 
@@ -36,6 +36,5 @@ def test_data_integrity(scratch_disk: GuestDisk, suite_options: SuiteOptions, re
         if missing:
             pytest.skip(f"{RULE} with --inject lba-shift cannot run on this guest: {missing}")
     # A bad sector is an exact finding: every repeat must pass.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / RULE,
-                   suite_options.repeats_for(RULE), lambda raw: once(disk, store, mapper, raw), exact=True,
-                   baseline=stored_baseline, disks=(disk,))
+    judge_rule(record, suite_options, lambda raw: once(disk, store, mapper, raw), exact=True,
+               baseline=stored_baseline, disks=(disk,))

@@ -20,7 +20,7 @@ from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_dir
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 
 #: Writes per run: enough that one lost or merged write is a visible 0.5 %, few enough to take
 #: under a second each on a file-backed disk under TCG.
@@ -101,6 +101,4 @@ def test_direct_io_fidelity_and_durability(scratch_disk: GuestDisk, suite_option
         return judge_direct_io(fidelity, durability, volatile, cache_source, latency, skipped)
 
     # One for one writes and flushes are exact conformance checks: every repeat must pass.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / "direct-io",
-                   suite_options.repeats_for("direct-io"), once, exact=True, baseline=stored_baseline,
-                   disks=(disk,))
+    judge_rule(record, suite_options, once, exact=True, baseline=stored_baseline, disks=(disk,))

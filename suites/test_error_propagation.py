@@ -43,7 +43,7 @@ from model.rules.error_propagation import (
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 from suites.kernel_log import expect_io_errors
 from suites.needs import needed
 
@@ -137,5 +137,4 @@ def test_error_propagation(scratch_disk: GuestDisk, suite_options: SuiteOptions,
         return judge_error_propagation(WORKLOAD, phases, heal, attempts, bound)
 
     # Where an error goes is exact: every repeat must pass.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / RULE,
-                   suite_options.repeats_for(RULE), once, exact=True, baseline=stored_baseline, disks=(disk,))
+    judge_rule(record, suite_options, once, exact=True, baseline=stored_baseline, disks=(disk,))

@@ -42,7 +42,7 @@ from model.rules.limits import compare_limits
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 from suites.kernel_log import expect_io_errors
 from suites.needs import needed
 
@@ -159,5 +159,4 @@ def test_hotplug(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
                 watch.write(*restore)
 
     # Whether a disk appears and goes is exact: every repeat must pass.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / RULE,
-                   suite_options.repeats_for(RULE), once, exact=True, baseline=stored_baseline, disks=(disk,))
+    judge_rule(record, suite_options, once, exact=True, baseline=stored_baseline, disks=(disk,))

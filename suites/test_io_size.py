@@ -22,7 +22,7 @@ from model.rules.io_size import REQUEST_BYTES, IoSizeMeasurement, judge_io_size
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 
 #: Requests in flight: enough to keep a latency disk busy, few enough that a 1 MiB request
 #: never waits for a tag on any controller.
@@ -36,9 +36,7 @@ def test_io_size_fidelity(disk: GuestDisk, suite_options: SuiteOptions, record: 
         return _measure_and_judge(disk, suite_options, record, raw)
 
     # Request sizes are measured: a split by scattered pages can vary; the majority decides.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id),
-                   suite_options.repeats_for("io-size"), once, exact=False, baseline=stored_baseline,
-                   disks=(disk,))
+    judge_rule(record, suite_options, once, exact=False, baseline=stored_baseline, disks=(disk,), own_dir=False)
 
 
 def _measure_and_judge(disk: GuestDisk, suite_options: SuiteOptions, record: Record, raw: Path) -> RuleVerdict:

@@ -15,7 +15,7 @@ from model.rules.limits import judge_limits
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 from suites.kernel_log import provoke_kernel_warning
 
 
@@ -29,5 +29,5 @@ def test_limits_advertisement(disk: GuestDisk, scratch_disk: GuestDisk, suite_op
                              for d in (disk, scratch_disk)])
 
     # Settings read once (they do not vary between repeats); exact, and compared with a baseline's.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id), 1, once,
-                   exact=True, baseline=stored_baseline, disks=(disk, scratch_disk))
+    judge_rule(record, suite_options, once, exact=True, baseline=stored_baseline, disks=(disk, scratch_disk),
+               own_dir=False)

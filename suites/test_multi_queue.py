@@ -17,7 +17,7 @@ from model.rules.multi_queue import judge_multiqueue
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 from suites.needs import needed
 
 
@@ -48,6 +48,4 @@ def test_multiqueue(disk: GuestDisk, suite_options: SuiteOptions, record: Record
                                 f"completion interrupts per request queue of {virtio_dev}", online_cpus=len(cpus))
 
     # How the guest spreads I/O over queues is measured (interrupt counts): the majority decides.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / "multi-queue",
-                   suite_options.repeats_for("multi-queue"), once, exact=False, baseline=stored_baseline,
-                   disks=(disk,))
+    judge_rule(record, suite_options, once, exact=False, baseline=stored_baseline, disks=(disk,))

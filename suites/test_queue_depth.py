@@ -5,9 +5,9 @@ min(N, device queue depth) requests in flight, and IOPS must scale with it. fio'
 ``iodepth_level`` is not evidence: it counts what fio submitted, not what the device saw.
 
 The measurement: 4 KiB random reads at each offered depth (``--depths``), one steady-state window
-each (measure.window), turned into the rule's :class:`DepthPoint` here (:func:`depth_point`), with
-the guest's limits on the disk's path read once (:func:`guest_path`). bench.matrix and
-bench.time_to_verdict measure the rule the same way outside pytest.
+each (measure.window), turned into the rule's :class:`DepthPoint` (suites/queue_depth_points.py's
+:func:`depth_point`), with the guest's limits on the disk's path read once (its :func:`guest_path`).
+bench.matrix and bench.time_to_verdict measure the rule the same way outside pytest.
 """
 
 from __future__ import annotations
@@ -19,45 +19,18 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
-from guest.tools.sysfs import Sysfs
 from measure.disk import GuestDisk
-from measure.window import IntervalMeasurement, measure, save_measurement
+from measure.window import measure, save_measurement
 from model.rules.figures import histogram_figure
-from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
+from model.rules.queue_depth import DeviceSaid, judge_queue_depth
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
+from suites.queue_depth_points import depth_point, guest_path
 
 #: The rule's reads: 4 KiB random reads, one request each (io.max's byte limits count with it)
 BS_BYTES = 4096
-
-HOST_SOURCE_AVERAGE = "average (Little's law on host counters), median of 1 s windows; min-max"
-
-
-def guest_path(disk: GuestDisk, bs_bytes: int) -> GuestPath:
-    """What the guest's configuration lets be in flight on the disk's path now (faults and
-    --guest-setup applied), with the driver's values from when the disk was found: the rule's
-    evidence for a guest that held less than offered."""
-    return GuestPath.of(disk.tool(Sysfs).path_limits(disk.kernel_name), disk.probed_limits, bs_bytes)
-
-
-def depth_point(m: IntervalMeasurement) -> DepthPoint:
-    """The rule's figures for one window: the exact outstanding-at-issue distribution where the
-    host traced every request, else Little's law on the counters."""
-    if m.host_trace is not None:
-        host, lo, hi = m.exact_depth_percentile(50), m.exact_depth_percentile(10), m.exact_depth_percentile(90)
-        source = f"{m.host_trace.source}, median; p10-p90"
-    else:
-        host, lo, hi = m.host_depth_median, min(m.host_depth_per_second), max(m.host_depth_per_second)
-        source = HOST_SOURCE_AVERAGE + (f"; not exact: {m.host_trace_gap}" if m.host_trace_gap else "")
-    return DepthPoint(offered_depth=m.job.offered_depth, iops=m.fio.jobs[0].total_iops, fio_depth_mode=m.fio_depth_mode,
-                      guest_aqu_sz=m.guest.avg_queue_size, guest_inflight_mean=m.guest_inflight_mean,
-                      host_depth=host, host_depth_min=lo, host_depth_max=hi, host_source=source,
-                      guest_cpu_busy_pct=m.guest_cpu.busiest_pct if m.guest_cpu else None,
-                      guest_cpu_all_pct=m.guest_cpu.all_pct if m.guest_cpu else None,
-                      fio_cpu_pct=m.fio.jobs[0].cpu_pct)
-
 
 @pytest.mark.rule("queue-depth")
 def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
@@ -92,6 +65,4 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
     record.add(guest_queue_depth=disk.limits.scsi_queue_depth or 0, guest_nr_requests=disk.limits.nr_requests,
                guest_driver=disk.limits.driver)
     # Depths and IOPS are measured quantities: the majority of repeats decides.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id),
-                   suite_options.repeats_for("queue-depth"), once, exact=False, baseline=stored_baseline,
-                   disks=(disk,))
+    judge_rule(record, suite_options, once, exact=False, baseline=stored_baseline, disks=(disk,), own_dir=False)

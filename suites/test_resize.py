@@ -46,7 +46,7 @@ from model.rules.resize import (
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 from suites.needs import needed
 
 #: The fault of this rule: a device property set when the guest starts (model/faults.py).
@@ -173,6 +173,5 @@ def test_resize(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: Re
                                       fio_messages(out.stdout, out.stderr), not_shrunk, fs), bound)
 
     # A size seen or not is exact: every repeat must pass.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / RULE,
-                   suite_options.repeats_for(RULE), once, exact=True, baseline=stored_baseline, disks=(disk,))
+    judge_rule(record, suite_options, once, exact=True, baseline=stored_baseline, disks=(disk,))
 

@@ -18,7 +18,7 @@ from model.rules.stall_tolerance import StallRun, hold_problem, judge_stall_tole
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
-from suites.assertions import judge_repeated, raw_dir_for
+from suites.assertions import judge_rule
 from suites.needs import needed
 
 
@@ -61,6 +61,4 @@ def test_stall_tolerance(scratch_disk: GuestDisk, suite_options: SuiteOptions, r
         return judge_stall_tolerance(timeout, suite_options.stall_s, run)
 
     # A timeout under the bar and an error in a stall the guest should not notice are exact: every repeat must pass.
-    judge_repeated(record, disk.config_id, raw_dir_for(suite_options.results_dir, disk.config_id) / "stall-tolerance",
-                   suite_options.repeats_for("stall-tolerance"), once, exact=True, baseline=stored_baseline,
-                   disks=(disk,))
+    judge_rule(record, suite_options, once, exact=True, baseline=stored_baseline, disks=(disk,))

@@ -34,6 +34,7 @@ SHARED_MODULES = {
     "tests/e2e/test_fio_push.py": "a booted guest",
     "tests/e2e/test_trace_guest.py": "a booted, traced guest",
     "tests/e2e/test_custom_kernel.py": "the downloaded kernel packages",
+    "tests/e2e/test_settings_kept.py": "a booted 6.12 guest",
     "tests/e2e/test_store_postgres.py": "a private PostgreSQL server",
     "tests/e2e/test_readme_commands.py": "a copy of the checkout and the .tox/suite tox makes in it",
 }

@@ -1,6 +1,7 @@
 """Builds and caches the embedded vioconform guest: a Debian kernel plus a busybox initramfs.
 
-Everything comes from Debian packages: the kernel package (downloaded, not installed),
+Everything comes from Debian packages: the kernel package (downloaded, not installed, and cached:
+guest/image/kernels.py; Debian's current ``linux-image-amd64``, another kernel apt has, or a file),
 busybox-static, dropbear-bin, dmsetup, and a few programs of e2fsprogs and util-linux (copied from
 the host with their shared libraries), and fio built static from Debian's fio source
 (guest/image/fio_static.py, cached).
@@ -23,9 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import CacheNotWritable, apt_answer, cache_dir, cached_or_built, writable_dir
+from guest.cache import CacheNotWritable, cache_dir, cached_or_built, writable_dir
 from guest.image import fio_static
 from guest.image.build_error import ImageBuildError
+from guest.image.kernels import AptKernel, KernelUnknown, cached_deb, default_kernel, resolve
+from guest.image.modules import closure
 
 HERE = Path(__file__).resolve().parent
 
@@ -80,7 +83,6 @@ REQUIRED_MODULES = ("virtio_pci", "virtio_net")
 #: with it too).
 KERNEL_ARGS = "console=ttyS0 quiet no_timer_check cryptomgr.notests initcall_blacklist=crypto_kdf108_init"
 HOST_PACKAGES = ("busybox-static", "dropbear-bin", "dmsetup", "e2fsprogs", "util-linux", "libc6")
-KERNEL_META_PACKAGE = "linux-image-amd64"
 
 
 @dataclass(frozen=True)
@@ -124,18 +126,6 @@ def _installed_version(pkg: str) -> str:
         raise ImageBuildError(f"Debian package {pkg} is missing; run scripts/setup-host.sh ({e})") from e
 
 
-def _kernel_package() -> tuple[str, str]:
-    """The kernel image package that linux-image-amd64 currently points at, and its version."""
-    deps = _run(["apt-cache", "depends", KERNEL_META_PACKAGE])
-    m = re.search(r"Depends:\s*(linux-image-\S+-amd64)\b", deps)
-    if not m:
-        raise ImageBuildError(f"apt-cache knows no {KERNEL_META_PACKAGE}; run `apt-get update`")
-    pkg = m.group(1)
-    policy = _run(["apt-cache", "policy", pkg])
-    vm = re.search(r"Candidate:\s*(\S+)", policy)
-    return pkg, vm.group(1) if vm else "unknown"
-
-
 def check_kernel_deb(deb: Path) -> str:
     """The package name of a kernel .deb of the user's, or ImageBuildError saying in one line why
     it cannot be one: not a file, not a Debian package, not a linux-image package, or one without
@@ -175,13 +165,20 @@ def _kernel_deb_id(deb: Path) -> list[str]:
     return ["file", deb.name, hashlib.sha256(deb.read_bytes()).hexdigest()]
 
 
-def recipe(kernel_deb: Path | None = None) -> dict[str, object]:
+def _apt_kernel_id(kernel: AptKernel | None) -> list[str]:
+    """A kernel apt has (``--guest-kernel``; None: Debian's current ``linux-image-amd64``): its package and version."""
+    k = kernel or default_kernel()
+    return [k.package, k.version]
+
+
+def recipe(kernel_deb: Path | None = None, kernel: AptKernel | None = None) -> dict[str, object]:
     """Everything the image depends on; its hash names the cache entry.
 
-    ``kernel_deb``: a linux-image .deb of your own (a vendor kernel, a patched driver) instead
-    of Debian's current ``linux-image-amd64``."""
+    ``kernel_deb``: a linux-image .deb of your own (a vendor kernel, a patched driver); ``kernel``: a
+    kernel apt has (guest/image/kernels.py); neither: Debian's current ``linux-image-amd64``. The same
+    kernel named either way by apt (``6.1``, ``linux-image-amd64``) is the same image."""
     return {
-        "kernel": _kernel_deb_id(kernel_deb) if kernel_deb else apt_answer("kernel_package", lambda: list(_kernel_package())),
+        "kernel": _kernel_deb_id(kernel_deb) if kernel_deb else _apt_kernel_id(kernel),
         "packages": {p: _installed_version(p) for p in HOST_PACKAGES},
         "modules": list(MODULES),
         "on_demand_modules": list(ON_DEMAND_MODULES),
@@ -210,39 +207,6 @@ def _lib_closure(binaries: tuple[str, ...]) -> set[str]:
     return libs
 
 
-def _module_name(path: str) -> str:
-    """``kernel/drivers/scsi/sd_mod.ko`` (or ``.ko.xz``, ``.ko.zst``) -> ``sd_mod``."""
-    return re.sub(r"\.ko(\.[a-z]+)?$", "", Path(path).name).replace("-", "_")
-
-
-def _module_closure(modroot: Path, wanted: tuple[str, ...]) -> list[str]:
-    """Relative paths of the wanted modules and everything they depend on (from modules.dep).
-    A module built in (modules.builtin) needs none; one the kernel lacks entirely is left out,
-    unless it is one of REQUIRED_MODULES (ImageBuildError)."""
-    deps: dict[str, list[str]] = {}
-    for line in (modroot / "modules.dep").read_text().splitlines():
-        target, _, rest = line.partition(":")
-        deps[target] = rest.split()
-    by_name = {_module_name(t): t for t in deps}
-    builtin = modroot / "modules.builtin"
-    built_in = {_module_name(t) for t in builtin.read_text().split()} if builtin.exists() else set()
-    out: set[str] = set()
-    for name in wanted:
-        if name in built_in:
-            continue
-        if name not in by_name:
-            if name in REQUIRED_MODULES:
-                raise ImageBuildError(f"kernel has no module {name} (the guest needs it to be reached over SSH)")
-            continue
-        stack = [by_name[name]]
-        while stack:
-            t = stack.pop()
-            if t not in out:
-                out.add(t)
-                stack.extend(deps.get(t, []))
-    return sorted(out)
-
-
 def _copy(src: str | Path, root: Path) -> None:
     dst = root / str(src).lstrip("/")
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -252,12 +216,7 @@ def _copy(src: str | Path, root: Path) -> None:
 def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None,
            say: Callable[[str], None] = lambda _m: None) -> str:
     kernel: list[str] = r["kernel"]  # type: ignore[assignment]
-    if kernel_deb is not None:
-        deb = kernel_deb
-    else:
-        os.chmod(work, 0o755)  # apt downloads as the _apt user
-        _run(["apt-get", "download", "-q", kernel[0]], cwd=work)
-        deb = next(work.glob("linux-image-*.deb"))
+    deb = kernel_deb if kernel_deb is not None else cached_deb(AptKernel(kernel[0], kernel[1]), say)
     kroot = work / "kernel"
     _run(["dpkg-deb", "-x", str(deb), str(kroot)])
     try:
@@ -266,7 +225,6 @@ def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None
     except (StopIteration, FileNotFoundError):
         raise ImageBuildError(f"{deb.name} holds no /boot/vmlinuz-* and /lib/modules/<version>: "
                               "is it a linux-image package?") from None
-    _run(["busybox", "depmod", "-b", str(kroot), kver])
     modroot = kroot / "lib/modules" / kver
 
     root = work / "root"
@@ -275,7 +233,7 @@ def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None
     shutil.copy2("/bin/busybox", root / "bin/busybox")
     shutil.copy2(HERE / "init", root / "init")
     os.chmod(root / "init", 0o755)
-    for rel in _module_closure(modroot, MODULES + ON_DEMAND_MODULES):
+    for rel in closure(modroot, MODULES + ON_DEMAND_MODULES, REQUIRED_MODULES):
         dst = root / "lib/modules" / kver / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(modroot / rel, dst)
@@ -306,7 +264,7 @@ def _build(dest: Path, r: dict[str, object], work: Path, kernel_deb: Path | None
     return kver
 
 
-def check_image_cache(kernel_deb: Path | None = None) -> None:
+def check_image_cache(kernel_deb: Path | None = None, kernel: AptKernel | None = None) -> None:
     """Raise CacheNotWritable now, before any guest starts, if ensure_image would need to build
     an image and could not store it. An image already cached needs no write (a read-only cache
     that holds it is fine), but finding that out costs the recipe's apt queries: only asked
@@ -314,14 +272,21 @@ def check_image_cache(kernel_deb: Path | None = None) -> None:
     try:
         writable_dir(cache_root(), "image cache")
     except CacheNotWritable:
-        if not (cache_root() / recipe_hash(recipe(kernel_deb)) / "recipe.json").exists():
+        if not image_cached(kernel_deb, kernel):
             raise
 
 
-def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | None = None) -> GuestImage:
-    """Return the cached image for the current recipe, building it first if needed."""
+def image_cached(kernel_deb: Path | None = None, kernel: AptKernel | None = None) -> bool:
+    """Whether :func:`ensure_image` finds its image in the cache, with no build (this costs the
+    recipe's apt queries when the cache does not remember them yet)."""
+    return (cache_root() / recipe_hash(recipe(kernel_deb, kernel)) / "recipe.json").exists()
+
+
+def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | None = None,
+                 kernel: AptKernel | None = None) -> GuestImage:
+    """Return the cached image for the current recipe (``recipe``'s kernel choice), building it first if needed."""
     say = log or (lambda _m: None)
-    r = recipe(kernel_deb)
+    r = recipe(kernel_deb, kernel)
     h = recipe_hash(r)
     dest = cache_root() / h
 
@@ -336,7 +301,8 @@ def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m guest.image.build [KERNEL_DEB]``: build (or find) the cached image, print its directory."""
+    """``python -m guest.image.build [KERNEL_DEB] [--guest-kernel K]``: build (or find) the cached image,
+    print its directory."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m guest.image.build", description=__doc__,
@@ -344,9 +310,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("kernel_deb", nargs="?", type=Path, metavar="KERNEL_DEB",
                     help="a linux-image-*.deb to build the guest from (default: Debian's linux-image-amd64), "
                          "as --guest-kernel-deb does")
+    ap.add_argument("--guest-kernel", metavar="PACKAGE-OR-VERSION",
+                    help="a kernel apt has (6.12, 6.1.0-47, 6.12-cloud, linux-image-6.12.100+deb12-amd64), as the "
+                         "suite's --guest-kernel does")
     args = ap.parse_args(argv)
+    if args.kernel_deb and args.guest_kernel:
+        ap.error("give KERNEL_DEB or --guest-kernel, not both")
     try:
-        img = ensure_image(print, args.kernel_deb)
+        kernel = resolve(args.guest_kernel) if args.guest_kernel else None
+        img = ensure_image(print, args.kernel_deb, kernel)
+    except KernelUnknown as e:
+        print(f"error: --guest-kernel: {e}", file=sys.stderr)
+        return 2
     except (ImageBuildError, CacheNotWritable) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -3,12 +3,21 @@
 The limits are printed as ``key=value`` lines that ``model.device_limits.parse_guest_limits`` reads
 (the parser stays pure, in model/). A setting is a path relative to ``/sys/block/<disk>/`` and a
 value; only plain sysfs names are accepted, so no caller can slip a shell command in.
+
+A setting a rule changes for a while is set back by ``Sysfs.changed`` (also when the rule fails or
+errors), and every rule's disks are read before and after the rule (``Sysfs.settings``, the ones in
+``KEPT_SETTINGS``) and set back where the rule left one changed (measure/kept.py). Where the kernel
+refuses the value it showed, what it takes instead is ``takeable``'s (docs/rules/discard.md,
+"Setting discard_max_bytes back").
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from guest.tools.tool import GuestTool
 from model.device_limits import GuestLimits, GuestPathLimits, parse_guest_limits, parse_guest_path_limits
@@ -96,6 +105,69 @@ def _setting(path: str) -> str:
     return path
 
 
+DISCARD_MAX = "queue/discard_max_bytes"
+DISCARD_GRANULARITY = "queue/discard_granularity"
+SCHEDULER = "queue/scheduler"
+#: The settings under ``/sys/block/<disk>/`` a rule may change and the next rule must find as they
+#: were (measure/kept.py), in the order they are set back: the scheduler first, since choosing one
+#: resets ``nr_requests`` (and ``wbt_lat_usec``) to its own default. A kernel without one shows
+#: none of it, and it is not kept. ``discard_granularity`` is read only: ``takeable`` needs it.
+KEPT_SETTINGS = (SCHEDULER, "queue/nr_requests", "queue/max_sectors_kb", "queue/read_ahead_kb",
+                 "queue/write_cache", DISCARD_MAX, "queue/nomerges", "queue/rq_affinity", "queue/rotational",
+                 "queue/io_timeout", "queue/wbt_lat_usec", "device/queue_depth", "device/timeout")
+_READ_ONLY = (DISCARD_GRANULARITY,)
+
+
+def shown(setting: str, value: str) -> str:
+    """The value of ``setting`` as it is written back: the scheduler file lists every scheduler with
+    the active one in brackets (``none [mq-deadline] kyber``), and takes that one's name."""
+    if setting == SCHEDULER:
+        m = re.search(r"\[([^\]]+)\]", value)
+        return m.group(1) if m else value
+    return value
+
+
+def takeable(setting: str, was: str, settings: Mapping[str, str]) -> str | None:
+    """A value the guest's kernel takes for ``setting`` and then shows as ``was``, where it refused
+    ``was`` itself; None where there is none.
+
+    ``queue/discard_max_bytes``: Linux takes only multiples of ``discard_granularity``
+    (block/blk-sysfs.c, 6.1 and 6.12 alike), but shows the device's own maximum, which need not be one
+    (Linux 6.12 raises the granularity of a disk with 4 KiB physical blocks to 4096 while virtio-blk's
+    maximum stays 2 GiB - 512). The next multiple up is taken, and the kernel clamps it to the device's
+    maximum (6.1 when it stores it, 6.12 when it works the limit out), so it shows ``was`` again."""
+    granularity = settings.get(DISCARD_GRANULARITY, "")
+    if setting != DISCARD_MAX or not was.isdigit() or not granularity.isdigit():
+        return None
+    g = max(int(granularity), 512)
+    up = -(-int(was) // g) * g
+    return str(up) if up != int(was) else None
+
+
+class SettingNotRestored(RuntimeError):
+    """A setting the suite changed that the guest's kernel did not take back: the disk is left changed."""
+
+
+@dataclass(frozen=True)
+class Restored:
+    """A setting set back after a change: what the kernel showed before (``was``), what the suite
+    wrote back, what the kernel shows now, and its words where it refused ``was`` ("" where it took it)."""
+
+    disk: str
+    setting: str
+    was: str
+    written: str
+    now: str
+    refused: str = ""
+
+    def note(self) -> str:
+        """"" where ``was`` itself was written back, else what was written instead and why."""
+        if not self.refused:
+            return ""
+        return (f"/sys/block/{self.disk}/{self.setting} set back as {self.written}: the guest's kernel refused the "
+                f"{self.was} it had shown ({self.refused}); it shows {self.now} again")
+
+
 class Sysfs(GuestTool):
     name = "sysfs"
 
@@ -144,6 +216,58 @@ class Sysfs(GuestTool):
         """Write ``value`` to ``/sys/block/<disk>/<setting>``: ``write("sdb", "queue/nomerges", "2")``.
         With ``check`` False a refusal is in the result (the kernel's words on stderr)."""
         return self._run(f"echo {shlex.quote(value)} > /sys/block/{valid_disk(disk)}/{_setting(setting)}", check=check)
+
+    def settings(self, disk: str) -> dict[str, str]:
+        """The disk's KEPT_SETTINGS as the kernel shows them now (and its discard granularity), in
+        one guest command; a setting the kernel does not show is left out."""
+        d = f"/sys/block/{valid_disk(disk)}"
+        names = " ".join(KEPT_SETTINGS + _READ_ONLY)
+        # the shell's own read, not cat: no process per file (a fork and exec costs 10-20 ms under TCG)
+        said = self._run(f'for f in {names}; do [ -r {d}/$f ] && read -r v < {d}/$f && echo "$f=$v"; done; '
+                         "true").stdout
+        return dict(line.split("=", 1) for line in said.splitlines() if "=" in line)
+
+    def restore(self, disk: str, setting: str, was: str, settings: Mapping[str, str] | None = None) -> Restored:
+        """Write ``was`` (what the kernel showed before a change) back to ``setting``; where the kernel
+        refuses it, ``takeable``'s value instead (``settings``: the disk's as ``settings`` read them, read
+        now where not given). SettingNotRestored unless the kernel then shows ``was`` again."""
+        done = self.write(disk, setting, was, check=False)
+        written, refused = was, ""
+        if not done.ok:
+            refused = done.error_line()
+            instead = takeable(setting, was, settings if settings is not None else self.settings(disk))
+            if instead is None:
+                raise SettingNotRestored(f"/sys/block/{disk}/{setting} cannot be set back to {was}: the guest's "
+                                         f"kernel refused it ({refused}); the disk is left changed")
+            written = instead
+            again = self.write(disk, setting, written, check=False)
+            if not again.ok:
+                raise SettingNotRestored(f"/sys/block/{disk}/{setting} cannot be set back to {was}: the guest's "
+                                         f"kernel refused it ({refused}) and {written} ({again.error_line()}); "
+                                         "the disk is left changed")
+        now = shown(setting, self.read(disk, setting))
+        if now != was:
+            raise SettingNotRestored(f"/sys/block/{disk}/{setting} shows {now} after the suite wrote {written} back; "
+                                     f"it showed {was} before the change: the disk is left changed")
+        return Restored(disk, setting, was, written, now, refused)
+
+    @contextmanager
+    def changed(self, disk: str, setting: str, value: str) -> Iterator[list[Restored]]:
+        """``setting`` at ``value`` for the ``with`` block, set back (``restore``) when it ends, whatever
+        happened in it; the list it gives holds the ``Restored`` afterwards (its ``note()`` says where
+        the kernel took another value back)::
+
+            with sysfs.changed("vdb", "queue/discard_max_bytes", "262144") as restored:
+                ...
+            notes = [r.note() for r in restored if r.note()]
+        """
+        was = shown(setting, self.read(disk, setting))
+        self.write(disk, setting, value)
+        restored: list[Restored] = []
+        try:
+            yield restored
+        finally:
+            restored.append(self.restore(disk, setting, was))
 
     def drivers(self, disk: str) -> list[str]:
         """The drivers bound along the disk's device path, the disk's own first: ["sd", "virtio_scsi", ...]."""

@@ -35,14 +35,19 @@ log = logging.getLogger("vioconform.libvirt")
 #: ``--accel kvm`` waits before its error. 15 s: 7x KVM's time and 2.5x emulation's, and a KVM
 #: guest slower than emulation is not a KVM that works.
 PROBE_TIMEOUT_S = 15.0
+#: What a probe that ran out of time says in place of a boot's "raise --boot-timeout": its bound is
+#: fixed (no option moves it), and a guest past it is a KVM that does not work here.
+PROBE_REMEDY = (f"the probe's fixed bound, {PROBE_TIMEOUT_S:.0f} s: a KVM guest reaches it in about 2 s, "
+                "so this host's KVM does not run the guest")
 
 
 class KvmUnusable(HypervisorError):
-    """``--accel kvm`` on a host where KVM cannot run this guest; the message names the way out."""
+    """``--accel kvm`` on a host where KVM cannot run this guest; the message names the way out (and,
+    when the answer came from the cache, how to probe again)."""
 
-    def __init__(self, cause: str) -> None:
+    def __init__(self, cause: str, cached: bool = False) -> None:
         super().__init__(f"--accel kvm: KVM cannot boot a guest on this host ({cause}); "
-                         "use --accel auto (falls back to TCG) or --accel tcg")
+                         "use --accel auto (falls back to TCG) or --accel tcg" + (f"; {redo_hint()}" if cached else ""))
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,12 @@ class ProbeResult:
 
 def cache_file() -> Path:
     return cache_dir() / "accel-probe.json"
+
+
+def redo_hint() -> str:
+    """Where the probe's answer is kept and how to have it asked again (a KVM fixed since, a new kernel
+    module)."""
+    return f"the probe's answer is cached in {cache_file()}: remove that file to probe again"
 
 
 def cache_uri(uri: str) -> str:
@@ -106,7 +117,7 @@ def check_forced_kvm(uri: str, conn: libvirt.virConnect) -> None:
         raise KvmUnusable(refused)
     known = cached_probe(uri, conn)
     if known is not None and not known.kvm_boots:
-        raise KvmUnusable(known.cause)
+        raise KvmUnusable(known.cause, cached=True)
 
 
 def check_cache_writable(uri: str, conn: libvirt.virConnect, mode: str) -> None:
@@ -138,5 +149,6 @@ def choose(uri: str, conn: libvirt.virConnect, mode: str, probe: Callable[[], Pr
     result = known[key]
     if not result.kvm_boots and mode == "kvm":
         raise KvmUnusable(result.cause)
-    log.info("accelerator: %s", "KVM" if result.kvm_boots else f"TCG (KVM did not boot a guest here: {result.cause})")
+    log.info("accelerator: %s", "KVM" if result.kvm_boots
+             else f"TCG (KVM did not boot a guest here: {result.cause}; {redo_hint()})")
     return "kvm" if result.kvm_boots else "qemu"

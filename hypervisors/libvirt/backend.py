@@ -48,7 +48,7 @@ from hypervisors.base import (
 )
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
 from hypervisors.libvirt import accel, environment, host_checks, imageboot, leftovers, machine, qemulog, stall, trace
-from hypervisors.libvirt.accel import PROBE_TIMEOUT_S, ProbeResult
+from hypervisors.libvirt.accel import PROBE_REMEDY, PROBE_TIMEOUT_S, ProbeResult
 from hypervisors.libvirt.blkdebug import BlkdebugInjector
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
@@ -154,7 +154,8 @@ class LibvirtBackend(HypervisorBackend):
     def from_options(cls, cleanup: CleanupStack, opts: BackendOptions) -> Self:
         """The guest image first (built once, then cached), then the connection. With ``--image``
         the embedded image is built only if the KVM probe needs it (it boots the embedded kernel)."""
-        image = None if opts.image is not None else ensure_image(log.info, opts.guest_kernel_deb)
+        image = None if opts.image is not None else ensure_image(log.info, opts.guest_kernel_deb,
+                                                                         opts.guest_kernel)
         return cls(cleanup, uri=opts.libvirt_uri, accel_mode=opts.accel, image=image, emulator=opts.emulator,
                    machine_type=opts.machine, host_dir=PurePosixPath(opts.host_dir))
 
@@ -210,7 +211,7 @@ class LibvirtBackend(HypervisorBackend):
             log.info("KVM probe: libvirt refused a kvm domain: %s", said)
             return ProbeResult(False, qemulog.qemu_cause(said) or said.splitlines()[0])
         try:
-            self.wait_for_console(dom, stage / "console.log", "VIOCONFORM-PROBE-OK", PROBE_TIMEOUT_S)
+            self.wait_for_probe(dom, stage / "console.log")
             return ProbeResult(True)
         except HypervisorError as e:
             first = str(e).splitlines()[0]
@@ -448,9 +449,14 @@ class LibvirtBackend(HypervisorBackend):
                                      f"{qemulog.qemu_cause(said) or 'nothing'}\n--- QEMU log (last lines) "
                                      f"---\n{said}", console_log=_tail(text))
 
-    def wait_for_console(self, dom: libvirt.virDomain, console: PurePath, marker: str, timeout_s: float) -> str:
+    def wait_for_probe(self, dom: libvirt.virDomain, console: PurePath) -> None:
+        """Wait for the KVM probe's marker, for the probe's fixed time."""
+        self.wait_for_console(dom, console, "VIOCONFORM-PROBE-OK", PROBE_TIMEOUT_S, remedy=PROBE_REMEDY)
+
+    def wait_for_console(self, dom: libvirt.virDomain, console: PurePath, marker: str, timeout_s: float,
+                         remedy: str = "raise --boot-timeout if the host is slow") -> str:
         """Wait until the console (a file on the libvirt host) shows ``marker``; return the host key
-        line printed before it."""
+        line printed before it. ``remedy``: what the error says to do when the time runs out."""
         deadline = time.monotonic() + timeout_s
         text = ""
         period = 0.2 if self.local else 0.5  # a remote read is an SFTP round trip
@@ -468,8 +474,8 @@ class LibvirtBackend(HypervisorBackend):
                                              f"{qemulog.qemu_cause(said) or 'nothing'}\n--- QEMU log (last lines) "
                                              f"---\n{said}", console_log=_tail(text))
             time.sleep(period)
-        raise HypervisorError(f"guest {dom.name()} did not reach {marker} within {timeout_s:.0f} s "
-                              "(raise --boot-timeout if the host is slow)", console_log=_tail(text))
+        raise HypervisorError(f"guest {dom.name()} did not reach {marker} within {timeout_s:.0f} s ({remedy})",
+                              console_log=_tail(text))
 
     def qemu_log(self, name: str) -> str:
         return _tail(self.files.qemu_log(name), 15) or "(no QEMU log)"

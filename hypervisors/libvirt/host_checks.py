@@ -218,9 +218,9 @@ def validate_options(opts: BackendOptions) -> None:
     try:
         if opts.guest_kernel_deb is not None:
             check_kernel_deb(opts.guest_kernel_deb)
-        check_image_cache(opts.guest_kernel_deb)
+        check_image_cache(opts.guest_kernel_deb, opts.guest_kernel)
     except ImageBuildError as e:
-        raise HypervisorError(f"--guest-kernel-deb: {e}") from None
+        raise HypervisorError(f"--guest-kernel{'-deb' if opts.guest_kernel is None else ''}: {e}") from None
     except CacheNotWritable as e:
         raise HypervisorError(str(e)) from None
     uri = opts.libvirt_uri

@@ -5,7 +5,7 @@ depths the guest keeps up, IOPS scaling) move with the host's other work, most u
 where every guest instruction is emulated on a host thread. So each run records how long its
 guest's vCPUs waited for a host CPU in its most contended window (:data:`WAIT_PROPERTY`,
 model/parse/hostcpu.py). A comparison across runs (``python -m reports.compare`` and
-``--baseline``, model/rules/against_baseline.py) judges such a number only when neither run's vCPUs
+``--baseline``, model/across/against_baseline.py) judges such a number only when neither run's vCPUs
 waited more than :data:`WAIT_MAX_PCT`; otherwise its move is reported with both runs' waits
 (:func:`busy_host` says why), never as a regression. A run that did not record the figure (an
 older run, vSphere) is no evidence: what the other run recorded decides. ``compare`` has whole
@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from model.rules import RULE_MODULES
+
 #: Most a run's vCPUs may have waited for a host CPU (% of its most contended window, per vCPU)
 #: for its host-CPU-bound numbers to be judged against another run's. Measured with the
 #: queue-depth rule on virtio-blk and virtio-scsi (2 cores, TCG): on an idle host the guest's own
@@ -26,13 +28,14 @@ from collections.abc import Mapping, Sequence
 #: 11 % up it fell: 4707 IO/s at 11.2 %, 4347 at 15.2 %, 3841-3997 at 21-22 % (one to three busy
 #: loops beside the guest), moves of 7-24 % that a comparison would call a regression.
 WAIT_MAX_PCT = 10.0
-#: The numbers that follow the host CPU the guest gets: rates, latencies, the depths the guest
-#: keeps up and the scaling of IOPS with depth (names as model/across/metrics.py knows them).
-HOST_CPU_BOUND = re.compile(r"(qd\d+_|fio_)iops|iops_scaling|latency_[a-z]+_[a-z0-9]+_us"
-                            r"|[a-z0-9_]*(depth|aqu_sz|inflight)[a-z0-9_]*"
-                            # stall-tolerance: SSH answers while the disk is held, and the held requests'
-                            # slowest (the hold, plus the guest's own completion work)
-                            r"|hold_probe_rtt_max_ms|guest_max_latency_ms")
+#: What follows the host CPU the guest gets whichever rule records it: the depths the guest keeps up
+#: (queue-depth's, buffered-direct's, stall-tolerance's held requests).
+SHARED_HOST_CPU_BOUND: tuple[str, ...] = (r"[a-z0-9_]*(depth|aqu_sz|inflight)[a-z0-9_]*",)
+#: The numbers that follow the host CPU the guest gets (names as model/across/metrics.py knows them):
+#: what each rule module declares (its ``HOST_CPU_BOUND``: rates, latencies, the scaling of IOPS with
+#: depth) and the shared ones.
+HOST_CPU_BOUND = re.compile("|".join(f"(?:{p})" for p in (*(p for rule in RULE_MODULES for p in rule.HOST_CPU_BOUND),
+                                                           *SHARED_HOST_CPU_BOUND)))
 #: The property each run records its vCPUs' wait under (suites/assertions.py).
 WAIT_PROPERTY = "host_vcpu_wait_pct"
 

@@ -57,7 +57,7 @@ SHARED_METRICS: Metrics = (
     # the host CPU the guest's vCPUs got and waited for in the rule's most contended window
     # (suites/assertions.py, model/parse/hostcpu.py)
     (r"host_vcpu_(wait|run)_pct", MetricSpec("%", PARAM)),
-    # what a stored --baseline added (model/rules/against_baseline.py): how many metrics, which, and why
+    # what a stored --baseline added (model/across/against_baseline.py): how many metrics, which, and why
     # some were not judged
     (r"baseline_metrics_(compared|judged|not_judged|worse)", MetricSpec("metrics", PARAM)),
     (r"baseline_worse|baseline_moved|baseline_not_judged", MetricSpec("", PARAM)),
@@ -75,7 +75,7 @@ METRICS: Metrics = (*(entry for rule in RULE_MODULES for entry in rule.METRICS),
 
 #: Properties recorded as evidence about the host, never compared across runs themselves: how long
 #: the guest's vCPUs waited for a host CPU says how busy the host was, not how the guest behaved
-#: (model/rules/against_baseline.py uses it to decide what it may judge).
+#: (model/across/against_baseline.py uses it to decide what it may judge).
 HOST_EVIDENCE: frozenset[str] = frozenset({"host_vcpu_wait_pct", "host_vcpu_run_pct"})
 
 _COMPILED = tuple((re.compile(f"(?:{p})"), spec) for p, spec in METRICS)

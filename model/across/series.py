@@ -14,7 +14,9 @@ on another build, which is what the nightly comparison is for):
 - the faults of ``--inject`` as a set, left out when there are none;
 - the disk backing and latency: ``lat5ms`` (``--disk-backing latency --disk-latency-ms 5``), ``file``;
 - the image's *name*: ``embedded`` for the embedded guest (its recipe hash is left out), the file
-  name of ``--image`` without its last suffix, the vSphere template's name; never its hash.
+  name of ``--image`` without its last suffix, the vSphere template's name; never the image's hash
+  (:func:`image_part`: a name the reduction below would lose information of carries a short hash of
+  the name itself, so two images whose names reduce to the same text are two series).
 
 Each part is lower-cased and every run of other characters becomes one ``_``, e.g.
 ``libvirt_local_virtio_blk_virtio_scsi_lat5ms_embedded``. A derived name longer than
@@ -60,6 +62,16 @@ UNKNOWN_TEMPLATE = "template"
 UNKNOWN_VCENTER = "vcenter"
 #: The host name of this machine's libvirt daemon (fixtures/hosts.py default_name).
 LOCAL_HOST = "local"
+#: An image name the reduction to a name part keeps whole: lower-case ASCII letters and digits in runs
+#: joined by single hyphens (``debian-12-genericcloud-amd64``, ``rhel9``), so its part (hyphens made
+#: ``_``) names it alone. Any other name (capitals, dots, underscores, non-ASCII letters) would share
+#: its reduced text with another name, so its part carries a hash of the name (:func:`image_part`).
+PLAIN_IMAGE_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+#: The hex digits of the name's SHA-256 an image part carries when the name is not plain: 32 bits,
+#: for the few dozen image names a store holds.
+IMAGE_HASH_CHARS = 8
+#: The readable part of an image name with no ASCII letter or digit at all (``日本語``).
+NO_READABLE_PART = "image"
 
 
 def series_problem(name: str) -> str | None:
@@ -85,6 +97,7 @@ class SeriesInputs:
     faults: tuple[str, ...]
     disk_backing: str
     disk_latency_ms: float
+    #: :func:`image_name` (libvirt) or :func:`image_part` of the template's name (vSphere)
     image_name: str
 
 
@@ -111,12 +124,25 @@ def default_series(i: SeriesInputs) -> str:
     return f"{name[:SHORTENED_KEEP_CHARS].rstrip('_')}_{digest}"
 
 
+def image_part(name: str) -> str:
+    """The series part of a user image or template named ``name``: the name reduced like every part
+    when that loses nothing (:data:`PLAIN_IMAGE_NAME`), else the reduced text (``image`` when nothing
+    is left) and ``_`` plus :data:`IMAGE_HASH_CHARS` hex digits of the name's SHA-256, so names that
+    reduce to the same text, or to the embedded guest's ``embedded``, name different series:
+    ``debian-12`` -> ``debian_12``; ``Debian_12`` -> ``debian_12_<hash>``; ``日本語`` -> ``image_<hash>``."""
+    reduced = _part(name)
+    if PLAIN_IMAGE_NAME.fullmatch(name) and reduced != EMBEDDED_IMAGE:
+        return reduced
+    return f"{reduced or NO_READABLE_PART}_{hashlib.sha256(name.encode()).hexdigest()[:IMAGE_HASH_CHARS]}"
+
+
 def image_name(image: str | None) -> str:
     """The name of a run's image as the series knows it: ``embedded`` (None, or the embedded guest's
-    ``embedded:<recipe>``), else the file name without its last suffix (no directory, no hash)."""
+    ``embedded:<recipe>``), else :func:`image_part` of the file name without its last suffix (no
+    directory; the same file rebuilt, or converted to another format, is the same job)."""
     if not image or image.startswith(f"{EMBEDDED_IMAGE}:") or image == EMBEDDED_IMAGE:
         return EMBEDDED_IMAGE
-    return PurePosixPath(image).stem or EMBEDDED_IMAGE
+    return image_part(PurePosixPath(image).stem)
 
 
 def _listed(value: str | None) -> tuple[str, ...]:

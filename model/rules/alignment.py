@@ -18,12 +18,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from model.blame import Blame
-from model.rules.figures import Pair, pair_figure
+from model.blame import Blame, BlameSettings
+from model.rules.figures import Pair, Threshold, pair_figure
 from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "alignment"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on.
+BLAME = BlameSettings(frozenset({"logical_block_size", "physical_block_size", "optimal_io_size"}))
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ()
 
 #: Largest fraction of host requests that may cross a boundary. Measured here (Debian 6.1 guest,
 #: TCG, ext4-driver ext2 with 4 KiB blocks, 64 KiB O_DIRECT random writes to a laid-out file, 300
@@ -117,5 +124,6 @@ def judge_alignment(counts: BoundaryCounts, partition_start_bytes: int, workload
         "optimal_io_bytes": counts.optimal_io_bytes, "host_requests": counts.requests,
         "misaligned_requests": counts.misaligned, "extra_stripe_requests": counts.extra_stripe,
         "crossing_fraction": round(counts.crossing_fraction, 4), "host_source": host_source}
-    figures = pair_figure(Pair("host requests / crossing a boundary", counts.requests, counts.crossing))
+    figures = pair_figure(Pair("host requests / crossing a boundary", counts.requests, counts.crossing,
+                               threshold=Threshold(MAX_CROSSING_FRACTION * counts.requests, "at most")))
     return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props, figures, hint)

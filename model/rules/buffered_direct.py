@@ -19,12 +19,31 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from model.blame import BlameSettings
 from model.errors import ParseError
 from model.rules.figures import Pair, pair_figure
 from model.rules.spec import HIGHER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib, spread
 
 RULE = "buffered-direct"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on.
+BLAME = BlameSettings(frozenset({"read_ahead_kb", "max_sectors_kb", "max_hw_sectors_kb", "nr_requests",
+                                "queue_depth"}))
+#: Repeats without --repeats: its verdict compares the spread of its copies with its baseline's. 2 copies of
+#: each kind, derived from the run-to-run spread of 10 runs (bench.noise, 3 copies then): a single copy
+#: moved by at most 23 % of the buffered depth (0.33 of its 1.4-1.5 requests) and 13 % of the request
+#: size, inside the rule's floors (0.5 of the depth, at least 0.5 request; 25 % of the size) with room;
+#: the fault moves the size 256x. A second copy gives the record a spread (compare's noise band); a
+#: third added 8 s per controller.
+DEFAULT_REPEATS = 2
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ()
+#: The skip of a run with nothing to compare with: every baseline ``--baseline`` takes (the series'
+#: previous run, a stored run, its results directory, or a file ``--save-baseline`` made).
+NO_BASELINE = ("buffered-direct measured only: no --baseline to compare with (give --baseline last for the "
+               "previous run of this series, --baseline RUN for a stored run's id or results directory, or "
+               "--baseline FILE for a file made with --save-baseline FILE on the previous image or hypervisor version)")
 MODES = ("buffered", "direct")
 #: What each copy is measured by on the host: its mean request size and its mean depth.
 QUANTITIES = ("request_bytes", "depth")
@@ -189,7 +208,7 @@ def parse_baseline(text: str, source: str) -> dict[str, dict[str, RegimeSeries]]
         for m, samples in modes.items():
             try:
                 out[cfg][m] = RegimeSeries(m, tuple(RegimeSample(float(s["request_bytes"]), float(s["depth"]))
-                                                    for s in samples))
+                                          for s in samples))
             except (KeyError, TypeError, ValueError) as e:
                 raise ParseError(f"baseline {source}: {cfg} {m}: bad sample ({e!r})") from None
             if not out[cfg][m].samples:

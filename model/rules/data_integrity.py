@@ -32,13 +32,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from model.blame import Blame
+from model.blame import Blame, BlameSettings
 from model.parse.fio_verify import SECTOR_BYTES, VerifyFailure, VerifySector, parse_sector
-from model.rules.figures import Pair, pair_figure
+from model.rules.figures import Pair, Threshold, pair_figure
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "data-integrity"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on. Where each block lands depends on no setting: its own evidence names the layer (a hint).
+BLAME = BlameSettings(frozenset())
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ()
 
 MIB = 1 << 20
 
@@ -386,7 +393,7 @@ def judge_data_integrity(host: HostCheck, guest: GuestCheck, region: Region, pla
     if mapping:
         props["mapping"] = mapping
     figure = pair_figure(Pair("sectors written / whole on the host", region.sectors, region.sectors - host.count("misplaced")
-                              - host.count("lost") - host.count("torn"), "sectors"),
+                              - host.count("lost") - host.count("torn"), "sectors", Threshold(region.sectors)),
                          Pair("bytes read back by the guest / verified", guest.bytes_read,
-                              guest.bytes_read - guest.errors * SECTOR_BYTES, "bytes"))
+                              guest.bytes_read - guest.errors * SECTOR_BYTES, "bytes", Threshold(guest.bytes_read)))
     return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props, figure, hint)

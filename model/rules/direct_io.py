@@ -17,11 +17,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from model.rules.figures import Pair, pair_figure
+from model.blame import BlameSettings
+from model.rules.figures import Pair, Threshold, pair_figure
 from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "direct-io"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on.
+BLAME = BlameSettings(frozenset({"write_cache"}))
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ("latency_[a-z]+_[a-z0-9]+_us",)
 
 #: Host writes per guest O_DIRECT write may differ from 1 by this fraction. Measured here
 #: (QEMU 7.2 TCG, file-backed disk, 200 random writes at depth 1): exactly 200 host writes of
@@ -131,7 +139,8 @@ def judge_direct_io(fidelity: list[OneForOne], durability: list[Durability], vol
     for d in durability:
         k = "dsync" if "DSYNC" in d.kind else "fsync"
         pairs.append(Pair(f"{'O_DSYNC' if k == 'dsync' else 'fsync'}: syncs / host flushes", d.guest_syncs,
-                          d.host_flushes))
+                          d.host_flushes, threshold=Threshold(MIN_FLUSHES_PER_SYNC * d.guest_syncs)
+                          if volatile_cache else None))
         lines.append(f"{d.kind}: guest {d.guest_syncs} syncs, host {d.host_flushes} flushes (FUA included)")
         props.update({f"{k}_guest_syncs": d.guest_syncs, f"{k}_host_flushes": d.host_flushes})
         if d.guest_syncs == 0:

@@ -27,11 +27,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from model.blame import BlameSettings
 from model.rules.figures import ByteRange, RangeFigure, RangeLane
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "discard"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on. The guest's discard_max_bytes (0: it passes no discard on) is the one setting a discard depends on.
+BLAME = BlameSettings(frozenset({"discard"}))
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ()
 
 #: The host file system's allocation unit the suite assumes: 4 KiB, ext4's and XFS's default block. A
 #: punched hole that does not cover whole blocks leaves its partial blocks allocated (zeroed).

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from model.blame import Blame
+from model.blame import Blame, BlameSettings
 from model.injection import SECTOR_BYTES, ErrorPolicy, InjectedRange, Kind
 from model.parse.blockstats import HostRequestOutcomes
 from model.parse.fio_errors import FioErrorRun
@@ -44,6 +44,13 @@ from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "error-propagation"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on. No sysfs setting decides where an error goes: its own evidence names the layer (the verdict's hint).
+BLAME = BlameSettings(frozenset())
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ()
 
 _KIND = r"(read|write)_"
 

@@ -32,11 +32,25 @@ from model.types import HostTrace
 
 @dataclass(frozen=True)
 class DepthGroup:
-    """One offered depth's three figures."""
+    """One offered depth's three figures, and the least host depth that passes (None: no bar)."""
 
     offered: int
     guest_aqu_sz: float
     host_depth: float
+    host_min: float | None = None
+
+
+#: How the host side of a pair passes against its threshold.
+Passes = Literal["at least", "at most"]
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The pass threshold of a pair's host (second) side: it passes at ``passes`` ``value`` (in the
+    pair's unit). The report draws it as a line across the pair and says it in words."""
+
+    value: float
+    passes: Passes = "at least"
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,7 @@ class Pair:
     first: float
     second: float
     unit: str = ""
+    threshold: Threshold | None = None
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from model.blame import LIMIT_KEYS, Blame
+from model.blame import LIMIT_KEYS, Blame, BlameSettings
 from model.rules.figures import PRESENCE_LEVELS, Change, Figure, Marker, Pair, StepSeries, TimelineFigure, pair_figure
 from model.rules.limits import LimitComparison
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "hotplug"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on. Whether a new device is bound or scanned is a bus setting, not the disk's: the verdict's hint names it.
+BLAME = BlameSettings(frozenset())
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ()
 
 #: What the rule records: the times of each step on each side, and the bounds and sizes it checks
 #: against. The times follow the host's load under TCG: parameters, judged against the bounds only.

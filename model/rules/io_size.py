@@ -17,11 +17,19 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from model.rules.figures import Pair, pair_figure
+from model.blame import BlameSettings
+from model.rules.figures import Pair, Threshold, pair_figure
 from model.rules.spec import HIGHER, LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "io-size"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on.
+BLAME = BlameSettings(frozenset({"max_hw_sectors_kb", "max_sectors_kb"}))
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ("fio_iops",)
 
 #: Request size of the workload: 1 MiB, the size of the issue's case (a large sequential
 #: copy), below every healthy maximum transfer of the virtio devices (1280 KiB in the Debian
@@ -152,5 +160,6 @@ def judge_io_size(m: IoSizeMeasurement) -> RuleVerdict:
     if m.host_request_bytes_p50 is not None:
         props["host_request_bytes_p50"] = round(m.host_request_bytes_p50)
     figures = pair_figure(Pair("request size: expected / host", m.expected_request_bytes / 1024,
-                               m.host_request_bytes / 1024, "KiB"))
+                               m.host_request_bytes / 1024, "KiB",
+                               Threshold(m.request_bytes / m.allowed_split / 1024) if m.allowed_split else None))
     return RuleVerdict(RULE, tuple(lines), tuple(problems), (), props, figures)

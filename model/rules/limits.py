@@ -23,12 +23,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model.advertised import Advertised
-from model.blame import LIMIT_KEYS, Trail, blame, disk_trails
+from model.blame import LIMIT_KEYS, BlameSettings, Trail, disk_trails, layer_at_fault
 from model.device_limits import ConfiguredLimits, GuestLimits
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "limits"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on, and that it judges
+#: the probe-time view only (what the device advertised), never a setting changed after boot.
+BLAME = BlameSettings(frozenset({"queue_depth", "max_hw_sectors_kb", "logical_block_size", "physical_block_size",
+                                "optimal_io_size", "write_cache", "discard", "nr_hw_queues"}),
+                      probe_time_only=True)
+#: It reads settings, which do not vary: one read, whatever --repeats says.
+DEFAULT_REPEATS = 1
+REPEATABLE = False
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ()
 
 #: The roles of the disks the rule reads (model/disks.py: the disk under test and the scratch disk).
 ROLES = ("dut", "scratch")
@@ -75,7 +85,7 @@ def compare_limits(cfg: ConfiguredLimits, guest: GuestLimits,
 
 def _problem(name: str, t: Trail) -> str:
     """One limit the guest does not see as asked, with the layer at fault."""
-    b = blame(RULE, [t])
+    b = layer_at_fault(BLAME, [t])
     if t.hypervisor_differs:
         said = f"the suite asked for {t.asked}, the device advertises {t.advertised} ({t.said_by}), the guest sees"
     elif t.advertised is not None:

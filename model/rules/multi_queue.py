@@ -15,11 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from model.blame import BlameSettings
 from model.rules.figures import Pair, pair_figure
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "multi-queue"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on.
+BLAME = BlameSettings(frozenset({"nr_hw_queues"}))
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ()
 
 #: A queue counts as used when it carried at least this share of the completions. Measured here
 #: (Debian 6.1, 2 vCPUs, one fio job pinned per vCPU, 2 s): the two queues split the

@@ -15,13 +15,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from model.blame import Blame
+from model.blame import Blame, BlameSettings
 from model.device_limits import DepthLimit, GuestLimits, GuestPathLimits, IoMax
 from model.rules.figures import DepthFigure, DepthGroup
 from model.rules.spec import HIGHER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "queue-depth"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on.
+BLAME = BlameSettings(frozenset({"queue_depth", "nr_requests"}))
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = (r"qd\d+_iops", "iops_scaling")
 
 #: Minimum host-observed depth as a fraction of the depth the guest gave the device:
 #: min(offered, device limit, what the guest's block layer held). Measured here (QEMU 7.2
@@ -495,7 +502,8 @@ def judge_queue_depth(points: list[DepthPoint] | tuple[DepthPoint, ...], device_
             else:
                 notes.append(f"{scaled}: under {bar.from_offered:.1f}x, but the guest's block layer held less than "
                              f"offered, and it meets {bar.text(offered, guest, 'x')}")
-    figure = DepthFigure(tuple(DepthGroup(p.offered_depth, p.guest_aqu_sz, p.host_depth) for p in pts))
+    figure = DepthFigure(tuple(DepthGroup(p.offered_depth, p.guest_aqu_sz, p.host_depth,
+                                          _depth_bar(p, device_queue_depth).required) for p in pts))
     props = _properties(pts, device_queue_depth, guest_path)
     lines = _lines(pts, device_queue_depth, guest_path)
     if advertised is not None:

@@ -27,13 +27,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from model.blame import Blame
+from model.blame import Blame, BlameSettings
 from model.parse.filesystem import FsSize
 from model.rules.figures import Change, Figure, Marker, StepSeries, TimelineFigure
 from model.rules.spec import PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "resize"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on. No sysfs setting decides whether the guest learns a new size: a notice the driver acts on does.
+BLAME = BlameSettings(frozenset())
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
+HOST_CPU_BOUND: tuple[str, ...] = ()
 
 #: What the scratch disk grows by: 64 MiB, a whole number of every logical block size and of
 #: the 1 MiB a partition table aligns to, small enough that a sparse file grows by nothing on disk.

@@ -13,16 +13,27 @@ jobs, which windows). The rule module declares (:class:`RuleModule`):
 - ``MIN_EFFECTS``: for each metric whose run-to-run noise was measured (``python -m bench.noise``),
   the smallest relative change of its median ``compare`` and ``--baseline`` report (model/across/moves.py
   says how each is derived from the noise);
+- ``BLAME``: the settings its verdict depends on (model/blame.py's :class:`BlameSettings`): a failure is
+  blamed on the first layer that changed one of them;
+- ``DEFAULT_REPEATS``: how many times it measures without ``--repeats``, and ``REPEATABLE``: whether
+  ``--repeats`` applies to it at all (a rule that reads settings, which do not vary, says False);
+- ``HOST_CPU_BOUND``: regular expressions over the whole name of those of its metrics that follow the
+  host CPU the guest gets (IOPS, latencies); what every rule records alike, such as depths, is
+  model/across/contention.py's;
 - and one public function ``judge_<...>`` that returns its verdict (model/rules/verdict.py).
 
 model/rules/__init__.py lists the rule modules (``RULE_MODULES``, typed by :class:`RuleModule`: mypy
-checks that each declares all three); model/across/metrics.py and model/across/moves.py collect what they declare.
+checks that each declares them all); model/across/metrics.py and model/across/moves.py collect what they declare.
 
 Example (a rule that records ``qd32_iops`` and a bar it derived)::
 
     METRICS: Metrics = ((r"qd\\d+_iops", MetricSpec("IO/s", HIGHER)),
                         (r"iops_scaling_required", MetricSpec("x", PARAM)))
     MIN_EFFECTS: Mapping[str, float] = {"qd32_iops": 0.078}
+    BLAME = BlameSettings(frozenset({"queue_depth", "nr_requests"}))
+    DEFAULT_REPEATS = 1
+    REPEATABLE = True
+    HOST_CPU_BOUND: tuple[str, ...] = (r"qd\\d+_iops",)
 """
 
 from __future__ import annotations
@@ -30,6 +41,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
+
+from model.blame import BlameSettings
 
 Direction = Literal["higher-better", "lower-better", "parameter"]
 DIRECTIONS: tuple[Direction, ...] = ("higher-better", "lower-better", "parameter")
@@ -63,3 +76,7 @@ class RuleModule(Protocol):
     RULE: str
     METRICS: Metrics
     MIN_EFFECTS: Mapping[str, float]
+    BLAME: BlameSettings
+    DEFAULT_REPEATS: int
+    REPEATABLE: bool
+    HOST_CPU_BOUND: tuple[str, ...]

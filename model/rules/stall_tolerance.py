@@ -30,11 +30,19 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from model.blame import BlameSettings
 from model.parse.stall_evidence import CommandTimeout, HostEvent
 from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.rules.verdict import Number, RuleVerdict
 
 RULE = "stall-tolerance"
+#: The settings (model/blame.py's trail keys) the rule's verdict depends on.
+BLAME = BlameSettings(frozenset({"io_timeout_ms"}))
+#: Repeats without --repeats.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
+#: Which of its metrics follow the host CPU the guest gets (model/across/contention.py): sSH answers while the disk is held, and the held requests' slowest (the hold, plus the guest's own completion work).
+HOST_CPU_BOUND: tuple[str, ...] = ("hold_probe_rtt_max_ms", "guest_max_latency_ms")
 
 #: The stall the guest must ride out without giving up on a command, by default. Two sources agree
 #: on 30 s: VMware's guest OS guidance for a path failover ("I/O might pause for 30 to 60 seconds

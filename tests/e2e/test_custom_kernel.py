@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from guest.image.build import _kernel_package
+from guest.image.kernels import KernelUnknown, cached_deb, default_kernel, resolve
 from tests.e2e.conftest import SuiteRun
 
 
 @pytest.fixture(scope="module")
-def kernel_deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real kernel package file, as a vendor would hand one over (here: Debian's own)."""
-    d = tmp_path_factory.mktemp("deb")
-    d.chmod(0o755)  # apt downloads as the _apt user
-    pkg, _ = _kernel_package()
-    subprocess.run(["apt-get", "download", "-q", pkg], cwd=d, check=True, capture_output=True)
-    return next(d.glob("linux-image-*.deb"))
+def kernel_deb() -> Path:
+    """A real kernel package file, as a vendor would hand one over (here: Debian's own, from the
+    suite's package cache: downloaded once)."""
+    return cached_deb(default_kernel())
 
 
 def test_suite_runs_on_a_kernel_package_file(run_suite, kernel_deb: Path) -> None:  # type: ignore[no-untyped-def]
@@ -39,20 +35,14 @@ def test_not_a_kernel_package(run_suite, tmp_path: Path) -> None:  # type: ignor
 
 
 @pytest.fixture(scope="module")
-def cloud_kernel_deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def cloud_kernel_deb() -> Path:
     """Debian's cloud kernel flavour (linux-image-cloud-amd64's current package): it has no mptsas,
     ahci, megaraid_sas or sym53c8xx (checked in its 6.1.0-56 package: no such .ko, not in
     modules.builtin); nvme and ext4 are built in."""
-    d = tmp_path_factory.mktemp("cloud-deb")
-    d.chmod(0o755)
-    deps = subprocess.run(["apt-cache", "depends", "linux-image-cloud-amd64"], check=True, capture_output=True,
-                          text=True).stdout
-    pkg = next((w for w in deps.split() if w.startswith("linux-image-") and w.endswith("-cloud-amd64")
-                and w != "linux-image-cloud-amd64"), None)
-    if pkg is None:
+    try:
+        return cached_deb(resolve("linux-image-cloud-amd64"))
+    except KernelUnknown:
         pytest.skip("apt knows no linux-image-cloud-amd64: run apt-get update")
-    subprocess.run(["apt-get", "download", "-q", pkg], cwd=d, check=True, capture_output=True)
-    return next(d.glob("linux-image-*.deb"))
 
 
 def test_a_controller_whose_driver_the_kernel_lacks_skips_naming_the_module(run_suite, cloud_kernel_deb: Path) -> None:  # type: ignore[no-untyped-def]

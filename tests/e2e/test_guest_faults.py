@@ -163,3 +163,19 @@ def test_the_embedded_guests_boot_wait_names_a_panic_at_once(tmp_path: Path) -> 
                                    "not syncing: IO-APIC + timer doesn't work!  Boot with apic=debug and send a "
                                    "report.  Then try booting with the 'noapic' option.\")")
     assert "MP-BIOS bug: 8254 timer not connected to IO-APIC" in str(e.value)  # the console, attached
+
+
+def test_the_kvm_probe_that_runs_out_of_time_names_its_fixed_bound_not_boot_timeout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's bound is no option: its failure told to raise --boot-timeout, which never moves it."""
+    console = tmp_path / "console.log"
+    console.write_bytes(b"SeaBIOS (version 1.16.2-debian-1.16.2-1)\n")
+    monkeypatch.setattr("hypervisors.libvirt.backend.PROBE_TIMEOUT_S", 0.3)
+    backend = LibvirtBackend.__new__(LibvirtBackend)
+    backend.files = _Files(console)  # type: ignore[assignment]
+    backend.local = True
+    with pytest.raises(HypervisorError) as e:
+        backend.wait_for_probe(_Domain(), console)
+    said = str(e.value).splitlines()[0]
+    assert "--boot-timeout" not in said and "did not reach VIOCONFORM-PROBE-OK" in said
+    assert "the probe's fixed bound, 15 s: a KVM guest reaches it in about 2 s" in said

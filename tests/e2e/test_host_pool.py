@@ -1,6 +1,6 @@
 """A pool of libvirt hosts from one run, spread over pytest-xdist workers, for real: this machine's
 daemon (``qemu:///system``) and a "remote" host through a private sshd on loopback
-(tests/sshserver.py, the same daemon reached over SSH with staging in its own directory).
+(bench/sshserver.py, the same daemon reached over SSH with staging in its own directory).
 
 One JUnit file, one report, one store run; each test id and environment entry names its host;
 a host that fails fails only its own tests; a killed worker leaves nothing on either "host".
@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from bench.sshserver import SshServer, private_sshd
 from hypervisors.cleanup import RUN_DIR_PREFIX
 from tests.e2e.conftest import (
     Apart,
@@ -30,7 +31,6 @@ from tests.e2e.conftest import (
     run_suite_at,
     start_suite,
 )
-from tests.sshserver import SshServer, private_sshd
 
 
 @pytest.fixture(scope="module")

@@ -242,3 +242,64 @@ def test_axe_core_finds_no_serious_violation_in_the_trend_page(tmp_path: Path, a
     findings = _axe(_trend(tmp_path), axe_js)
     assert not _blocking(findings), "\n".join(_blocking(findings))
     assert {"html-has-lang", "color-contrast", "svg-img-alt"} <= set(findings["passes"])
+
+
+#: A phone's width in CSS pixels (an iPhone 12 to 15 held upright).
+NARROW_PX = 390
+#: Every element of the page that reaches past the window's right edge and is not inside a region that
+#: scrolls sideways within the window: what a reader on a phone cannot see. Sent to the page's parent
+#: as JSON (headless Chromium's window is at least 500 px wide: the page runs in a frame of the width).
+OVERFLOW_PROBE = """<script>
+window.addEventListener('load', () => {
+  const w = document.documentElement.clientWidth, cut = [];
+  for (const el of document.querySelectorAll('main *')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= w + 1) continue;
+    let a = el.parentElement, held = false;
+    for (; a; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX;
+      if (o === 'auto' || o === 'scroll' || o === 'hidden') { held = a.getBoundingClientRect().right <= w + 1; break; }
+    }
+    if (!held) cut.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + ' to ' + Math.round(r.right) + ' px');
+  }
+  parent.postMessage(JSON.stringify({width: w, page: document.documentElement.scrollWidth, cut: cut.slice(0, 20)}),
+                     '*');
+});
+</script>"""
+#: The page in a frame ``{width}`` pixels wide; what its probe says is written into the DOM.
+FRAME = """<!doctype html><html><body style="margin:0">
+<iframe src="{src}" title="page" style="width:{width}px;height:1600px;border:0"></iframe>
+<script>window.addEventListener('message', e => {{
+  const pre = document.createElement('pre'); pre.id = 'overflow'; pre.textContent = e.data; document.body.appendChild(pre);
+}});</script></body></html>"""
+
+
+def _overflow(page: Path, width: int) -> dict[str, Any]:
+    """What of ``page`` reaches past a window ``width`` pixels wide (OVERFLOW_PROBE), in Chromium."""
+    text = page.read_text()
+    end = text.rindex("</body>")
+    probe = page.with_name(f"{page.stem}.narrow.html")
+    probe.write_text(f"{text[:end]}{OVERFLOW_PROBE}{text[end:]}")
+    frame = page.with_name(f"{page.stem}.frame.html")
+    frame.write_text(FRAME.format(src=probe.name, width=width))
+    dom = _browser("--virtual-time-budget=5000", "--dump-dom", frame.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'<pre id="overflow">([^<]*)</pre>', dom.stdout)
+    assert found, dom.stderr[-2000:]
+    result: dict[str, Any] = json.loads(found.group(1).replace("&quot;", '"'))
+    return result
+
+
+@pytest.mark.parametrize("which", ["report", "trend"])
+def test_on_a_phone_nothing_is_cut_off(tmp_path: Path, which: str) -> None:
+    """At 390 px the report's verdicts table reached 600 px past the screen's edge, out of reach: a table
+    now reflows or scrolls inside its own region, and nothing else reaches past the edge."""
+    page = (_report(tmp_path / "report.html", Record("n3", "io-size", "libvirt:virtio-blk:latency5ms", {}, "failed",
+                                                     "each 1024 KiB I/O reached the host as 16.0 requests of 64 KiB; "
+                                                     "expected 1 request(s) of 1024 KiB", started=True))
+            if which == "report" else _trend(tmp_path))
+    found = _overflow(page, NARROW_PX)
+    assert found["width"] <= NARROW_PX and found["cut"] == [], found
+    assert found["page"] <= found["width"], found  # the page itself never scrolls sideways
+    assert _overflow(page, WIDTH)["cut"] == []
+

@@ -1,5 +1,5 @@
 """A remote libvirt host, for real: ``--libvirt-uri qemu+ssh://root@127.0.0.1:PORT/system`` through
-a private sshd on loopback with its own host key (tests/sshserver.py). libvirt's own connection and
+a private sshd on loopback with its own host key (bench/sshserver.py). libvirt's own connection and
 the suite's (staging over SFTP, the guest's SSH through a direct-tcpip tunnel, the console and the
 exact-trace log read back) both go through that sshd and check its key: the one in the URI's
 ``known_hosts=`` file only, with no ``command=`` in the URI (the suite gives libvirt's ssh one of its
@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.sshserver import SshServer, private_sshd, write_known_hosts, write_ssh_wrapper
 from bench.testimage import ensure_test_image
 from guest.tools.fio import Fio, FioJob
 from guest.tools.system import WorkDir
@@ -48,7 +49,6 @@ from model.types import DiskSpec
 from tests.e2e.conftest import ROOT, Apart, SuiteRun, active_vioconform_domains, run_dirs_of, start_suite
 from tests.e2e.test_image_boot import PATIENT, fingerprint
 from tests.e2e.test_setup_errors import CLEAR_ERROR_WITHIN_S, assert_usage_error, run_timed
-from tests.sshserver import SshServer, private_sshd, write_known_hosts, write_ssh_wrapper
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from model.across.against_baseline import against_baseline, host_contention, series_of
 from model.across.contention import HOST_CPU_BOUND, WAIT_MAX_PCT
 from model.across.moves import Series, moved_metrics
 from model.parse.hostcpu import HostCpuShare, VcpuTimes, from_domain_stats
-from model.rules.against_baseline import against_baseline, host_contention, series_of
 from model.rules.verdict import RuleVerdict
 
 PASSED = RuleVerdict("queue-depth", ("measured",), ())

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from guest.tools.errorpath import ErrorPath
-from model.blame import blame
 from model.errors import ParseError
 from model.injection import ErrorPolicy, InjectedRange
 from model.parse.blockstats import HostRequestOutcomes, parse_qmp_outcomes
 from model.parse.fio_errors import parse_fio_error_run
 from model.parse.kernel_io_errors import RATELIMIT_BURST, io_error, window_after
+from model.rules import blame
 from model.rules.error_propagation import (
     FIRST_SECTOR,
     RANGE_SECTORS,

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from model.advertised import Advertised, QomValue, advertised_from_qom, qom_reads
-from model.blame import Blame, Trail, blame, disk_trails
+from model.blame import Blame, Trail, disk_trails
 from model.device_limits import ConfiguredLimits, DepthLimit, GuestLimits, parse_guest_limits
+from model.rules import blame
 from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.limits import judge_limits
 from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth

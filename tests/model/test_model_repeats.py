@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from model.across.against_baseline import against_baseline, series_of
 from model.across.moves import Series
-from model.rules.against_baseline import against_baseline, series_of
 from model.rules.verdict import RuleVerdict, combine_repeats, repeat_properties
 
 

@@ -44,7 +44,30 @@ def test_the_default_is_the_job_and_sets_are_sets() -> None:
 
 def test_the_image_is_named_never_hashed() -> None:
     assert image_name(None) == image_name("embedded:3f2a9c") == image_name("embedded:77b1e0") == "embedded"
-    assert image_name("/srv/images/debian-12-genericcloud-amd64.qcow2") == "debian-12-genericcloud-amd64"
+    assert image_name("/srv/images/debian-12-genericcloud-amd64.qcow2") == \
+        image_name("/other/debian-12-genericcloud-amd64.raw") == "debian_12_genericcloud_amd64"
+
+
+def test_images_whose_names_reduce_to_the_same_text_are_different_series() -> None:
+    """A name the reduction loses information of (not ASCII, capitals, dots, underscores, or the
+    embedded guest's own ``embedded``) carries a hash of the name: no two image names share a series,
+    and no user image shares the embedded guest's."""
+    names = ["/srv/日本語.raw", "/srv/中文.raw", "/srv/ü.qcow2", "/srv/u.qcow2", "/srv/embedded.qcow2",
+             "/srv/Embedded.qcow2", "/srv/my-image.qcow2", "/srv/my_image.qcow2", "/srv/my.image.qcow2",
+             "/srv/My-Image.qcow2", "/srv/ubuntu-22.04.img", "/srv/ubuntu-22-04.img", "/srv/.qcow2"]
+    series = [default_series(_job(image_name=image_name(n))) for n in names]
+    assert len(set(series)) == len(names), dict(zip(names, series, strict=True))
+    assert default_series(JOB) not in series and all(series_problem(s) is None for s in series)
+    assert image_name("/srv/日本語.raw") == image_name("/elsewhere/日本語.qcow2")  # the name is the job
+    assert image_name("/srv/日本語.raw").startswith("image_")
+    assert image_name("/srv/Debian-12.genericcloud.qcow2").startswith("debian_12_genericcloud_")
+
+
+def test_plain_image_names_keep_the_names_stored_runs_have() -> None:
+    assert image_name("/srv/images/debian-12-genericcloud-amd64.qcow2") == "debian_12_genericcloud_amd64"
+    assert image_name("rhel9.qcow2") == "rhel9"
+    assert default_series(_job(image_name=image_name("/srv/debian-12.qcow2"))) == \
+        "libvirt_local_virtio_blk_virtio_scsi_lat5ms_debian_12"
 
 
 def test_a_long_derived_name_is_shortened_and_stays_unique() -> None:
@@ -83,7 +106,8 @@ def test_a_run_stored_before_series_gets_its_default_from_what_it_stored() -> No
     assert stored_series(options, fp) == default_series(JOB)
     assert stored_series({"hypervisor": "libvirt", "controllers": "virtio-blk,virtio-scsi", "inject": "none"}, {}) == \
         default_series(JOB)  # the oldest runs: no options JSON, the options' defaults
-    assert stored_inputs({**options, "image": "/srv/img/debian-12.qcow2"}, fp).image_name == "debian-12"
+    assert stored_inputs({**options, "image": "/srv/img/debian-12.qcow2"}, fp).image_name == "debian_12"
+    assert stored_series({**options, "image": "/srv/img/日本語.raw"}, fp) != stored_series(options, fp)
     assert stored_inputs({**options, "inject": "tcq-off"}, fp).faults == ("tcq-off",)
     pool = {"kvm7:qemu.version": "7.2.22", "kvm8:qemu.version": "9.2.0"}
     assert stored_inputs(options, pool).hosts == ("kvm7", "kvm8")

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar, Self
 
+from guest.tools.sysfs import KEPT_SETTINGS
 from guest.tools.tool import GuestTools
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack
@@ -31,7 +32,8 @@ FAKE_FIO_VERSION = "fio-3.33"
 class FakeShell:
     """Answers each command with the first handler whose pattern matches it (``re.search``);
     a command no handler knows fails the test. ``has`` is the set of programs ``command -v`` finds
-    (one found alone is in /usr/bin; a fio found there prints ``FAKE_FIO_VERSION``). ``put_file``
+    (one found alone is in /usr/bin; a fio found there prints ``FAKE_FIO_VERSION``); a disk's kept
+settings (``Sysfs.settings``) are none unless a handler answers them. ``put_file``
     keeps what was copied in ``files``, as ``cat`` would (``put_way``)."""
 
     def __init__(self, has: Iterable[str] = (), handlers: Iterable[tuple[str, Callable[[str], Reply]]] = (),
@@ -68,6 +70,8 @@ class FakeShell:
         for pattern, handler in self.handlers:
             if pattern.search(command):
                 return handler(command)
+        if command.startswith(f"for f in {KEPT_SETTINGS[0]} "):  # a rule's settings kept (measure/kept.py)
+            return ""  # none shown, none kept: a test of them answers with a handler of its own
         raise AssertionError(f"the fake guest has no answer for: {command}")
 
     def lookups(self) -> int:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from model.across.against_baseline import against_baseline
 from model.across.moves import Series
 from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits, DepthLimit, GuestLimits, IoMax, parse_guest_limits
 from model.kernel_log import InjectedErrors, check_kernel_log, with_kernel_log
 from model.parse.kernel_log import parse_kernel_log
-from model.rules.against_baseline import against_baseline
 from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
 from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity

@@ -9,7 +9,7 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from fixtures.outcomes import RuleFailure
-from model.rules.against_baseline import BaselineMissing
+from model.across.against_baseline import BaselineMissing
 from model.rules.verdict import RuleVerdict
 from reports.baseline import resolve_baseline
 from reports.per_test import Record, RunStatus, settle
@@ -211,7 +211,7 @@ def test_the_issue_regression_fails_against_last(tmp_path: Path, store_url: str)
 
 def test_a_comparison_the_busy_host_left_nothing_to_judge_is_an_error(tmp_path: Path, store_url: str) -> None:
     """Every number of the rule with a direction follows the host's CPU, and this run's vCPUs waited
-    30 % of a window: no comparison was made, so the pass is no pass (model/rules/against_baseline.py)."""
+    30 % of a window: no comparison was made, so the pass is no pass (model/across/against_baseline.py)."""
     _stored(store_url, write_run(tmp_path, "20261120-020000", healthy()))
     base = resolve_baseline("1", store_url, SERIES)
     rec = Record("n", "queue-depth", QD, {"host_vcpu_wait_pct": 30.0})

@@ -51,3 +51,11 @@ def test_forced_kvm_error_names_cause_and_remedy() -> None:
     assert str(accel.KvmUnusable("failed to set MSR 0x10a to 0x69")) == (
         "--accel kvm: KVM cannot boot a guest on this host (failed to set MSR 0x10a to 0x69); "
         "use --accel auto (falls back to TCG) or --accel tcg")
+
+
+def test_an_answer_from_the_cache_says_where_it_is_kept_and_how_to_probe_again(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    said = str(accel.KvmUnusable("no marker", cached=True))
+    assert said.endswith(f"; the probe's answer is cached in {tmp_path}/vioconform/accel-probe.json: remove that "
+                         "file to probe again")

@@ -22,6 +22,12 @@ from transport.ssh import CommandResult
 STDOUT = '{"fio version": "fio-3.33", "jobs": []}\n'
 STDERR = "fio: terminating on signal 2\n"
 
+#: How long the stand-in may take to start and set its SIGINT handler: only a hung start fails.
+READY_TIMEOUT_S = 60.0
+#: What separates "stop waited for fio's end" (0.3 s) or "gave up at its deadline" (1-2 s) from
+#: waiting for the stand-in's own end (120 s): a loaded host may take seconds more, never a minute.
+WAITED_FOREVER_S = 60.0
+
 SHELLS = [pytest.param(("dash", "-c"), id="dash"), pytest.param(("busybox", "sh", "-c"), id="busybox")]
 
 
@@ -51,15 +57,22 @@ def stand_in(tmp_path: Path, on_sigint: str,
     Path(f["running"]).touch()
     Path(f["out"]).write_text(STDOUT)
     Path(f["err"]).write_text(STDERR)
+    ready = tmp_path / "handler-set"
     code = ("import os, signal, sys, time\n"
             "def end(*_):\n    time.sleep(0.3)\n    open(sys.argv[2], 'w').write('128\\n')\n"
             "    os.remove(sys.argv[1])\n    sys.exit(0)\n"
             + ("signal.signal(signal.SIGINT, end)\n" if on_sigint == "exit"
                else "signal.signal(signal.SIGINT, signal.SIG_IGN)\n")
-            + "time.sleep(60)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code, f["running"], f["rc"]])
+            + "open(sys.argv[3], 'w').close()\n"
+            + "time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, f["running"], f["rc"], str(ready)])
     Path(f["pid"]).write_text(f"{proc.pid}\n")
-    time.sleep(0.3)  # its handler is set
+    # The SIGINT must find the handler set: on a loaded host the interpreter's start alone can take
+    # longer than any fixed sleep, so wait for the stand-in to say so.
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not ready.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the stand-in fio never set its handler"
+        time.sleep(0.02)
     try:
         yield run, proc
     finally:
@@ -80,7 +93,7 @@ def test_stop_signals_fio_and_waits_in_the_guest_until_it_ends(tmp_path: Path, s
         ended, took = timed_stop(run, 10.0)
         assert ended is True
         assert run.stopped and proc.wait(5) == 0
-        assert 0.3 <= took < 5.0, took  # it waited for the end (0.3 s), not for the deadline
+        assert 0.3 <= took < 10.0, took  # it waited for the end (0.3 s), not for the deadline (10 s)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -89,7 +102,7 @@ def test_stop_gives_up_at_its_deadline_when_fio_does_not_end(tmp_path: Path, she
         ended, took = timed_stop(run, 1.0)
         assert ended is False
         assert run.stopped and proc.poll() is None
-        assert 1.0 <= took < 4.0, took  # whole seconds of the guest's uptime: between 1 and 2 s
+        assert 1.0 <= took < WAITED_FOREVER_S, took  # whole seconds of the guest's uptime: 1-2 s, not fio's end
 
 
 def test_stop_after_fio_ended_by_itself(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ import dataclasses
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from model.rules.figures import DepthFigure, DepthGroup, HistogramFigure, Pair, PairFigure, buckets
 from model.rules.io_size import IoSizeMeasurement, judge_io_size
 from model.rules.queue_depth import judge_queue_depth
@@ -54,7 +56,7 @@ def test_charts_are_deterministic_svg() -> None:
 
 def test_pair_chart_shows_expected_and_host_side() -> None:
     svg = pair_svg(PairFigure((Pair("request size: expected / host", 1024.0, 64.0, "KiB"),)))
-    assert {"1024 KiB", "64 KiB", "request size: expected / host"} <= set(_texts(svg))
+    assert {"1,024 KiB", "64 KiB", "request size: expected / host"} <= set(_texts(svg))
     assert pair_svg(PairFigure(())) == ""
 
 
@@ -85,7 +87,10 @@ def test_report_file(tmp_path: Path) -> None:
     text = write_html(recs, tmp_path / "r.html", subtitle="inject: tcq-off").read_text()
     assert text.count("<svg") == 1 and "FAILED" in text and "SKIPPED" in text
     assert "host saw 0.8 &lt;b&gt;" in text and "<b>" not in text.split("<body>")[1].split("<table>")[0]
-    assert TCQ_OFF_VERDICT.figures == (TCQ_OFF,)
+    (drawn,) = TCQ_OFF_VERDICT.figures
+    assert isinstance(drawn, DepthFigure)
+    assert [dataclasses.replace(g, host_min=None) for g in drawn.groups] == list(TCQ_OFF.groups)
+    assert [g.host_min for g in drawn.groups] == pytest.approx([0.36, 12.04])  # 0.4 x min(offered, aqu-sz)
     assert "<td>qd32_guest_aqu_sz</td><td>30.1</td>" in text  # the verdict's numbers, flattened for the table
 
 
@@ -105,7 +110,7 @@ def test_renamed_or_dropped_properties_do_not_change_the_pictures(tmp_path: Path
             Record("n2", "queue-depth", "c", {}, "failed", "tcq", verdict=depth)]
     text = write_html(recs, tmp_path / "r.html").read_text()
     pair_pic, depth_pic = _svgs(text)
-    assert {"1024 KiB", "64 KiB"} <= set(_texts(pair_pic))
+    assert {"1,024 KiB", "64 KiB"} <= set(_texts(pair_pic))
     assert {"offered 1", "offered 32", "0.9", "30", "0.8"} <= set(_texts(depth_pic))
     assert "<td>expected_request_size</td>" in text and "host_request_bytes_mean" not in text
     assert "<td>qd32_depth_seen_by_host</td>" in text and "qd32_host_depth<" not in text and "aqu_sz<" not in text
@@ -137,7 +142,7 @@ def test_a_failed_verdict_names_its_layer_in_a_column_and_over_its_section(tmp_p
     table = text.split("<h2>Verdicts</h2>")[1].split("</table>")[0]
     assert "<th scope=\"col\">blame</th>" in table
     assert ('<td class="blame" title="queue depth was 128 when probed and is 1 now">guest configuration</td>'
-            "<td>FAIL: the host saw 1.0 &lt;b&gt;</td>") in table  # the message column: the first FAIL: line
+            "<td class=\"message\">FAIL: the host saw 1.0 &lt;b&gt;</td>") in table  # the message column: the first FAIL: line
     assert 'href="#queue-depth--libvirt-virtio-scsi-latency5ms"' in text.split('id="verdict-grid"')[1]
     section = text.split('<section id="queue-depth--libvirt-virtio-scsi-latency5ms">')[1].split("</section>")[0]
     assert "<strong>blame: guest configuration</strong>: queue depth was 128 when probed and is 1 now" in section

@@ -152,10 +152,10 @@ def _name(call: ast.Call) -> str:
 
 @pytest.mark.parametrize("path", sorted((ROOT / "suites").glob("test_*.py")), ids=lambda p: p.stem)
 def test_every_rule_test_marks_the_kernel_log(path: Path) -> None:
-    """A rule's test reaches its verdict through judge_repeated with its disks (which marks the kernel
-    log) or calls suites.kernel_log.watch itself before it measures: the check applies to every rule."""
+    """A rule's test reaches its verdict through judge_rule or judge_repeated with its disks (which marks
+    the kernel log) or calls suites.kernel_log.watch itself before it measures: the check applies to every rule."""
     calls = _calls(ast.parse(path.read_text()))
-    judged = [c for c in calls if _name(c) == "judge_repeated"]
+    judged = [c for c in calls if _name(c) in ("judge_rule", "judge_repeated")]
     assert judged or any(_name(c) == "watch" for c in calls), f"{path.name} never marks the guest's kernel log"
     assert all(any(k.arg == "disks" for k in c.keywords) for c in judged), \
-        f"{path.name}: judge_repeated without disks= cannot mark the guest's kernel log"
+        f"{path.name}: {', '.join(_name(c) for c in judged)} without disks= cannot mark the guest's kernel log"

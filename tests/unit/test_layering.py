@@ -21,6 +21,13 @@ below its own, never a sibling or a higher one::
 
 Inside ``model``, the parsers (``model.parse``) import nothing of the project but ``model.errors``
 and each other: reading a format never depends on how it is judged.
+The sub-packages of ``model`` (``model.rules``, ``model.across``, ``model.parse``) and its modules
+import one another one way too: no cycle between them, even where no module cycle closes
+(``model.across`` reads the rule modules' declarations, so the rules import nothing of it).
+
+``bench`` may import anything but a test: no ``suites.test_*`` module and nothing of ``tests``. What
+a benchmark and a test share lives in a module both may import (``suites/queue_depth_points.py``,
+``bench/sshserver.py``).
 
 ``reports`` (typed records, JUnit, HTML, charts, the results directory, the store) reads typed
 records only: it imports ``model`` and nothing else, and only ``fixtures``, ``suites`` and the
@@ -242,3 +249,50 @@ def test_checker_finds_pytest_in_reports(tmp_path: Path) -> None:
                                                                  "fixtures.outcomes")})
     assert found == ["model.x imports pytest at line 2", "reports.html imports pytest at line 1",
                      "reports.junit imports _pytest.outcomes at line 1"]
+
+
+def model_part(module: str) -> str:
+    """The part of model/ a module belongs to: its sub-package (``model.rules``), else the module itself."""
+    parts = module.split(".")
+    if parts[0] != "model" or len(parts) < 2:
+        return module
+    return ".".join(parts[:2])
+
+
+def part_graph(graph: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """The import graph of model/'s parts (:func:`model_part`), without the edges inside a part."""
+    parts: dict[str, dict[str, int]] = {}
+    for importer, edges in graph.items():
+        if importer.split(".")[0] != "model":
+            continue
+        mine = parts.setdefault(model_part(importer), {})
+        for target, line in edges.items():
+            if target.split(".")[0] == "model" and model_part(target) != model_part(importer):
+                mine.setdefault(model_part(target), line)
+    return parts
+
+
+def test_no_import_cycle_between_the_parts_of_model() -> None:
+    found = cycles(part_graph(import_graph()))
+    assert not found, "sub-packages of model/ that import each other (move what one needs of the other " \
+                      "out of it):\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_a_cycle_between_model_parts_is_found() -> None:
+    graph = {"model.rules.a": {"model.across.b": 1}, "model.across.b": {"model.rules": 2}, "model.rules": {}}
+    assert cycles(part_graph(graph)) == [["model.across", "model.rules"]]
+    assert cycles(graph) == []  # no module cycle: only the parts close one
+
+
+def test_bench_imports_no_test_module() -> None:
+    bad: list[str] = []
+    for name, path in sorted(project_modules().items()):
+        if name.split(".")[0] != "bench":
+            continue
+        for target, line in imported(ast.parse(path.read_text(), str(path)), name, path.name == "__init__.py"):
+            top, _, rest = target.partition(".")
+            said = bad and bad[-1].startswith(f"{name} imports ") and bad[-1].endswith(f" at line {line}")
+            if not said and (top == "tests" or (top == "suites" and rest.split(".")[0].startswith("test_"))):
+                bad.append(f"{name} imports {target} at line {line}")
+    assert not bad, "bench imports test modules (move what it needs into a module both may import):\n" + \
+        "\n".join(bad)

@@ -26,11 +26,12 @@ from reports.a11y import (
     grid_headline,
     grid_summary,
 )
-from reports.charts import depth_svg, histogram_svg, pair_svg, series_svg, verdict_grid_svg
+from reports.charts import depth_svg, histogram_svg, pair_svg, verdict_grid_svg
 from reports.html import report_document, write_html
 from reports.per_test import Record, settle
 from reports.store import Store
 from reports.trend import main as trend_main
+from reports.trend_charts import MetricLine, metric_svg
 from tests.unit.test_compare_recorded import HEALTHY, HEALTHY2
 from tests.unit.test_html import TCQ_OFF, TCQ_OFF_VERDICT
 
@@ -252,8 +253,9 @@ def test_every_chart_has_a_title_and_a_description() -> None:
             "pair": pair_svg(PairFigure((Pair("request size: expected / host", 1024.0, 64.0, "KiB"),))),
             "histogram": histogram_svg(hist),
             "grid": verdict_grid_svg(["a [c]", "b [c]"], ["#1", "#2"], [["passed", "failed"], ["absent", "error"]]),
-            "series": series_svg("a [c]: qd32_iops", "IO/s", ["#1", "#2", "#3"], [5000.0, None, 3000.0],
-                                 [4900.0, None, 2900.0], [5100.0, None, 3100.0], (4600.0, 5400.0))}
+            "series": metric_svg("a: qd32_iops", "IO/s", ["#1", "#2", "#3"], [
+                MetricLine("c", [5000.0, None, 3000.0], [4900.0, None, 2900.0], [5100.0, None, 3100.0],
+                           (4600.0, 5400.0))])}
     descs = {}
     for name, svg in svgs.items():
         root = ET.fromstring(svg)
@@ -269,8 +271,9 @@ def test_every_chart_has_a_title_and_a_description() -> None:
     assert "fio submitted depth most in 32 (100 %) of the time; completion latency p50 6128 us" in descs["histogram"]
     assert "b [c]: error in 1 run(s)" not in descs["grid"] and "a [c]: passed in 1 run(s); failed in #2." in descs["grid"]
     assert "Error in every run that had them: b [c]." in descs["grid"]
-    assert descs["series"] == ("a [c]: qd32_iops, medians in IO/s: from 3000 to 5000 over 2 run(s); newest (#3) 3000. "
-                               "Noise band 4600 to 5400: outside it: #3.")
+    assert descs["series"] == ("a: qd32_iops of c, medians in IO/s: from 3000 to 5000 over 2 run(s); newest (#3) "
+                               "3000. Noise band 4600 to 5400: outside it: #3. The shaded bands are each line's "
+                               "noise band.")
 
 
 def test_the_verdict_grid_writes_each_outcome_in_its_cell() -> None:
@@ -305,5 +308,5 @@ def test_the_trend_page_says_its_grid_in_words(trend: str) -> None:
 def test_the_report_captions_each_chart_in_words() -> None:
     text = report_document([Record("n1", "queue-depth", "c", {}, "failed", "tcq", verdict=TCQ_OFF_VERDICT)])
     assert "<figure><svg" in text
-    assert ("<figcaption>Offered 1: the guest held 0.9, the host saw 0.8. "
-            "Offered 32: the guest held 30.1, the host saw 0.8.</figcaption></figure>") in text
+    assert ("<figcaption>Offered 1: the guest held 0.9, the host saw 0.8 (passes at 0.36 or more). "
+            "Offered 32: the guest held 30.1, the host saw 0.8 (passes at 12 or more).</figcaption></figure>") in text

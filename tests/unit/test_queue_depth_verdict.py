@@ -174,7 +174,8 @@ def test_properties_carry_every_number() -> None:
 def test_verdict_is_a_rule_verdict_with_the_depth_picture() -> None:
     v = judge_queue_depth(list(reversed(TCQ_OFF)), 128)
     assert v.rule == "queue-depth"
-    assert v.figures == (DepthFigure((DepthGroup(1, 0.9, 0.8), DepthGroup(32, 30.1, 0.8))),)  # by offered depth
+    # by offered depth, each with the host depth it passes at: 0.4 x min(offered, device limit, aqu-sz)
+    assert v.figures == (DepthFigure((DepthGroup(1, 0.9, 0.8, 0.4 * 0.9), DepthGroup(32, 30.1, 0.8, 0.4 * 30.1))),)
     no_queuing = judge_queue_depth([point(1, 150, 0.85, 0.9, 0.8), point(32, 152, 0.9, 31, 1.0)], 1)
     assert no_queuing.record_properties()["notes"] == "no command queuing: the device accepts one command at a time"
 

@@ -1,6 +1,7 @@
 """Every rule is two files and one page, and its module declares the same interface
-(model/rules/spec.py): ``RULE``, ``METRICS``, ``MIN_EFFECTS`` and one ``judge_*`` function that
-returns a ``RuleVerdict``; model/rules/__init__.py lists every rule module; measure/ imports none."""
+(model/rules/spec.py's ``RuleModule``): ``RULE``, ``METRICS``, ``MIN_EFFECTS``, ``BLAME``,
+``DEFAULT_REPEATS``, ``REPEATABLE``, ``HOST_CPU_BOUND`` and one ``judge_*`` function that returns a
+``RuleVerdict``; model/rules/__init__.py lists every rule module; measure/ imports none."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from types import ModuleType
 import pytest
 
 from model.across.run_to_run import MIN_EFFECT_FLOOR
-from model.rules import RULE_MODULES
-from model.rules.spec import DIRECTIONS, MetricSpec
+from model.blame import TRAIL_KEYS, BlameSettings
+from model.rules import RULE_MODULES, rule_module
+from model.rules.spec import DIRECTIONS, MetricSpec, RuleModule
 from model.rules.verdict import RuleVerdict
 from tests.unit.test_layering import import_graph
 
@@ -54,6 +56,40 @@ def test_metric_specs_are_patterns_with_a_unit_and_a_direction(module: ModuleTyp
 def test_minimum_effects_are_measured_fractions(module: ModuleType) -> None:
     assert isinstance(module.MIN_EFFECTS, Mapping)
     assert all(isinstance(v, float) and v >= MIN_EFFECT_FLOOR for v in module.MIN_EFFECTS.values())
+
+
+@MODULES
+def test_the_module_declares_every_name_of_the_interface(module: ModuleType) -> None:
+    """mypy checks the modules RULE_MODULES lists; this checks each at run time, by the Protocol's own names."""
+    missing = [name for name in typing.get_type_hints(RuleModule) if not hasattr(module, name)]
+    assert missing == [], f"{module.__name__} declares no {', '.join(missing)} (model/rules/spec.py)"
+
+
+@MODULES
+def test_blame_settings_name_settings_a_trail_follows(module: ModuleType) -> None:
+    assert isinstance(module.BLAME, BlameSettings) and isinstance(module.BLAME.keys, frozenset)
+    assert module.BLAME.keys <= set(TRAIL_KEYS), sorted(module.BLAME.keys - set(TRAIL_KEYS))
+
+
+@MODULES
+def test_repeats_are_declared(module: ModuleType) -> None:
+    assert type(module.DEFAULT_REPEATS) is int and module.DEFAULT_REPEATS >= 1
+    assert type(module.REPEATABLE) is bool
+    assert module.REPEATABLE or module.DEFAULT_REPEATS == 1, "a rule --repeats does not apply to measures once"
+
+
+@MODULES
+def test_host_cpu_bound_is_a_tuple_of_patterns(module: ModuleType) -> None:
+    assert isinstance(module.HOST_CPU_BOUND, tuple)
+    for pattern in module.HOST_CPU_BOUND:
+        assert isinstance(pattern, str)
+        re.compile(pattern)
+
+
+def test_a_rule_is_found_by_its_name() -> None:
+    assert [rule_module(m.RULE) for m in RULE_MODULES] == list(RULE_MODULES)
+    with pytest.raises(KeyError):
+        rule_module("no-such-rule")
 
 
 @MODULES

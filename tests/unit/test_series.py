@@ -275,3 +275,17 @@ def test_the_recorded_options_keep_what_the_default_series_is_made_of() -> None:
                  if k not in ("controllers", "inject")}}
     assert stored_series(stored, {}) == default_series(opts.series_inputs()) == opts.series == \
         "libvirt_local_virtio_blk_virtio_scsi_inject_tcq_off_file_debian_12"
+
+
+def test_a_user_image_whose_name_is_not_ascii_is_not_the_embedded_guests_series() -> None:
+    """``--image 日本語.raw`` (and ``--image embedded.qcow2``) name series of their own: ``--baseline
+    last`` and ``compare --last`` never judge them against the embedded guest's runs."""
+    from fixtures.options import SuiteOptions
+
+    def series(image: Path | None) -> str:
+        return SuiteOptions("libvirt", None, "qemu:///system", "auto", ("virtio-scsi",), "latency", 5.0, (1, 32),
+                            2.0, (), (), False, None, 120.0, Path("r"), Path("r/j.xml"), image=image).series
+
+    names = {series(None), series(Path("/srv/日本語.raw")), series(Path("/srv/中文.raw")),
+             series(Path("/srv/embedded.qcow2"))}
+    assert len(names) == 4, names

@@ -46,7 +46,7 @@ def test_junit_suite_properties_carry_what_was_tested() -> None:
 
 def test_report_shows_what_was_tested_one_column_per_controller() -> None:
     table = what_was_tested({"hypervisor": "libvirt", **embedded_run()})
-    assert table.startswith('<section id="tested"><h2>What was tested</h2>')
+    assert table.startswith('<section id="tested"><h2 id="tested-title">What was tested</h2>')
     assert "<tr><td>image</td><td>embedded:56a4ad75000f8008</td></tr>" in table
     assert "<th>virtio-scsi</th><th>virtio-blk</th>" in table
     # the same setting on both controllers is one row; a row where they differ is marked, in words

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -40,11 +41,26 @@ def test_two_nights_of_one_series(tmp_path: Path, store_url: str, capsys: pytest
     assert "<th>guest.kernel</th><td>6.1.0-56-amd64</td>" in page and "<th>inject</th><td>none</td>" in page
     texts = _texts(page)
     assert "queue-depth [libvirt:virtio-scsi:latency5ms]" in texts and "passed" in texts and "skipped" in texts
-    assert "queue-depth [libvirt:virtio-scsi:latency5ms]: qd32_iops" in texts
-    assert "noise band" in texts and "11-24 19:11 #1" in texts and "11-24 19:13 #2" in texts
-    # the tcq-off run's own series: one run, said so
+    assert "11-24 19:11 #1" in texts and "11-24 19:13 #2" in texts
+    # one chart per metric, a line per configuration across the runs (not a chart per configuration)
+    metrics = page.split('<div id="metrics">')[1]
+    titles = [t for t in _texts(metrics) if t.endswith(")") and ": " in t.split(" (")[0]]
+    assert "queue-depth: qd32_iops (IO/s)" in titles and len(titles) == len(set(titles)) == metrics.count("<svg")
+    assert _texts(metrics).count("libvirt:virtio-scsi:latency5ms") == len(titles)  # each chart's legend
+    assert _texts(metrics).count("libvirt:virtio-blk:latency5ms") == len(titles)
+    assert len(_font_sizes(page)) == 1  # every chart's words in one size
+    assert "width:49%" not in page  # each chart at its own size: no chart's text scaled up or down
+    # the tcq-off run's own series: one run, said so, its values in a table and no one-point charts
     assert main(["--store", store_url, "--run", "3", "-o", str(out)]) == 0
-    assert "Only one run of this series is stored" in out.read_text()
+    one = out.read_text()
+    assert "Only one run of this series is stored" in one and '<table id="one-run">' in one
+    assert "<svg" not in one.split('<div id="metrics">')[1]
+    assert "<td>queue-depth</td><td>libvirt:virtio-scsi:latency5ms</td><td>qd32_iops</td>" in one
+
+
+def _font_sizes(page: str) -> set[str]:
+    """The font sizes of every text in the page's SVGs."""
+    return set(re.findall(r"<text[^>]*font-size: ([0-9.]+)px", page))
 
 
 def test_bands_come_from_the_shown_runs_or_the_measured_table() -> None:

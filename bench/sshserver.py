@@ -1,4 +1,5 @@
-"""A private SSH server on loopback standing in for a remote libvirt host: Debian's own ``sshd``
+"""A private SSH server on loopback standing in for a remote libvirt host (for the e2e tests of remote
+hosts and python -m bench.pool_starts, which imports no test module): Debian's own ``sshd``
 (openssh-server) with its own host key, config and port, root login with a key made for the
 test; stopped and removed afterwards, also when a test fails. The system's sshd (if any) and its
 configuration are neither used nor touched.
