@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from hypervisors.cleanup import install_signal_handlers, restore_signal_handlers
+from tests.libvirt_python import needs_libvirt
 from tests.unit.test_gate_plugin import _run
 
 #: A hot-plug rule Ctrl-C'd seven times: once in its measurement, three times while it undoes what it
@@ -53,6 +54,7 @@ RULES = textwrap.dedent('''
 ''')
 
 
+@needs_libvirt  # the run it starts loads the libvirt backend
 def test_seven_ctrl_c_end_the_run_as_one_does(tmp_path: Path) -> None:
     done = tmp_path / "done"
     done.mkdir()
