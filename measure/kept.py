@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from guest.tools.sysfs import KEPT_SETTINGS, SCHEDULER, Restored, SettingNotRestored, Sysfs, shown
+from model.errors import GuestDied
 from transport.ssh import GuestCommandError
 
 if TYPE_CHECKING:
@@ -49,7 +50,9 @@ def kept_settings(disks: Sequence[GuestDisk]) -> Iterator[list[Restored]]:
             try:
                 restored.extend(_set_back(d, before[d.kernel_name]))
                 d.kept = before[d.kernel_name]
-            except (GuestCommandError, SettingNotRestored, OSError) as e:
+            # a guest that died in the rule raises GuestDiedEarlier here: after a failed block its own
+            # exception is kept, or the rule's ERROR would read "not run: the guest died earlier"
+            except (GuestCommandError, SettingNotRestored, OSError, GuestDied) as e:
                 if not failed:
                     raise
                 log.warning("%s: could not check or set back its settings after the rule: %s", d.label,
