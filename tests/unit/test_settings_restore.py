@@ -13,8 +13,9 @@ import pytest
 from guest.tools.sysfs import Restored, SettingNotRestored, Sysfs, takeable
 from guest.tools.tool import GuestTools
 from measure.kept import kept_settings
+from model.errors import GuestDiedEarlier
 from tests.unit.fake_shell import FakeShell, Reply, fake_disk
-from transport.ssh import GuestCommandError
+from transport.ssh import CommandResult, GuestCommandError
 
 #: virtio-blk's scratch disk (4 KiB physical blocks) under Linux 6.12: granularity raised to 4096, the
 #: device's maximum 2 GiB - 512 (QEMU's max-discard-sectors 4194303)
@@ -165,3 +166,16 @@ def test_after_a_disks_first_rule_one_read_a_rule_suffices() -> None:
     with kept_settings([disk]) as restored:
         pass
     assert [r.setting for r in restored] == ["queue/read_ahead_kb"] and kernel.files["queue/read_ahead_kb"] == "128"
+
+
+def test_a_guest_that_died_in_the_rule_keeps_the_rules_own_error() -> None:
+    """The set-back's read finds the guest dead (GuestDiedEarlier): the rule's ERROR must stay its own
+    error, never turn into "not run: the guest died earlier"."""
+    kernel = Kernel612()
+    disk = fake_disk(kernel.shell())
+    shell = disk.tools.shell
+    with pytest.raises(RuntimeError, match="the hold was never released"), kept_settings([disk]):
+        def dead(command: str, check: bool = True, timeout_s: float = 300.0) -> CommandResult:
+            raise GuestDiedEarlier("the guest died earlier: its hypervisor hung in a storage stall")
+        shell.run = dead  # type: ignore[method-assign]
+        raise RuntimeError("the hold was never released")
