@@ -82,7 +82,7 @@ def test_making_a_backend_sweeps_nothing(leftovers: Leftovers) -> None:
     cleanup = CleanupStack()
     try:
         LibvirtBackend(cleanup, URI).close()
-        opts = SimpleNamespace(libvirt_uri=URI, accel="tcg", guest_kernel_deb=None, vcenter=None, image=None,
+        opts = SimpleNamespace(libvirt_uri=URI, accel="tcg", guest_kernel_deb=None, guest_kernel=None, vcenter=None, image=None,
                                firmware="bios", controllers=(), emulator=None, machine=DEFAULT_MACHINE,
                                host_dir="/var/tmp/vioconform")
         LibvirtBackend.from_options(cleanup, opts).close()  # the suite's way (the image is cached: no build)
