@@ -37,3 +37,5 @@ class BackendDefaults:
     boots_images: bool
     #: the run property that says which build of the hypervisor ran, "unknown (...)" when it could not be read
     version_property: str
+    #: the run's ``image`` property for a guest booted from neither ``--image`` nor the embedded guest
+    other_image: str

@@ -15,4 +15,5 @@ WINDOW_S = 2.0
 DEFAULTS = BackendDefaults(
     name="libvirt", title="libvirt", controllers=("virtio-scsi", "virtio-blk"), window_s=WINDOW_S, window_note="",
     host_pool=True, names_disk=True, where="libvirt: {hosts}", boots_images=True, version_property="qemu.version",
+    other_image="unknown (neither --image nor the embedded guest)",
 )

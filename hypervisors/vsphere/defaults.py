@@ -11,5 +11,5 @@ WINDOW_S = 60.0
 DEFAULTS = BackendDefaults(
     name="vsphere", title="vSphere", controllers=("pvscsi", "lsilogic-sas"), window_s=WINDOW_S,
     window_note=", whose counters come in 20 s samples", host_pool=False, names_disk=False, where="vCenter {hosts}",
-    boots_images=False, version_property="vcenter.version",
+    boots_images=False, version_property="vcenter.version", other_image="the vSphere template of --vcenter",
 )
