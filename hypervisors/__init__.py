@@ -10,6 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from hypervisors.defaults import BackendDefaults
+from hypervisors.libvirt.defaults import DEFAULTS as LIBVIRT_DEFAULTS
+from hypervisors.vsphere.defaults import DEFAULTS as VSPHERE_DEFAULTS
+
 #: backend name -> (module:class, module:controller table, what to install when the import fails).
 #: The controller tables import no connection SDK (libvirt's is pure; vSphere's needs pyvmomi's
 #: pure-Python type library), so options are checked before, and without, the backend's SDK.
@@ -19,6 +23,8 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
     "vsphere": ("hypervisors.vsphere.backend:VSphereBackend", "hypervisors.vsphere.controllers:CONTROLLERS",
                 "pip install pyvmomi"),
 }
+#: Each backend's defaults and naming (its ``defaults.py``, which imports no SDK), in BACKENDS' order.
+DEFAULTS: dict[str, BackendDefaults] = {d.name: d for d in (LIBVIRT_DEFAULTS, VSPHERE_DEFAULTS)}
 
 
 class BackendUnavailable(RuntimeError):
@@ -56,3 +62,11 @@ def guest_driver(name: str, controller: str) -> str:
     except BackendUnavailable:
         return ""
     return str(getattr(table.get(controller), "guest_driver", "") or "")
+
+
+def backend_defaults(name: str) -> BackendDefaults:
+    """The backend's defaults and naming (hypervisors/defaults.py), without importing its SDK."""
+    try:
+        return DEFAULTS[name]
+    except KeyError:
+        raise BackendUnavailable(f"unknown hypervisor backend {name!r}; choose one of {', '.join(BACKENDS)}") from None

@@ -60,8 +60,14 @@ EMBEDDED_IMAGE = "embedded"
 UNKNOWN_TEMPLATE = "template"
 #: The host name of a vCenter whose name is not known (a run stored before series were recorded).
 UNKNOWN_VCENTER = "vcenter"
-#: The host name of this machine's libvirt daemon (fixtures/hosts.py default_name).
+#: The host name of this machine's libvirt daemon (hypervisors/libvirt/inventory.py default_name).
 LOCAL_HOST = "local"
+#: What a run stored before series were recorded said of where it ran, by its backend: the host its
+#: series names when it stored none, and its image name when that is a template's (None: the run's
+#: image file or the embedded guest, from its options or fingerprint). Such runs came from these two
+#: backends only (a backend added since records its series); any other name reads as libvirt's.
+UNRECORDED_TARGET: dict[str, tuple[str, str | None]] = {"libvirt": (LOCAL_HOST, None),
+                                                        "vsphere": (UNKNOWN_VCENTER, UNKNOWN_TEMPLATE)}
 #: An image name the reduction to a name part keeps whole: lower-case ASCII letters and digits in runs
 #: joined by single hyphens (``debian-12-genericcloud-amd64``, ``rhel9``), so its part (hyphens made
 #: ``_``) names it alone. Any other name (capitals, dots, underscores, non-ASCII letters) would share
@@ -165,11 +171,12 @@ def stored_inputs(options: Mapping[str, str], fingerprint: Mapping[str, str]) ->
     latency disk of 5 ms; the host ``local`` (a pool's host names are its fingerprint's
     ``<host>:`` prefixes); the embedded guest, unless the fingerprint's ``image`` names a file."""
     hypervisor = options.get("hypervisor") or "libvirt"
+    unknown_host, template = UNRECORDED_TARGET.get(hypervisor, UNRECORDED_TARGET["libvirt"])
     hosts = _listed(options.get("hosts"))
     if not hosts:
         hosts = tuple(sorted({k.partition(":")[0] for k in fingerprint if ":" in k}))
     if not hosts:
-        hosts = (UNKNOWN_VCENTER if hypervisor == "vsphere" else LOCAL_HOST,)
+        hosts = (unknown_host,)
     try:
         latency = float(options.get("disk_latency_ms") or DEFAULT_DISK_LATENCY_MS)
     except ValueError:
@@ -177,10 +184,8 @@ def stored_inputs(options: Mapping[str, str], fingerprint: Mapping[str, str]) ->
     image = options.get("image")
     if image in (None, "", "null"):
         image = fingerprint.get("image")
-    if hypervisor == "vsphere":
-        name = UNKNOWN_TEMPLATE
-    else:  # a file's path, or embedded:<recipe>; "unknown (...)" where the guest said nothing
-        name = image_name(image if image and ("/" in image or image.startswith(EMBEDDED_IMAGE)) else None)
+    # a file's path, or embedded:<recipe>; "unknown (...)" where the guest said nothing
+    name = template or image_name(image if image and ("/" in image or image.startswith(EMBEDDED_IMAGE)) else None)
     return SeriesInputs(hypervisor, hosts, _listed(options.get("controllers")), _listed(options.get("inject")),
                         options.get("disk_backing") or DEFAULT_DISK_BACKING, latency, name)
 

@@ -7,7 +7,10 @@ import pytest
 
 from model.across.fingerprint import change_line, changes
 from model.across.series import (
+    LOCAL_HOST,
     MAX_SERIES_CHARS,
+    UNKNOWN_TEMPLATE,
+    UNKNOWN_VCENTER,
     SeriesInputs,
     default_series,
     image_name,
@@ -112,6 +115,13 @@ def test_a_run_stored_before_series_gets_its_default_from_what_it_stored() -> No
     pool = {"kvm7:qemu.version": "7.2.22", "kvm8:qemu.version": "9.2.0"}
     assert stored_inputs(options, pool).hosts == ("kvm7", "kvm8")
     assert stored_series(options, fp, given="qemu_nightly") == "qemu_nightly"
+
+
+def test_a_vsphere_run_stored_before_series_names_an_unknown_vcenter_and_template() -> None:
+    inputs = stored_inputs({"hypervisor": "vsphere", "controllers": "pvscsi", "inject": "none",
+                            "image": "/srv/img/x.qcow2"}, {"vcenter.version": "8.0"})
+    assert (inputs.hosts, inputs.image_name) == ((UNKNOWN_VCENTER,), UNKNOWN_TEMPLATE)
+    assert stored_inputs({"hypervisor": "libvirt", "controllers": "nvme"}, {}).hosts == (LOCAL_HOST,)
 
 
 def test_what_changed_names_the_build_first() -> None:

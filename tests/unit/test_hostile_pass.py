@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.hosts import InventoryError, hosts_from_uris, load_inventory
 from fixtures.progress import durations_of
 from hypervisors.cli import emit
+from hypervisors.libvirt.inventory import InventoryError, hosts_from_uris, load_inventory
 from model.across.against_baseline import against_baseline, series_of
 from model.rules.verdict import RuleVerdict
 from reports import compare, trend
