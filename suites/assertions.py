@@ -18,7 +18,7 @@ from model.across.against_baseline import BaselineMissing, against_baseline
 from model.rules import blame
 from model.rules.verdict import combine_repeats
 from reports.per_test import raw_dir
-from suites import kernel_log
+from suites import kernel_log_watch
 
 if TYPE_CHECKING:
     from fixtures.options import SuiteOptions
@@ -70,11 +70,11 @@ def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, onc
     ``NAME.rK``), combine the verdicts (model.rules.verdict.combine_repeats: ``exact`` checks fail
     on any failing repeat, measured ones by the majority), compare with the stored ``baseline``
     when one is given, and conclude; a failure is blamed on a layer from ``disks``' settings.
-    The guest of ``disks`` has its kernel log checked over all the repeats (suites/kernel_log.py), and
+    The guest of ``disks`` has its kernel log checked over all the repeats (suites/kernel_log_watch.py), and
     ``disks``' settings are set back afterwards where a repeat left one changed (measure/kept.py), also
     when it failed or errored: the next rule sees the disks as they were."""
     __tracebackhide__ = True
-    kernel_log.watch(record, disks)  # the kernel-log check's mark: before the first repeat (suites/kernel_log.py)
+    kernel_log_watch.watch(record, disks)  # the kernel-log check's mark: before the first repeat (suites/kernel_log_watch.py)
     verdicts = []
     with kept_settings(disks):
         for k in range(1, repeats + 1):
@@ -107,9 +107,9 @@ def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir:
     for) and conclude. A baseline with nothing to compare for this rule and configuration is never
     a plain pass: a failing verdict fails with the reason in a note, a passing one is an ERROR
     (BaselineMissing), its verdict and numbers kept in the record. First the guest's kernel log
-    since the rule's mark is judged into ``verdict`` (suites/kernel_log.py)."""
+    since the rule's mark is judged into ``verdict`` (suites/kernel_log_watch.py)."""
     __tracebackhide__ = True
-    verdict = kernel_log.fold(record, verdict, raw_dir)
+    verdict = kernel_log_watch.fold(record, verdict, raw_dir)
     share = hostload.take(record.nodeid)
     if share is not None:  # the evidence a later comparison with this run needs (model/parse/hostcpu.py)
         record.add(host_vcpu_wait_pct=share.wait_pct, host_vcpu_run_pct=share.run_pct)

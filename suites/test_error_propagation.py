@@ -21,7 +21,7 @@ from hypervisors.base import ErrorInjector, ErrorPolicyContradicted, InjectionUn
 from measure.disk import GuestDisk
 from measure.injected import run_healed, run_injected
 from model.injection import Kind
-from model.kernel_log import InjectedErrors
+from model.kernel_log_check import InjectedErrors
 from model.parse.fio_errors import parse_fio_error_run
 from model.parse.fio_json import parse_fio_json
 from model.parse.kernel_io_errors import window_after
@@ -44,7 +44,7 @@ from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
 from suites.assertions import judge_rule
-from suites.kernel_log import expect_io_errors
+from suites.kernel_log_watch import expect_io_errors
 from suites.needs import needed
 
 #: fio's depth: requests in flight together, so that a failing one is answered beside completing ones.
@@ -110,7 +110,7 @@ def test_error_propagation(scratch_disk: GuestDisk, suite_options: SuiteOptions,
                injected_sectors=injected("read").sectors, kernel_error_sectors=f"{first}-{last}")
 
     def once(raw: Path) -> RuleVerdict:
-        # the kernel-log check (suites/kernel_log.py, watching since judge_repeated began) is told too
+        # the kernel-log check (suites/kernel_log_watch.py, watching since judge_repeated began) is told too
         expect_io_errors(record, *(InjectedErrors(disk.kernel_name, lo, hi - lo + 1)
                                    for lo, hi in {kernel_error_sectors(WORKLOAD, kind) for kind in ("read", "write")}))
         phases: list[PhaseRun] = []

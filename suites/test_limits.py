@@ -16,7 +16,7 @@ from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.per_test import Record
 from suites.assertions import judge_rule
-from suites.kernel_log import provoke_kernel_warning
+from suites.kernel_log_watch import provoke_kernel_warning
 
 
 @pytest.mark.rule("limits")

@@ -63,7 +63,7 @@ SHARED_METRICS: Metrics = (
     (r"baseline_worse|baseline_moved|baseline_not_judged", MetricSpec("", PARAM)),
     # a failed verdict's layer at fault and why (model/blame.py, reports/junit.py)
     (r"blame|blame_reason", MetricSpec("", PARAM)),
-    # the kernel-log check of every rule (model/kernel_log.py): the kernel's lines during the rule, those
+    # the kernel-log check of every rule (model/kernel_log_check.py): the kernel's lines during the rule, those
     # that failed it, their kinds, and the I/O errors in a range the rule injected errors into itself;
     # kernel_log_source (what read the log) is a .*_source above
     (r"kernel_log_(new|bad)_lines|kernel_log_expected_errors", MetricSpec("lines", PARAM)),

@@ -14,8 +14,8 @@ from model.across.against_baseline import against_baseline
 from model.across.moves import Series
 from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits, DepthLimit, GuestLimits, IoMax, parse_guest_limits
-from model.kernel_log import InjectedErrors, check_kernel_log, with_kernel_log
-from model.parse.kernel_log import parse_kernel_log
+from model.kernel_log_check import InjectedErrors, check_kernel_log, with_kernel_log
+from model.parse.dmesg import parse_kernel_log
 from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
 from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity
@@ -67,7 +67,7 @@ SHARED_PROPERTIES = ("notes", "repeats", "repeats_passed", "baseline_source", "b
                      "baseline_worse", "baseline_moved", "baseline_not_judged")
 #: Written around the verdict rather than by it (so not checked against the shared code's output here).
 AROUND_THE_VERDICT = ("host_vcpu_wait_pct", "host_vcpu_run_pct", "blame", "blame_reason")
-#: What the kernel-log check adds to every rule's verdict (model/kernel_log.py, suites/kernel_log.py).
+#: What the kernel-log check adds to every rule's verdict (model/kernel_log_check.py, suites/kernel_log_watch.py).
 KERNEL_LOG_PROPERTIES = ("kernel_log_source", "kernel_log_new_lines", "kernel_log_bad_lines", "kernel_log_bad_kinds",
                          "kernel_log_expected_errors")
 
