@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, Self
 from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits
+from model.error_injection import ErrorPolicy, InjectedRange
 from model.errors import HypervisorError
-from model.injection import ErrorPolicy, InjectedRange
 from model.parse.backend_writes import BackendWrite
 from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes, HostUnmapCounters
 from model.parse.hostcpu import VcpuTimes

@@ -15,12 +15,12 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.devmapper import MirrorUnavailable, SwallowingMirror
-from guest.tools.errorpath import ErrorPath
+from guest.tools.error_propagation import ErrorPath
 from guest.tools.fio import FioJob
 from hypervisors.base import ErrorInjector, ErrorPolicyContradicted, InjectionUnavailable
 from measure.disk import GuestDisk
-from measure.injected import run_healed, run_injected
-from model.injection import Kind
+from measure.error_propagation import run_healed, run_injected
+from model.error_injection import Kind
 from model.kernel_log_check import InjectedErrors
 from model.parse.fio_errors import parse_fio_error_run
 from model.parse.fio_json import parse_fio_json

@@ -2,7 +2,7 @@
 requests it failed, is logged by the guest's kernel at the right sector, is retried only as the
 driver documents, and is reported at once; the disk works again once the error is gone.
 
-The host makes a known range of the scratch disk fail with EIO (model/injection.py: QEMU's
+The host makes a known range of the scratch disk fail with EIO (model/error_injection.py: QEMU's
 ``blkdebug`` under the disk's block node, ``rerror``/``werror=report`` on the device), for reads
 and then for writes, while the guest reads (then writes) requests that cover the range and more
 (:data:`WORKLOAD`: fio with ``continue_on_error``, no verification). For each direction:
@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model.blame import Blame, BlameSettings
-from model.injection import SECTOR_BYTES, ErrorPolicy, InjectedRange, Kind
+from model.error_injection import SECTOR_BYTES, ErrorPolicy, InjectedRange, Kind
 from model.parse.blockstats import HostRequestOutcomes
 from model.parse.fio_errors import FioErrorRun
 from model.parse.kernel_io_errors import RATELIMIT_BURST, RATELIMIT_INTERVAL_S, KernelWindow
