@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
-from guest.tools.disksize import DiskSize
 from guest.tools.ext4 import Ext4, Resize2fs
 from guest.tools.fio import Fio, FioJob
 from guest.tools.kernel_log_reader import KernelLog
+from guest.tools.resize import DiskSize
 from guest.tools.system import WorkDir
 from guest.tools.tool import ToolMissing
 from hypervisors.base import DiskResizer, ResizeUnavailable
