@@ -29,7 +29,7 @@ from typing import assert_never
 
 from model.rules.figures import DepthFigure, Figure, HistogramFigure, PairFigure, RangeFigure, TimelineFigure
 from reports.a11y import OUTCOME_FILLS, TEXT, badge, badge_css, chart_summary, counts_text
-from reports.per_test import Record, RunStatus, section_id
+from reports.records import Record, RunStatus, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
 from reports.run_header import RunHeader, header_html
 
@@ -71,7 +71,7 @@ def incomplete_banner(status: RunStatus | None) -> str:
 
 def verdict_grid(recs: list[Record]) -> str:
     """The verdicts at a glance: one row per rule, one column per configuration, each cell the
-    outcome's badge linking to its section (``#<rule>--<configuration>``, reports.per_test.section_id), a dash where the rule did not run on
+    outcome's badge linking to its section (``#<rule>--<configuration>``, reports.records.section_id), a dash where the rule did not run on
     that configuration; a sentence with the counts above it."""
     if not recs:
         return ""

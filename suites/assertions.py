@@ -17,7 +17,7 @@ from measure.kept import kept_settings
 from model.across.against_baseline import BaselineMissing, against_baseline
 from model.rules import blame
 from model.rules.verdict import combine_repeats
-from reports.per_test import raw_dir
+from reports.records import raw_dir
 from suites import kernel_log_watch
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from model.blame import Trail
     from model.rules.verdict import RuleVerdict
     from reports.baseline import StoredBaseline
-    from reports.per_test import Record
+    from reports.records import Record
 
 
 def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir: Path) -> None:
@@ -38,7 +38,7 @@ def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir:
 
 def raw_dir_for(results_dir: Path, config_id: str) -> Path:
     """Where a configuration's raw measurements go: ``results/raw/libvirt_virtio-scsi_latency5ms``
-    (reports.per_test.raw_dir, which the JUnit file names too)."""
+    (reports.records.raw_dir, which the JUnit file names too)."""
     return raw_dir(results_dir, config_id)
 
 

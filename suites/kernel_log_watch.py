@@ -29,7 +29,7 @@ from model.parse.dmesg import parse_kernel_log
 if TYPE_CHECKING:
     from measure.disk import GuestDisk
     from model.rules.verdict import RuleVerdict
-    from reports.per_test import Record
+    from reports.records import Record
 
 def raw_file(rule: str) -> str:
     """The file in a rule's raw directory that keeps every line the guest's kernel logged during it (rules of

@@ -30,7 +30,7 @@ from model.rules.buffered_direct import (
     parse_baseline,
 )
 from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from reports.results import file_mode, write_atomic
 from suites.assertions import conclude_against, raw_dir_for, trails_of
 from suites.kernel_log_watch import watch

@@ -15,7 +15,7 @@ from hypervisors.base import BackingUnreadable
 from measure.disk import GuestDisk
 from model.rules.data_integrity import RULE
 from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from suites.assertions import judge_rule
 from suites.integrity import once
 from suites.needs import needed

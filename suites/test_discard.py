@@ -45,7 +45,7 @@ from model.rules.discard import (
 )
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from suites.assertions import judge_rule
 from suites.needs import needed
 

@@ -42,7 +42,7 @@ from model.rules.error_propagation import (
 )
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from suites.assertions import judge_rule
 from suites.kernel_log_watch import expect_io_errors
 from suites.needs import needed

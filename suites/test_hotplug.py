@@ -41,7 +41,7 @@ from model.rules.hotplug import (
 from model.rules.limits import compare_limits
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from suites.assertions import judge_rule
 from suites.kernel_log_watch import expect_io_errors
 from suites.needs import needed

@@ -21,7 +21,7 @@ from model.rules.figures import histogram_figure
 from model.rules.io_size import REQUEST_BYTES, IoSizeMeasurement, judge_io_size
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from suites.assertions import judge_rule
 
 #: Requests in flight: enough to keep a latency disk busy, few enough that a 1 MiB request

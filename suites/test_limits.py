@@ -14,7 +14,7 @@ from measure.disk import GuestDisk
 from model.rules.limits import judge_limits
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from suites.assertions import judge_rule
 from suites.kernel_log_watch import provoke_kernel_warning
 

@@ -16,7 +16,7 @@ from measure.window import measure
 from model.rules.multi_queue import judge_multiqueue
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from suites.assertions import judge_rule
 from suites.needs import needed
 

@@ -25,7 +25,7 @@ from model.rules.figures import histogram_figure
 from model.rules.queue_depth import DeviceSaid, judge_queue_depth
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from suites.assertions import judge_rule
 from suites.queue_depth_points import depth_point, guest_path
 

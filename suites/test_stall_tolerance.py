@@ -17,7 +17,7 @@ from measure.stall_tolerance import StallMeasurement, drain_bound_s, measure_sta
 from model.rules.stall_tolerance import StallRun, hold_problem, judge_stall_tolerance, judged, recovery_lines
 from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from suites.assertions import judge_rule
 from suites.needs import needed
 

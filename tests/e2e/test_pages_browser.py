@@ -31,7 +31,7 @@ from model.rules.hotplug import judge_hotplug
 from model.rules.resize import bound_for, judge_resize
 from reports.a11y import GUEST, HOST, OUTCOME_FILLS
 from reports.html import write_html
-from reports.per_test import Record, settle
+from reports.records import Record, settle
 from reports.store import Store
 from reports.trend import main as trend_main
 from tests.model.test_discard import SCSI, WHERE, _healthy

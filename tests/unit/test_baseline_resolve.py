@@ -12,7 +12,7 @@ from fixtures.outcomes import RuleFailure
 from model.across.against_baseline import BaselineMissing
 from model.rules.verdict import RuleVerdict
 from reports.baseline import resolve_baseline
-from reports.per_test import Record, RunStatus, settle
+from reports.records import Record, RunStatus, settle
 from reports.store import Store, StoreError
 from suites.assertions import conclude_against
 from tests.unit.test_store import BLK, QD, SERIES, SUITE, healthy, write_run

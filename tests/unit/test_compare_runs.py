@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reports.compare import main
-from reports.per_test import Record, RunStatus, settle
+from reports.records import Record, RunStatus, settle
 from reports.store import Store
 from tests.unit.test_store import BLK, QD, SERIES, SUITE, healthy, write_run
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fixtures.options import SuiteOptions
 from model.rules.verdict import RuleVerdict
-from reports.per_test import Record
+from reports.records import Record
 from suites.assertions import judge_rule, raw_dir_for
 from tests.unit.fake_shell import FakeShell, fake_disk
 

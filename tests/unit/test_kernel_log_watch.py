@@ -15,7 +15,7 @@ from fixtures.outcomes import RuleFailure
 from guest.tools.kernel_log_reader import KernelLog, KernelLogUnreadable, KernelWarning
 from model.kernel_log_check import InjectedErrors
 from model.rules.verdict import RuleVerdict
-from reports.per_test import Record
+from reports.records import Record
 from suites import kernel_log_watch
 from suites.assertions import judge_repeated
 from tests.unit.fake_shell import FakeShell, Reply, fake_disk

@@ -28,7 +28,7 @@ from reports.a11y import (
 )
 from reports.charts import depth_svg, histogram_svg, pair_svg, verdict_grid_svg
 from reports.html import report_document, write_html
-from reports.per_test import Record, settle
+from reports.records import Record, settle
 from reports.store import Store
 from reports.trend import main as trend_main
 from reports.trend_charts import MetricLine, metric_svg

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from model.rules.verdict import Number, RuleVerdict, repeat_properties
-from reports.per_test import Record, settle
+from reports.records import Record, settle
 
 
 def _rec(name: str, **kw: object) -> Record:

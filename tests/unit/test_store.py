@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from reports.junit import write_junit
-from reports.per_test import Record, RunStatus, settle
+from reports.records import Record, RunStatus, settle
 from reports.store import Store, StoreError, main, meta_table, read_results_dir
 
 QD = "libvirt:virtio-scsi:latency5ms"

@@ -14,7 +14,7 @@ import pytest
 from model.parse.guestfacts import disk_properties, image_properties, parse_disk_facts, parse_system_facts
 from reports.html import report_document, what_was_tested
 from reports.junit import junit_document
-from reports.per_test import Record
+from reports.records import Record
 from tests.unit.fake_shell import DATA
 
 ROOT = Path(__file__).resolve().parents[2]
