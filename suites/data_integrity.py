@@ -10,8 +10,8 @@ import logging
 import secrets
 from pathlib import Path
 
+from guest.tools.data_integrity import READBACK_JOB, DeviceMapper, IntegrityWrites
 from guest.tools.fio import FioOutput
-from guest.tools.integrity import READBACK_JOB, DeviceMapper, IntegrityWrites
 from guest.tools.system import PageCache
 from hypervisors.base import BackingStore
 from measure.disk import GuestDisk
