@@ -26,10 +26,10 @@ from fixtures.options_guest import (
     IMAGE_MEMORY_MIB,
 )
 from fixtures.options_measure import DEFAULT_WINDOW_S
-from guest.image.build import ensure_image
-from guest.image.user import inspect_image
 from guest.tools.fio import FioJob
 from hypervisors.base import ImageRequest
+from images.build import ensure_image
+from images.user import inspect_image
 from measure.standalone import standalone_guest
 from measure.window import measure
 from model.rules.queue_depth import judge_queue_depth

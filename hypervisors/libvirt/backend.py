@@ -31,9 +31,6 @@ from xml.sax.saxutils import escape, quoteattr
 import libvirt
 import paramiko
 
-from guest.image.build import KERNEL_ARGS, GuestImage, ensure_image
-from guest.image.pvh import PVH_NAME, pvh_kernel
-from guest.image.user import UserImageError
 from hypervisors.base import (
     BackendOptions,
     BackingUnreadable,
@@ -89,6 +86,9 @@ from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qmp import DomainQmp
 from hypervisors.libvirt.qom import read_advertised
 from hypervisors.libvirt.resize import QmpResizer
+from images.build import KERNEL_ARGS, GuestImage, ensure_image
+from images.pvh import PVH_NAME, pvh_kernel
+from images.user import UserImageError
 from model.advertised import Advertised
 from model.errors import HypervisorError, ParseError
 from model.parse.blockstats import HostBlockCounters
@@ -336,7 +336,7 @@ class LibvirtBackend(HypervisorBackend):
     @functools.cached_property
     def boot_kernel(self) -> Path:
         """The kernel QEMU is given: on this machine's libvirt the PVH ELF where the kernel has one
-        (guest.image.pvh: no decompressor to emulate, about 2.3 s less per boot under TCG), else
+        (images.pvh: no decompressor to emulate, about 2.3 s less per boot under TCG), else
         the bzImage. A remote host gets the bzImage: the ELF is 62 MiB against 8 MiB, staged over
         SFTP at every run, which over a network costs more than the decompression it saves."""
         if not self.local:

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from matplotlib import image
 
-from guest.cache import build_lock, cache_dir, use_entry
+from images.cache import build_lock, cache_dir, use_entry
 from model.rules.discard import judge_discard
 from model.rules.figures import HistogramFigure, buckets
 from model.rules.hotplug import judge_hotplug

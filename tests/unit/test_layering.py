@@ -12,7 +12,8 @@ below its own, never a sibling or a higher one::
 
     model                       pure data: parse/ (foreign formats), rules/ (verdicts), across/ (across runs)
     transport                   SSH to a guest
-    guest                       the guest image, its cache, the tools run in it
+    images                      what the host builds for a guest and caches: the embedded image, the static fio
+    guest                       the programs run in the guest (guest/tools/)
     hypervisors                 the backends
     measure                     one measured window, a guest outside pytest
     fixtures                    the pytest plugin: options, hooks, fixtures
@@ -46,7 +47,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The chain of layers, lowest first: each may import every one before it.
-CHAIN = ("model", "transport", "guest", "hypervisors", "measure", "fixtures", "suites")
+CHAIN = ("model", "transport", "images", "guest", "hypervisors", "measure", "fixtures", "suites")
 #: Package (or module) -> the packages it may import besides itself. The longest matching name wins,
 #: so a module can sit above its package. ``None``: an entry point, which may import anything.
 MAY_IMPORT: dict[str, frozenset[str] | None] = {
@@ -60,7 +61,7 @@ MAY_IMPORT: dict[str, frozenset[str] | None] = {
 PYTEST_FREE = ("model", "reports")
 PYTEST_MODULES = ("pytest", "_pytest", "pluggy")
 #: The project's own tests import whatever they test: checked for cycles only by not being listed.
-SOURCES = ("model", "transport", "reports", "guest", "hypervisors", "measure", "fixtures", "suites", "bench",
+SOURCES = ("model", "transport", "reports", "images", "guest", "hypervisors", "measure", "fixtures", "suites", "bench",
            "conftest.py")
 
 
@@ -195,7 +196,7 @@ def test_no_import_cycle_between_modules() -> None:
 
 def test_packages_import_only_lower_layers() -> None:
     bad = upward_edges(import_graph())
-    assert not bad, "imports against the layering (model <- transport <- guest <- hypervisors <- measure <- " \
+    assert not bad, "imports against the layering (model <- transport <- images <- guest <- hypervisors <- measure <- " \
                     "fixtures <- suites; reports imports model only):\n" + "\n".join(bad)
 
 
@@ -233,6 +234,9 @@ def test_checker_resolves_relative_imports() -> None:
     ("measure.window", "hypervisors.base", True),
     ("reports.html", "hypervisors.vsphere.config", False),
     ("transport.ssh", "hypervisors.base", False),
+    ("guest.tools.fio_push", "images.fio_static", True),  # a guest tool pushes what the host built
+    ("images.build", "guest.tools.fio", False),  # the host's build runs nothing in a guest
+    ("hypervisors.libvirt.imageboot", "images.seed", True),
     ("reports.junit", "fixtures.session", False),  # reports reads typed records: the plugin is above it
     ("fixtures.session", "reports.results", True),
     ("hypervisors.libvirt.accel", "hypervisors.libvirt.backend", True),  # inside a package: cycles decide
