@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from model.blame import Blame
+from model.judging.verdict import Number, RuleVerdict
 from model.parse.dmesg import KernelLogLine
-from model.rules.verdict import Number, RuleVerdict
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
-from model.rules.figures import (
+from model.judging.figures import (
     Buckets,
     DepthFigure,
     HistogramFigure,

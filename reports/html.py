@@ -1,6 +1,6 @@
 """A one-file HTML report: verdict table, and per configuration the pictures of its verdict.
 
-The pictures come from the verdict's typed figures (``model.rules.figures``), never from the
+The pictures come from the verdict's typed figures (``model.judging.figures``), never from the
 names of its JUnit properties. For the queue-depth rule the picture is the whole story at a
 glance: for each offered depth, three bars: what the workload offered, what the guest block
 layer held (aqu-sz) and what the host saw. A healthy guest has three similar bars; the Solaris
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import assert_never
 
-from model.rules.figures import DepthFigure, Figure, HistogramFigure, PairFigure, RangeFigure, TimelineFigure
+from model.judging.figures import DepthFigure, Figure, HistogramFigure, PairFigure, RangeFigure, TimelineFigure
 from reports.a11y import OUTCOME_FILLS, TEXT, badge, badge_css, chart_summary, counts_text
 from reports.records import Record, RunStatus, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic

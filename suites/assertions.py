@@ -15,8 +15,8 @@ from fixtures.outcomes import RuleFailure
 from measure import hostload
 from measure.kept import kept_settings
 from model.across.against_baseline import BaselineMissing, against_baseline
+from model.judging.verdict import combine_repeats
 from model.rules import blame
-from model.rules.verdict import combine_repeats
 from reports.records import raw_dir
 from suites import kernel_log_watch
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from fixtures.options import SuiteOptions
     from measure.disk import GuestDisk
     from model.blame import Trail
-    from model.rules.verdict import RuleVerdict
+    from model.judging.verdict import RuleVerdict
     from reports.baseline import StoredBaseline
     from reports.records import Record
 
@@ -67,7 +67,7 @@ def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, onc
                    exact: bool, baseline: StoredBaseline | None = None, disks: Sequence[GuestDisk] = ()) -> None:
     """Measure and judge a rule ``repeats`` times (``once(raw_dir)`` is one measurement and its
     verdict; with several repeats each gets ``raw_dir/rK`` and what it adds to the record is
-    ``NAME.rK``), combine the verdicts (model.rules.verdict.combine_repeats: ``exact`` checks fail
+    ``NAME.rK``), combine the verdicts (model.judging.verdict.combine_repeats: ``exact`` checks fail
     on any failing repeat, measured ones by the majority), compare with the stored ``baseline``
     when one is given, and conclude; a failure is blamed on a layer from ``disks``' settings.
     The guest of ``disks`` has its kernel log checked over all the repeats (suites/kernel_log_watch.py), and

@@ -28,7 +28,7 @@ from model.parse.dmesg import parse_kernel_log
 
 if TYPE_CHECKING:
     from measure.disk import GuestDisk
-    from model.rules.verdict import RuleVerdict
+    from model.judging.verdict import RuleVerdict
     from reports.records import Record
 
 def raw_file(rule: str) -> str:

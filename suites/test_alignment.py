@@ -18,13 +18,13 @@ from guest.tools.mkfs import Filesystem, FilesystemUnsupported
 from guest.tools.partitioning import Partitioning, partition_name
 from measure.counted import run_counted
 from measure.disk import GuestDisk
+from model.judging.verdict import RuleVerdict
 from model.rules.alignment import (
     HEALTHY_START_SECTOR,
     MISALIGNED_START_SECTOR,
     count_boundary_crossings,
     judge_alignment,
 )
-from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.records import Record
 from suites.assertions import judge_rule

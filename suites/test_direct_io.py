@@ -16,8 +16,8 @@ from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
 from measure.counted import CountedRun, run_counted
 from measure.disk import GuestDisk
+from model.judging.verdict import RuleVerdict
 from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io
-from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.records import Record
 from suites.assertions import judge_rule

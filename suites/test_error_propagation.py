@@ -21,6 +21,7 @@ from hypervisors.base import ErrorInjector, ErrorPolicyContradicted, InjectionUn
 from measure.disk import GuestDisk
 from measure.error_propagation import run_healed, run_injected
 from model.error_injection import Kind
+from model.judging.verdict import RuleVerdict
 from model.kernel_log_check import InjectedErrors
 from model.parse.fio_errors import parse_fio_error_run
 from model.parse.fio_json import parse_fio_json
@@ -40,7 +41,6 @@ from model.rules.error_propagation import (
     kernel_error_sectors,
     not_fired,
 )
-from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.records import Record
 from suites.assertions import judge_rule

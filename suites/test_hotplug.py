@@ -25,6 +25,7 @@ from guest.tools.system import WorkDir
 from hypervisors.base import HotplugDisk, HotplugUnavailable
 from measure.disk import GuestDisk
 from model.errors import ParseError
+from model.judging.verdict import RuleVerdict
 from model.kernel_log_check import InjectedErrors
 from model.parse.fio_json import parse_fio_json
 from model.rules.hotplug import (
@@ -39,7 +40,6 @@ from model.rules.hotplug import (
     judge_hotplug,
 )
 from model.rules.limits import compare_limits
-from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.records import Record
 from suites.assertions import judge_rule

@@ -11,8 +11,8 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from measure.disk import GuestDisk
+from model.judging.verdict import RuleVerdict
 from model.rules.limits import judge_limits
-from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.records import Record
 from suites.assertions import judge_rule

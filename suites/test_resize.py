@@ -30,6 +30,7 @@ from guest.tools.system import WorkDir
 from guest.tools.tool import ToolMissing
 from hypervisors.base import DiskResizer, ResizeUnavailable
 from measure.disk import GuestDisk
+from model.judging.verdict import RuleVerdict
 from model.parse.filesystem import parse_resize2fs
 from model.parse.fio_json import fio_messages, parse_fio_json
 from model.rules.resize import (
@@ -43,7 +44,6 @@ from model.rules.resize import (
     judge_resize,
     mechanism,
 )
-from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.records import Record
 from suites.assertions import judge_rule

@@ -14,8 +14,8 @@ from guest.tools.stall_tolerance import Stall
 from hypervisors.base import DiskHold, HoldUnavailable
 from measure.disk import GuestDisk
 from measure.stall_tolerance import StallMeasurement, drain_bound_s, measure_stall
+from model.judging.verdict import RuleVerdict
 from model.rules.stall_tolerance import StallRun, hold_problem, judge_stall_tolerance, judged, recovery_lines
-from model.rules.verdict import RuleVerdict
 from reports.baseline import StoredBaseline
 from reports.records import Record
 from suites.assertions import judge_rule

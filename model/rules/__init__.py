@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from model.blame import Blame, Trail, layer_at_fault
+from model.judging.spec import RuleModule
 from model.rules import (
     alignment,
     buffered_direct,
@@ -34,10 +35,9 @@ from model.rules import (
     resize,
     stall_tolerance,
 )
-from model.rules.spec import RuleModule
 
 #: Every rule module, in the order of the rules' numbers (docs/rules/): each declares what
-#: model/rules/spec.py's RuleModule lists, which mypy checks here.
+#: model/judging/spec.py's RuleModule lists, which mypy checks here.
 RULE_MODULES: tuple[RuleModule, ...] = (queue_depth, io_size, direct_io, buffered_direct, alignment, limits,
                                         multi_queue, data_integrity, error_propagation, discard, resize, hotplug,
                                         stall_tolerance)

@@ -25,8 +25,8 @@ import pytest
 from matplotlib import image
 
 from images.cache import build_lock, cache_dir, use_entry
+from model.judging.figures import HistogramFigure, buckets
 from model.rules.discard import judge_discard
-from model.rules.figures import HistogramFigure, buckets
 from model.rules.hotplug import judge_hotplug
 from model.rules.resize import bound_for, judge_resize
 from reports.a11y import GUEST, HOST, OUTCOME_FILLS

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from model.judging.verdict import RuleVerdict
 from model.kernel_log_check import (
     KERNEL_LOG_BLAME,
     MAX_QUOTED,
@@ -19,7 +20,6 @@ from model.kernel_log_check import (
     with_kernel_log,
 )
 from model.parse.dmesg import KernelLogLine, parse_kernel_log
-from model.rules.verdict import RuleVerdict
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "guest"
 WARNING = "WARNING: CPU: 1 PID: 20 at kernel/sched/core.c:752 update_rq_clock+0xb6/0x190"

@@ -14,6 +14,7 @@ from model.across.against_baseline import against_baseline
 from model.across.moves import Series
 from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits, DepthLimit, GuestLimits, IoMax, parse_guest_limits
+from model.judging.verdict import RuleVerdict, combine_repeats
 from model.kernel_log_check import InjectedErrors, check_kernel_log, with_kernel_log
 from model.parse.dmesg import parse_kernel_log
 from model.rules.alignment import count_boundary_crossings, judge_alignment
@@ -30,7 +31,6 @@ from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_que
 from model.rules.resize import bound_for as resize_bound
 from model.rules.resize import judge_resize
 from model.rules.stall_tolerance import judge_stall_tolerance
-from model.rules.verdict import RuleVerdict, combine_repeats
 from tests.model.test_discard import BLK, SCSI, WHERE, _healthy, _zeroes
 from tests.model.test_discard import _trim as _discard_trim
 from tests.model.test_error_propagation import HEALED, IGNORING, SCSI_BOUND, _scsi

@@ -10,7 +10,7 @@ import pytest
 from fixtures.options import SuiteOptions
 from fixtures.outcomes import RuleFailure
 from model.across.against_baseline import BaselineMissing
-from model.rules.verdict import RuleVerdict
+from model.judging.verdict import RuleVerdict
 from reports.baseline import resolve_baseline
 from reports.records import Record, RunStatus, settle
 from reports.store import Store, StoreError

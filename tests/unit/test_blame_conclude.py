@@ -9,7 +9,7 @@ import pytest
 
 from fixtures.outcomes import RuleFailure
 from model.blame import Trail
-from model.rules.verdict import RuleVerdict
+from model.judging.verdict import RuleVerdict
 from reports.records import Record
 from suites.assertions import conclude
 

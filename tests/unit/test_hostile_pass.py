@@ -15,7 +15,7 @@ from fixtures.hosts import InventoryError, hosts_from_uris, load_inventory
 from fixtures.progress import durations_of
 from hypervisors.cli import emit
 from model.across.against_baseline import against_baseline, series_of
-from model.rules.verdict import RuleVerdict
+from model.judging.verdict import RuleVerdict
 from reports import compare, trend
 from reports.baseline import resolve_baseline
 from reports.store import Store, StoreError, in_memory, sqlite_file

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from model.rules.figures import DepthFigure, DepthGroup, HistogramFigure, Pair, PairFigure, buckets
+from model.judging.figures import DepthFigure, DepthGroup, HistogramFigure, Pair, PairFigure, buckets
 from model.rules.io_size import IoSizeMeasurement, judge_io_size
 from model.rules.queue_depth import judge_queue_depth
 from reports.charts import depth_axis_top, depth_svg, pair_svg

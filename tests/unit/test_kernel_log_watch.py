@@ -13,8 +13,8 @@ import pytest
 
 from fixtures.outcomes import RuleFailure
 from guest.tools.kernel_log_reader import KernelLog, KernelLogUnreadable, KernelWarning
+from model.judging.verdict import RuleVerdict
 from model.kernel_log_check import InjectedErrors
-from model.rules.verdict import RuleVerdict
 from reports.records import Record
 from suites import kernel_log_watch
 from suites.assertions import judge_repeated

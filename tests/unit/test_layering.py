@@ -10,7 +10,8 @@ the other. Narrow Protocols in the lower layer take their place (``hypervisors.b
 The layers, lowest first: a module may import its own package and the packages listed
 below its own, never a sibling or a higher one::
 
-    model                       pure data: parse/ (foreign formats), rules/ (verdicts), across/ (across runs)
+    model                       pure data: parse/ (foreign formats), rules/ (the rules), judging/ (the verdict
+                                machinery they share), across/ (across runs)
     transport                   SSH to a guest
     images                      what the host builds for a guest and caches: the embedded image, the static fio
     guest                       the programs run in the guest (guest/tools/)
@@ -22,7 +23,7 @@ below its own, never a sibling or a higher one::
 
 Inside ``model``, the parsers (``model.parse``) import nothing of the project but ``model.errors``
 and each other: reading a format never depends on how it is judged.
-The sub-packages of ``model`` (``model.rules``, ``model.across``, ``model.parse``) and its modules
+The sub-packages of ``model`` (``model.rules``, ``model.judging``, ``model.across``, ``model.parse``) and its modules
 import one another one way too: no cycle between them, even where no module cycle closes
 (``model.across`` reads the rule modules' declarations, so the rules import nothing of it).
 

@@ -9,8 +9,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from model.judging.figures import Figure, RangeFigure, RangeLane, StepSeries, TimelineFigure
 from model.rules.discard import DiscardLimits, judge_discard
-from model.rules.figures import Figure, RangeFigure, RangeLane, StepSeries, TimelineFigure
 from model.rules.hotplug import judge_hotplug
 from model.rules.resize import bound_for, judge_resize
 from reports.a11y import GUEST, HOST, NOTHING_TO_DRAW, chart_summary, chart_title

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from model.rules.figures import HistogramFigure, Pair, PairFigure, buckets
+from model.judging.figures import HistogramFigure, Pair, PairFigure, buckets
 from reports.a11y import (
     BACKGROUND,
     GUEST,

@@ -16,7 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.text import Text
 
-from model.rules.figures import DepthFigure, Pair, PairFigure, Threshold
+from model.judging.figures import DepthFigure, Pair, PairFigure, Threshold
 from model.rules.io_size import judge_io_size
 from reports.charts import THRESHOLD_LABEL, depth_svg, pair_plot, pair_svg
 from reports.html import report_document

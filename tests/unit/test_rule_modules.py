@@ -1,5 +1,5 @@
 """Every rule is two files and one page, and its module declares the same interface
-(model/rules/spec.py's ``RuleModule``): ``RULE``, ``METRICS``, ``MIN_EFFECTS``, ``BLAME``,
+(model/judging/spec.py's ``RuleModule``): ``RULE``, ``METRICS``, ``MIN_EFFECTS``, ``BLAME``,
 ``DEFAULT_REPEATS``, ``REPEATABLE``, ``HOST_CPU_BOUND`` and one ``judge_*`` function that returns a
 ``RuleVerdict``; model/rules/__init__.py lists every rule module; measure/ imports none."""
 
@@ -16,9 +16,9 @@ import pytest
 
 from model.across.run_to_run import MIN_EFFECT_FLOOR
 from model.blame import TRAIL_KEYS, BlameSettings
+from model.judging.spec import DIRECTIONS, MetricSpec, RuleModule
+from model.judging.verdict import RuleVerdict
 from model.rules import RULE_MODULES, rule_module
-from model.rules.spec import DIRECTIONS, MetricSpec, RuleModule
-from model.rules.verdict import RuleVerdict
 from tests.unit.test_layering import import_graph
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +62,7 @@ def test_minimum_effects_are_measured_fractions(module: ModuleType) -> None:
 def test_the_module_declares_every_name_of_the_interface(module: ModuleType) -> None:
     """mypy checks the modules RULE_MODULES lists; this checks each at run time, by the Protocol's own names."""
     missing = [name for name in typing.get_type_hints(RuleModule) if not hasattr(module, name)]
-    assert missing == [], f"{module.__name__} declares no {', '.join(missing)} (model/rules/spec.py)"
+    assert missing == [], f"{module.__name__} declares no {', '.join(missing)} (model/judging/spec.py)"
 
 
 @MODULES

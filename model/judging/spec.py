@@ -20,7 +20,7 @@ jobs, which windows). The rule module declares (:class:`RuleModule`):
 - ``HOST_CPU_BOUND``: regular expressions over the whole name of those of its metrics that follow the
   host CPU the guest gets (IOPS, latencies); what every rule records alike, such as depths, is
   model/across/contention.py's;
-- and one public function ``judge_<...>`` that returns its verdict (model/rules/verdict.py).
+- and one public function ``judge_<...>`` that returns its verdict (model/judging/verdict.py).
 
 model/rules/__init__.py lists the rule modules (``RULE_MODULES``, typed by :class:`RuleModule`: mypy
 checks that each declares them all); model/across/metrics.py and model/across/moves.py collect what they declare.
