@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from measure.disk import GuestDisk
     from model.blame import Trail
     from model.judging.verdict import RuleVerdict
-    from reports.baseline import StoredBaseline
     from reports.records import Record
+    from reports.store.baseline import StoredBaseline
 
 
 def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir: Path) -> None:

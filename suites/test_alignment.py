@@ -25,8 +25,8 @@ from model.rules.alignment import (
     count_boundary_crossings,
     judge_alignment,
 )
-from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
 

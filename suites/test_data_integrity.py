@@ -14,8 +14,8 @@ from guest.tools.data_integrity import DeviceMapper
 from hypervisors.base import BackingUnreadable
 from measure.disk import GuestDisk
 from model.rules.data_integrity import RULE
-from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.data_integrity import once
 from suites.needs import needed

@@ -44,8 +44,8 @@ from model.rules.discard import (
     judge_discard,
     split_max_bytes,
 )
-from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
 

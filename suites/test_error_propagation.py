@@ -41,8 +41,8 @@ from model.rules.error_propagation import (
     kernel_error_sectors,
     not_fired,
 )
-from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.kernel_log_watch import expect_io_errors
 from suites.needs import needed

@@ -40,8 +40,8 @@ from model.rules.hotplug import (
     judge_hotplug,
 )
 from model.rules.limits import compare_limits
-from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.kernel_log_watch import expect_io_errors
 from suites.needs import needed

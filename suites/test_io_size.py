@@ -20,8 +20,8 @@ from measure.window import measure, save_measurement
 from model.judging.figures import histogram_figure
 from model.judging.verdict import RuleVerdict
 from model.rules.io_size import REQUEST_BYTES, IoSizeMeasurement, judge_io_size
-from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 
 #: Requests in flight: enough to keep a latency disk busy, few enough that a 1 MiB request

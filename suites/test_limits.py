@@ -13,8 +13,8 @@ from fixtures.options import SuiteOptions
 from measure.disk import GuestDisk
 from model.judging.verdict import RuleVerdict
 from model.rules.limits import judge_limits
-from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.kernel_log_watch import provoke_kernel_warning
 

@@ -15,8 +15,8 @@ from measure.disk import GuestDisk
 from measure.window import measure
 from model.judging.verdict import RuleVerdict
 from model.rules.multi_queue import judge_multiqueue
-from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
 

@@ -24,8 +24,8 @@ from measure.window import measure, save_measurement
 from model.judging.figures import histogram_figure
 from model.judging.verdict import RuleVerdict
 from model.rules.queue_depth import DeviceSaid, judge_queue_depth
-from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.queue_depth_points import depth_point, guest_path
 

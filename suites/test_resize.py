@@ -44,8 +44,8 @@ from model.rules.resize import (
     judge_resize,
     mechanism,
 )
-from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
 

@@ -16,8 +16,8 @@ from measure.disk import GuestDisk
 from measure.stall_tolerance import StallMeasurement, drain_bound_s, measure_stall
 from model.judging.verdict import RuleVerdict
 from model.rules.stall_tolerance import StallRun, hold_problem, judge_stall_tolerance, judged, recovery_lines
-from reports.baseline import StoredBaseline
 from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
 

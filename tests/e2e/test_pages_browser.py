@@ -33,7 +33,7 @@ from reports.a11y import GUEST, HOST, OUTCOME_FILLS
 from reports.html import write_html
 from reports.records import Record, settle
 from reports.store import Store
-from reports.trend import main as trend_main
+from reports.store.trend import main as trend_main
 from tests.model.test_discard import SCSI, WHERE, _healthy
 from tests.model.test_hotplug import BLK as HOTPLUG_BLK
 from tests.model.test_resize import _run as resize_run

@@ -29,6 +29,8 @@ BACKEND_PARTS = frozenset({"backend", "controllers", "record", "leftovers"})
 SHARED = {
     "disks": "the suite's disks: as data (model/disks.py) and as fixtures (fixtures/disks.py)",
     "kernels": "the guest kernels apt has: their cache (images/) and their benchmark (bench/)",
+    "compare": "python -m reports.compare, the command the docs name (reports/), and its code (reports/store/)",
+    "trend": "python -m reports.trend, the command the docs name (reports/), and its code (reports/store/)",
     "__init__": "a package",
     "__main__": "a package's command",
 }

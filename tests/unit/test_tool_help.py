@@ -36,7 +36,8 @@ def module_tools() -> list[str]:
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             if MAIN_GUARD in path.read_text():
-                found.append(".".join(path.relative_to(ROOT).with_suffix("").parts))
+                parts = path.relative_to(ROOT).with_suffix("").parts
+                found.append(".".join(parts[:-1] if parts[-1] == "__main__" else parts))  # a package's command
     return found
 
 
