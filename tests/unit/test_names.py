@@ -2,11 +2,11 @@
 
 - pytest collects ``test_*.py`` and ``*_test.py`` (its default ``python_files``): outside the
   project's tests and the suite's ``suites/test_<rule>.py``, no module may match either, or a
-  ``pytest DIR`` would collect it (``reports/per_test.py`` did match);
+  ``pytest DIR`` would collect it (a ``per_test.py`` matches ``*_test.py``);
 - a module name used in more than one package of the product names one concept in each: a rule (the
   rule's part in each layer: ``guest/tools/discard.py``, ``hypervisors/libvirt/discard.py``,
   ``model/rules/discard.py``), or a part every backend has (:data:`BACKEND_PARTS`), or one of
-  :data:`SHARED`, each with what it is in both places. Four ``kernel_log.py`` with four roles failed it.
+  :data:`SHARED`, each with what it is in both places.
 """
 
 from __future__ import annotations
