@@ -25,11 +25,11 @@ from fixtures.options_guest import (
     IMAGE_BOOT_TIMEOUT_S,
     IMAGE_MEMORY_MIB,
 )
-from guest.image.build import ensure_image
-from guest.image.user import inspect_image
 from guest.tools.fio import FioJob
 from hypervisors.base import ImageRequest
 from hypervisors.libvirt.defaults import WINDOW_S
+from images.build import ensure_image
+from images.user import inspect_image
 from measure.standalone import standalone_guest
 from measure.window import measure
 from model.rules.queue_depth import judge_queue_depth

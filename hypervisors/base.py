@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, Self
 from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits
+from model.error_injection import ErrorPolicy, InjectedRange
 from model.errors import HypervisorError
-from model.injection import ErrorPolicy, InjectedRange
 from model.parse.backend_writes import BackendWrite
 from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes, HostUnmapCounters
 from model.parse.hostcpu import VcpuTimes
@@ -31,7 +31,7 @@ from model.parse.stall_evidence import HostEvent
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
 
 if TYPE_CHECKING:
-    from guest.image.kernels import AptKernel
+    from images.kernels import AptKernel
 
 log = logging.getLogger("vioconform.hypervisor")
 
@@ -110,7 +110,7 @@ class GuestLogin:
 class ImageRequest:
     """Boot a user's image (``--image``) instead of the embedded guest: on an overlay, with its own
     bootloader. Without ``login`` the suite's cloud-init seed sets up the login (user
-    ``guest.image.cloudinit.DEFAULT_GUEST_USER``, the run's key, a host key chosen by the suite)."""
+    ``images.cloudinit.DEFAULT_GUEST_USER``, the run's key, a host key chosen by the suite)."""
 
     info: DiskImageInfo
     firmware: str = "bios"  # "bios" or "uefi"

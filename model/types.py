@@ -17,7 +17,7 @@ from model.parse.qemutrace import TracedRequest
 
 GIB = 1024**3
 
-#: What a rule's test ended as: in a run's records (reports/per_test.py), its JUnit file and the store.
+#: What a rule's test ended as: in a run's records (reports/records.py), its JUnit file and the store.
 Outcome = Literal["passed", "failed", "error", "skipped", "not run"]
 
 

@@ -1,6 +1,6 @@
 """A one-file HTML report: verdict table, and per configuration the pictures of its verdict.
 
-The pictures come from the verdict's typed figures (``model.rules.figures``), never from the
+The pictures come from the verdict's typed figures (``model.judging.figures``), never from the
 names of its JUnit properties. For the queue-depth rule the picture is the whole story at a
 glance: for each offered depth, three bars: what the workload offered, what the guest block
 layer held (aqu-sz) and what the host saw. A healthy guest has three similar bars; the Solaris
@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import assert_never
 
-from model.rules.figures import DepthFigure, Figure, HistogramFigure, PairFigure, RangeFigure, TimelineFigure
+from model.judging.figures import DepthFigure, Figure, HistogramFigure, PairFigure, RangeFigure, TimelineFigure
 from reports.a11y import OUTCOME_FILLS, TEXT, badge, badge_css, chart_summary, counts_text
-from reports.per_test import Record, RunStatus, section_id
+from reports.records import Record, RunStatus, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
 from reports.run_header import RunHeader, header_html
 
@@ -71,7 +71,7 @@ def incomplete_banner(status: RunStatus | None) -> str:
 
 def verdict_grid(recs: list[Record]) -> str:
     """The verdicts at a glance: one row per rule, one column per configuration, each cell the
-    outcome's badge linking to its section (``#<rule>--<configuration>``, reports.per_test.section_id), a dash where the rule did not run on
+    outcome's badge linking to its section (``#<rule>--<configuration>``, reports.records.section_id), a dash where the rule did not run on
     that configuration; a sentence with the counts above it."""
     if not recs:
         return ""

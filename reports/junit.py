@@ -31,7 +31,7 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from reports.per_test import Record, RunStatus, raw_dir, section_id
+from reports.records import Record, RunStatus, raw_dir, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
 
 #: The HTML report's file name in a results directory (fixtures/finish.py writes it there).

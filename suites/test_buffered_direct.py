@@ -29,11 +29,11 @@ from model.rules.buffered_direct import (
     merge_baseline,
     parse_baseline,
 )
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from reports.results import file_mode, write_atomic
+from reports.store.baseline import StoredBaseline
 from suites.assertions import conclude_against, raw_dir_for, trails_of
-from suites.kernel_log import watch
+from suites.kernel_log_watch import watch
 from suites.needs import needed
 
 #: The copy's read requests: 1 MiB, a typical cp/dd buffer; the page cache turns them into

@@ -13,10 +13,10 @@ from guest.tools.fio import FioJob
 from guest.tools.interrupts import Interrupts
 from measure.disk import GuestDisk
 from measure.window import measure
+from model.judging.verdict import RuleVerdict
 from model.rules.multi_queue import judge_multiqueue
-from model.rules.verdict import RuleVerdict
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
 

@@ -31,9 +31,6 @@ from xml.sax.saxutils import escape, quoteattr
 import libvirt
 import paramiko
 
-from guest.image.build import KERNEL_ARGS, GuestImage, ensure_image
-from guest.image.pvh import PVH_NAME, pvh_kernel
-from guest.image.user import UserImageError
 from hypervisors.base import (
     BackendOptions,
     BackingUnreadable,
@@ -47,9 +44,18 @@ from hypervisors.base import (
     kernel_panic,
 )
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
-from hypervisors.libvirt import accel, environment, host_checks, imageboot, leftovers, machine, qemulog, stall, trace
+from hypervisors.libvirt import (
+    accel,
+    environment,
+    host_checks,
+    imageboot,
+    leftovers,
+    machine,
+    qemulog,
+    stall_tolerance,
+    trace,
+)
 from hypervisors.libvirt.accel import PROBE_REMEDY, PROBE_TIMEOUT_S, ProbeResult
-from hypervisors.libvirt.blkdebug import BlkdebugInjector
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
     NET_PCI_SLOT,
@@ -63,6 +69,7 @@ from hypervisors.libvirt.controllers import (
     pci_addr,
 )
 from hypervisors.libvirt.discard import QmpDiscardObserver
+from hypervisors.libvirt.error_propagation import BlkdebugInjector
 from hypervisors.libvirt.host_checks import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.hostfiles import (
     DEFAULT_HOST_DIR,
@@ -79,6 +86,9 @@ from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qmp import DomainQmp
 from hypervisors.libvirt.qom import read_advertised
 from hypervisors.libvirt.resize import QmpResizer
+from images.build import KERNEL_ARGS, GuestImage, ensure_image
+from images.pvh import PVH_NAME, pvh_kernel
+from images.user import UserImageError
 from model.advertised import Advertised
 from model.errors import HypervisorError, ParseError
 from model.parse.blockstats import HostBlockCounters
@@ -326,7 +336,7 @@ class LibvirtBackend(HypervisorBackend):
     @functools.cached_property
     def boot_kernel(self) -> Path:
         """The kernel QEMU is given: on this machine's libvirt the PVH ELF where the kernel has one
-        (guest.image.pvh: no decompressor to emulate, about 2.3 s less per boot under TCG), else
+        (images.pvh: no decompressor to emulate, about 2.3 s less per boot under TCG), else
         the bzImage. A remote host gets the bzImage: the ELF is 62 MiB against 8 MiB, staged over
         SFTP at every run, which over a network costs more than the decompression it saves."""
         if not self.local:
@@ -536,7 +546,7 @@ class LibvirtBackend(HypervisorBackend):
                                 logical_block_bytes=disk.configured.logical_block_bytes, files=self.files)
 
     def error_injector(self, guest: Guest, disk: AttachedDisk) -> BlkdebugInjector:
-        """QEMU's blkdebug under the disk's format node (hypervisors/libvirt/blkdebug.py): file-backed disks."""
+        """QEMU's blkdebug under the disk's format node (hypervisors/libvirt/error_propagation.py): file-backed disks."""
         kills = CONTROLLERS[disk.spec.controller].injected_error_kills
         if kills:
             raise InjectionUnavailable(f"on {disk.spec.controller} {kills} (measured: docs/rules/error-propagation.md)")
@@ -571,20 +581,20 @@ class LibvirtBackend(HypervisorBackend):
         """QMP ``block_resize`` on the disk's top node (hypervisors/libvirt/resize.py)."""
         return QmpResizer(self.channel(guest, disk))
 
-    def disk_hold(self, guest: Guest, disk: AttachedDisk) -> stall.ThrottleHold:
-        """QEMU's throttle at 1 byte/s on the disk's block backend (hypervisors/libvirt/stall.py), through a
+    def disk_hold(self, guest: Guest, disk: AttachedDisk) -> stall_tolerance.ThrottleHold:
+        """QEMU's throttle at 1 byte/s on the disk's block backend (hypervisors/libvirt/stall_tolerance.py), through a
         libvirt connection of the holds' own (opened on first use, closed with the backend's cleanup)."""
         if self._hold_conn is None:
             self._hold_conn = open_connection(self.uri)
             conn = self._hold_conn
             self.cleanup.push("libvirt connection of the stall's hold", lambda: _close(conn))
-        return stall.ThrottleHold(DomainQmp(self._hold_conn, guest.name, disk.host_ref),
+        return stall_tolerance.ThrottleHold(DomainQmp(self._hold_conn, guest.name, disk.host_ref),
                                   lambda: self.destroy_by_name(guest.name))
 
-    def recovery_watch(self, guest: Guest, disk: AttachedDisk) -> stall.TraceRecoveryWatch | None:
+    def recovery_watch(self, guest: Guest, disk: AttachedDisk) -> stall_tolerance.TraceRecoveryWatch | None:
         if guest.console_log_path is None:
             return None
-        return stall.TraceRecoveryWatch(self.channel(guest, disk), disk.spec.controller,
+        return stall_tolerance.TraceRecoveryWatch(self.channel(guest, disk), disk.spec.controller,
                                         self.stage(guest.console_log_path.parent) / TRACE_LOG, self.files)
 
     def environment(self, guest: Guest) -> dict[str, str]:

@@ -11,7 +11,7 @@ template was prepared (``guest_prep`` in the config):
 - ``cloud-init`` (the default): before power-on the backend sets the extraConfig keys of
   cloud-init's VMware datasource on the clone, ``guestinfo.userdata`` and ``guestinfo.metadata``
   (base64, with ``guestinfo.userdata.encoding`` / ``guestinfo.metadata.encoding`` = ``base64``).
-  The user-data (``guest.image.cloudinit``) makes the login user (``vioconform`` unless
+  The user-data (``images.cloudinit``) makes the login user (``vioconform`` unless
   ``guest_user`` says otherwise) trust the run key, with passwordless sudo, and installs an
   ed25519 host key generated for this clone alone; its public half is the pinned key, known
   before the clone boots. The meta-data gives each clone its own ``instance-id`` (so cloud-init
@@ -41,7 +41,6 @@ from typing import ClassVar, Self
 
 from pyVmomi import vim
 
-from guest.image.cloudinit import generate_host_key, meta_data, user_data, vmware_guestinfo
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.config import (
@@ -65,6 +64,7 @@ from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
 from hypervisors.vsphere.tracer import VscsiStatsTracer
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsSource, open_source
+from images.cloudinit import generate_host_key, meta_data, user_data, vmware_guestinfo
 from model.advertised import Advertised
 from model.errors import HypervisorError
 from model.parse.blockstats import HostBlockCounters

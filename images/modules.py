@@ -17,7 +17,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from guest.image.build_error import ImageBuildError
+from images.build_error import ImageBuildError
 
 _DEPENDS = re.compile(rb"(?:^|\0)depends=([^\0]*)\0")
 

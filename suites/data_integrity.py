@@ -10,13 +10,14 @@ import logging
 import secrets
 from pathlib import Path
 
+from guest.tools.data_integrity import READBACK_JOB, DeviceMapper, IntegrityWrites
 from guest.tools.fio import FioOutput
-from guest.tools.integrity import READBACK_JOB, DeviceMapper, IntegrityWrites
 from guest.tools.system import PageCache
 from hypervisors.base import BackingStore
 from measure.disk import GuestDisk
 from model.errors import FioError, ParseError
 from model.faults import LBA_SHIFT_SECTORS
+from model.judging.verdict import RuleVerdict
 from model.parse.fio_json import FioResult, fio_messages, parse_fio_json
 from model.parse.fio_verify import SECTOR_BYTES, parse_verify_failures
 from model.rules.data_integrity import (
@@ -28,7 +29,6 @@ from model.rules.data_integrity import (
     guest_bad_blocks,
     judge_data_integrity,
 )
-from model.rules.verdict import RuleVerdict
 
 log = logging.getLogger("vioconform.data-integrity")
 

@@ -10,7 +10,7 @@ log since a mark, and the disk's filesystems mounted read-only.
 
 A stall the guest or the hypervisor does not come back from is reported within a bound and ends the
 guest for the run: QEMU's monitor not answering the release within :data:`RELEASE_ANSWER_S` (the
-domain is destroyed: hypervisors/libvirt/stall.py says why QEMU 7.2 can get stuck), or fio's held
+domain is destroyed: hypervisors/libvirt/stall_tolerance.py says why QEMU 7.2 can get stuck), or fio's held
 requests not completing within the drain bound after the release. Either is a ``GuestDied`` with
 the guest's console; every later command on the guest fails at once with the same cause.
 """
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from guest.tools.fio import BackgroundFio, Fio, FioJob, FioOutput
-from guest.tools.stall import Stall
+from guest.tools.stall_tolerance import Stall
 from guest.tools.system import WorkDir
 from hypervisors.base import DiskHold
 from measure.disk import GuestDisk

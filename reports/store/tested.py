@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reports.results import not_regular
-from reports.store import RUN_ID_KEY
+from reports.store.read import RUN_ID_KEY
 
 
 class NotAJunitFile(ValueError):

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from model.blame import Blame
-from model.rules.figures import Figure
+from model.judging.figures import Figure
 
 Number = str | float | int
 

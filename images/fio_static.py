@@ -7,7 +7,7 @@ whatever mirror the host already trusts) are copied as ``deb-src`` entries into 
 state in the build directory, and only there does ``apt-get update`` run. Then ``apt-get source
 --download-only``, ``dpkg-source -x``, ``./configure --build-static`` and ``make fio``.
 
-The result is cached under ``$XDG_CACHE_HOME/vioconform/fio/<recipe hash>/fio`` (see guest.cache);
+The result is cached under ``$XDG_CACHE_HOME/vioconform/fio/<recipe hash>/fio`` (see images.cache);
 the recipe is the source version, the configure flags and this file. A build runs in a temporary
 directory beside the cache entry and is renamed into place whole: a killed build leaves no entry.
 
@@ -16,7 +16,7 @@ takes 40-111 s with ``make -j2`` (6 builds at load averages of 6-11; 30-33 s of 
 included); the static binary is 6.5 MB with its symbols, 2.8 MB stripped (``strip``), which is what
 the cache keeps. Two builds are not bit-identical: the record names the binary by its SHA-256.
 
-Run it by hand to pre-build: ``python -m guest.image.fio_static`` prints the binary's path and version.
+Run it by hand to pre-build: ``python -m images.fio_static`` prints the binary's path and version.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from guest.cache import apt_answer, cache_dir, cached_or_built
-from guest.image.build_error import ImageBuildError
+from images.build_error import ImageBuildError
+from images.cache import apt_answer, cache_dir, cached_or_built
 
 #: The Debian binary package whose source is built.
 PACKAGE = "fio"
@@ -281,7 +281,7 @@ def _build(work: Path, version: str, out: Path) -> str:
 
 def ensure_static_fio(log: Callable[[str], None] | None = None) -> StaticFio:
     """The cached static fio for the current recipe, built first if needed (ImageBuildError or
-    guest.cache.CacheNotWritable with a one-line cause if it cannot be)."""
+    images.cache.CacheNotWritable with a one-line cause if it cannot be)."""
     say = log or (lambda _m: None)
     r = recipe()
     dest = cache_root() / recipe_hash(r)
@@ -302,12 +302,12 @@ def ensure_static_fio(log: Callable[[str], None] | None = None) -> StaticFio:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m guest.image.fio_static``: build (or find) the cached static fio, print its path and version."""
+    """``python -m images.fio_static``: build (or find) the cached static fio, print its path and version."""
     import argparse
 
-    from guest.cache import CacheNotWritable
+    from images.cache import CacheNotWritable
 
-    ap = argparse.ArgumentParser(prog="python -m guest.image.fio_static", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m images.fio_static", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.parse_args(argv)
     try:

@@ -1,7 +1,7 @@
 """The kernel-log check: what the guest's kernel logged during a rule fails that rule.
 
-Every rule's measurement is bracketed by the guest's kernel log (suites/kernel_log.py marks the
-log before and reads the lines after the mark; guest/tools/kernel_log.py does both in the guest).
+Every rule's measurement is bracketed by the guest's kernel log (suites/kernel_log_watch.py marks the
+log before and reads the lines after the mark; guest/tools/kernel_log_reader.py does both in the guest).
 A line the guest's kernel logged in between fails the rule when it reports (:data:`PATTERNS`):
 
 - ``BUG:`` (a NULL pointer dereference, ``BUG: soft lockup``, ``BUG: scheduling while atomic``),
@@ -15,7 +15,7 @@ A line the guest's kernel logged in between fails the rule when it reports (:dat
   there itself (:class:`InjectedErrors`).
 
 Only the kernel's own lines count: a program's line written into ``/dev/kmsg`` (the suite's own
-mark among them) is never the kernel's (model/parse/kernel_log.py).
+mark among them) is never the kernel's (model/parse/dmesg.py).
 
 Example::
 
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from model.blame import Blame
-from model.parse.kernel_log import KernelLogLine
-from model.rules.verdict import Number, RuleVerdict
+from model.judging.verdict import Number, RuleVerdict
+from model.parse.dmesg import KernelLogLine
 
 
 @dataclass(frozen=True)

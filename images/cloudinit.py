@@ -4,7 +4,7 @@ which SSH host key the guest presents, chosen by the suite before the guest exis
 The same two documents go to the guest two ways:
 
 - libvirt: a NoCloud seed, an ISO 9660 volume labelled ``cidata`` holding ``user-data`` and
-  ``meta-data`` (``guest.image.seed``);
+  ``meta-data`` (``images.seed``);
 - vSphere: cloud-init's VMware datasource, the documents base64-encoded in the clone's
   extraConfig (``guestinfo.userdata``, ``guestinfo.metadata`` and their ``.encoding`` keys).
 

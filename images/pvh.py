@@ -28,7 +28,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from guest.cache import build_lock, replace_bytes
+from images.cache import build_lock, replace_bytes
 
 PVH_NAME = "vmlinux.pvh"
 NONE_SUFFIX = ".none"

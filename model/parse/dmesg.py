@@ -1,7 +1,7 @@
 """The guest's kernel log as ``dmesg -r`` or ``journalctl -k -o short-monotonic`` prints it.
 
-The kernel-log check (model/kernel_log.py) reads the lines the guest's kernel logged during a
-rule; the guest's kernel-log tool (guest/tools/kernel_log.py) prints them in one of two forms:
+The kernel-log check (model/kernel_log_check.py) reads the lines the guest's kernel logged during a
+rule; the guest's kernel-log tool (guest/tools/kernel_log_reader.py) prints them in one of two forms:
 
 - ``dmesg -r`` (util-linux, and busybox's applet, which reads the same buffer with ``syslog(2)``):
   ``<4>[  207.065440] WARNING: CPU: 1 PID: 20 at kernel/sched/core.c:752 update_rq_clock+0xb6/0x190``.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from model.errors import ParseError
 
-#: The forms parse_kernel_log reads (guest/tools/kernel_log.py names the one it printed).
+#: The forms parse_kernel_log reads (guest/tools/kernel_log_reader.py names the one it printed).
 SOURCES = ("dmesg", "journal")
 
 _DMESG = re.compile(r"^(?:<(?P<pri>\d+)>)?(?:\[\s*(?P<time>\d+\.\d+)\]\s?)?(?P<text>.*)$")

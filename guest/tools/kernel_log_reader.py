@@ -1,5 +1,5 @@
 """The guest's kernel log: a mark written into it before a rule, the lines after the mark read
-back, one guest command each (the kernel-log check: model/kernel_log.py, suites/kernel_log.py);
+back, one guest command each (the kernel-log check: model/kernel_log_check.py, suites/kernel_log_watch.py);
 and the ``kernel-warning`` fault's action, which makes the kernel print a real WARNING.
 
 The mark is a line written into ``/dev/kmsg``; the kernel stores it in its ring buffer like its
@@ -51,7 +51,7 @@ class KernelLogUnreadable(RuntimeError):
 
 @dataclass(frozen=True)
 class KernelLogRead:
-    """The lines the guest's kernel log holds after a mark, as printed (model/parse/kernel_log.py
+    """The lines the guest's kernel log holds after a mark, as printed (model/parse/dmesg.py
     reads them), what printed them ("dmesg", "journal") and whether the mark was still there."""
 
     source: str

@@ -1,6 +1,6 @@
 """Two stored runs compared (:func:`compare_runs`), and the comparison as text and as JUnit XML.
 
-``python -m reports.compare`` (reports/compare.py) reads its arguments and the store and calls these;
+``python -m reports.compare`` (reports/store/compare.py) reads its arguments and the store and calls these;
 the arithmetic is model/across/moves.py.
 """
 
@@ -26,8 +26,10 @@ from model.across.moves import (
     repeats_needed,
     verdict_flips,
 )
-from reports.store import Store, StoredRun, StoreError, metrics, samples
-from reports.tested import print_table
+from reports.store.engine import Store, StoredRun
+from reports.store.schema import metrics, samples
+from reports.store.store_error import StoreError
+from reports.store.tested import print_table
 
 
 @dataclass(frozen=True)

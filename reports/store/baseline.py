@@ -26,7 +26,9 @@ import sqlalchemy as sa
 
 from model.across.against_baseline import BaselineMissing
 from model.across.moves import Key, Series
-from reports.store import Store, StoredRun, StoreError, parse_run_id, verdicts
+from reports.store.engine import Store, StoredRun
+from reports.store.schema import parse_run_id, verdicts
+from reports.store.store_error import StoreError
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ A kernel is a ``linux-image-<abi>-<flavour>`` package apt knows (``linux-image-6
 
 Anything else is ``KernelUnknown``, whose message lists what apt has. The package file is downloaded
 once per package and version (``apt-get download``) into the cache (``$XDG_CACHE_HOME/vioconform/
-kernel-debs/``, guest.cache), beside the images built from it.
+kernel-debs/``, images.cache), beside the images built from it.
 
 Example::
 
@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import apt_answer, cache_dir, cached_or_built
-from guest.image.build_error import ImageBuildError
+from images.build_error import ImageBuildError
+from images.cache import apt_answer, cache_dir, cached_or_built
 
 #: A kernel image package: ``linux-image-<abi>-<flavour>``; the ABI has three numbers (a meta package,
 #: ``linux-image-6.12-amd64``, has two), and the debug and unsigned packages end otherwise.

@@ -2,7 +2,7 @@
 
 ``suites.assertions.judge_repeated`` marks the guest's kernel log before a rule's first repeat
 (:func:`watch`, one guest command) and ``conclude_against`` reads the lines logged since and
-judges them (:func:`fold`, one guest command; model/kernel_log.py) before it concludes: a
+judges them (:func:`fold`, one guest command; model/kernel_log_check.py) before it concludes: a
 ``WARNING``, ``BUG``, ``Oops``, blocked task or I/O error in between fails the rule with the lines
 quoted, in the rule's verdict, so JUnit, the report and the store carry it; every line logged is
 kept in ``kernel-log-<rule>.txt`` in the rule's raw directory. A rule that measures before it concludes
@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from guest.tools.kernel_log import KernelLog, KernelLogUnreadable, KernelWarning, KernelWarningUnavailable
+from guest.tools.kernel_log_reader import KernelLog, KernelLogUnreadable, KernelWarning, KernelWarningUnavailable
 from measure.phase_times import phase
-from model.kernel_log import InjectedErrors, check_kernel_log, unread, with_kernel_log
-from model.parse.kernel_log import parse_kernel_log
+from model.kernel_log_check import InjectedErrors, check_kernel_log, unread, with_kernel_log
+from model.parse.dmesg import parse_kernel_log
 
 if TYPE_CHECKING:
     from measure.disk import GuestDisk
-    from model.rules.verdict import RuleVerdict
-    from reports.per_test import Record
+    from model.judging.verdict import RuleVerdict
+    from reports.records import Record
 
 def raw_file(rule: str) -> str:
     """The file in a rule's raw directory that keeps every line the guest's kernel logged during it (rules of
@@ -69,19 +69,19 @@ def watch(record: Record, disks: Sequence[GuestDisk]) -> None:
 
 
 def expect_io_errors(record: Record, *injected: InjectedErrors) -> None:
-    """Declare where the rule makes a disk fail on purpose (model.kernel_log.InjectedErrors): the
+    """Declare where the rule makes a disk fail on purpose (model.kernel_log_check.InjectedErrors): the
     kernel's I/O errors there do not fail the rule's kernel-log check. Call it after :func:`watch`
     (``judge_repeated`` watches before the first repeat), before the errors happen or after."""
     w = _WATCHES.get(record.nodeid)
     if w is None:
         raise RuntimeError(f"{record.nodeid}: the kernel log is not watched yet; expect_io_errors needs "
-                           "suites.kernel_log.watch first")
+                           "suites.kernel_log_watch.watch first")
     w.injected.extend(injected)
 
 
 def fold(record: Record, verdict: RuleVerdict, raw_dir: Path) -> RuleVerdict:
     """Read what the guest's kernel logged since the test's mark and add the check to ``verdict``
-    (model.kernel_log.with_kernel_log); keep the lines in ``raw_dir/kernel-log-<rule>.txt``."""
+    (model.kernel_log_check.with_kernel_log); keep the lines in ``raw_dir/kernel-log-<rule>.txt``."""
     w = _WATCHES.pop(record.nodeid, None)
     if w is None:  # no guest behind the verdict (a verdict judged from records); every rule test watches
         return verdict  # (tests/unit/test_kernel_log_watch.py)
@@ -103,7 +103,7 @@ def fold(record: Record, verdict: RuleVerdict, raw_dir: Path) -> RuleVerdict:
 
 def provoke_kernel_warning(disk: GuestDisk) -> None:
     """The ``kernel-warning`` fault (model/faults.py): make the guest's kernel print a real WARNING
-    now (guest/tools/kernel_log.py's KernelWarning); the rule skips, with the reason, on a guest
+    now (guest/tools/kernel_log_reader.py's KernelWarning); the rule skips, with the reason, on a guest
     that cannot carry it or whose kernel did not warn."""
     try:
         disk.tool(KernelWarning).provoke()

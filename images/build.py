@@ -1,14 +1,14 @@
 """Builds and caches the embedded vioconform guest: a Debian kernel plus a busybox initramfs.
 
 Everything comes from Debian packages: the kernel package (downloaded, not installed, and cached:
-guest/image/kernels.py; Debian's current ``linux-image-amd64``, another kernel apt has, or a file),
+images/kernels.py; Debian's current ``linux-image-amd64``, another kernel apt has, or a file),
 busybox-static, dropbear-bin, dmsetup, and a few programs of e2fsprogs and util-linux (copied from
 the host with their shared libraries), and fio built static from Debian's fio source
-(guest/image/fio_static.py, cached).
-The result is cached under ``$XDG_CACHE_HOME/vioconform/images/<recipe hash>/`` (see guest.cache);
+(images/fio_static.py, cached).
+The result is cached under ``$XDG_CACHE_HOME/vioconform/images/<recipe hash>/`` (see images.cache);
 a change to the recipe (package versions, the init script, this file) gives a new hash.
 
-Run it by hand to pre-build: ``python -m guest.image.build`` prints the image directory.
+Run it by hand to pre-build: ``python -m images.build`` prints the image directory.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import CacheNotWritable, cache_dir, cached_or_built, writable_dir
-from guest.image import fio_static
-from guest.image.build_error import ImageBuildError
-from guest.image.kernels import AptKernel, KernelUnknown, cached_deb, default_kernel, resolve
-from guest.image.modules import closure
+from images import fio_static
+from images.build_error import ImageBuildError
+from images.cache import CacheNotWritable, cache_dir, cached_or_built, writable_dir
+from images.kernels import AptKernel, KernelUnknown, cached_deb, default_kernel, resolve
+from images.modules import closure
 
 HERE = Path(__file__).resolve().parent
 
@@ -64,14 +64,14 @@ ON_DEMAND_MODULES = ("dm_mirror", "brd")
 #: 1.1 MB with their libraries (libext2fs, libe2p, libcom_err, libblkid, libuuid).
 BINARIES = ("/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/sbin/dmsetup", "/usr/sbin/mkfs.ext4",
             "/usr/sbin/resize2fs", "/usr/sbin/blkdiscard")
-#: fio is the suite's static build of Debian's fio source (guest/image/fio_static.py), not Debian's
+#: fio is the suite's static build of Debian's fio source (images/fio_static.py), not Debian's
 #: binary: Debian's links ceph, rdma, gnutls, ICU and more, 71 MB of libraries that would make the
 #: initramfs 93 MB (33.6 MB zstd), all decompressed into guest RAM at every boot, slowly under TCG.
 #: The static fio is 2.8 MB, and the initramfs about 5 MB zstd (docs/benchmarks.md).
 GUEST_FIO = "/usr/bin/fio"
 REQUIRED_MODULES = ("virtio_pci", "virtio_net")
 #: The kernel command line of every boot of the embedded guest (the host adds the run's
-#: ``vioconform.key=`` and ``vioconform.drivers=``, see guest/image/init). The kernel's crypto
+#: ``vioconform.key=`` and ``vioconform.drivers=``, see images/init). The kernel's crypto
 #: self-tests are skipped: ``cryptomgr.notests`` (the tests of every registered algorithm at
 #: boot) and the SP800-108 KDF's own test (an initcall that only tests): measured with
 #: ``initcall_debug`` under TCG, they cost 174 ms and 221 ms of every boot. The guest's storage
@@ -175,7 +175,7 @@ def recipe(kernel_deb: Path | None = None, kernel: AptKernel | None = None) -> d
     """Everything the image depends on; its hash names the cache entry.
 
     ``kernel_deb``: a linux-image .deb of your own (a vendor kernel, a patched driver); ``kernel``: a
-    kernel apt has (guest/image/kernels.py); neither: Debian's current ``linux-image-amd64``. The same
+    kernel apt has (images/kernels.py); neither: Debian's current ``linux-image-amd64``. The same
     kernel named either way by apt (``6.1``, ``linux-image-amd64``) is the same image."""
     return {
         "kernel": _kernel_deb_id(kernel_deb) if kernel_deb else _apt_kernel_id(kernel),
@@ -301,11 +301,11 @@ def ensure_image(log: Callable[[str], None] | None = None, kernel_deb: Path | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m guest.image.build [KERNEL_DEB] [--guest-kernel K]``: build (or find) the cached image,
+    """``python -m images.build [KERNEL_DEB] [--guest-kernel K]``: build (or find) the cached image,
     print its directory."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m guest.image.build", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m images.build", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("kernel_deb", nargs="?", type=Path, metavar="KERNEL_DEB",
                     help="a linux-image-*.deb to build the guest from (default: Debian's linux-image-amd64), "

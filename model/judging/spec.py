@@ -1,8 +1,8 @@
 """What every rule module declares beside its judgement, and the words it declares it in.
 
-A rule lives in two files: ``model/rules/<rule>.py`` (its judgement, the typed figures it judges, what
+A rule lives in two files and a page: ``model/rules/<rule>.py`` (its judgement, the typed figures it judges, what
 it records and how ``compare`` reads it) and ``suites/test_<rule>.py`` (what it measures: which fio
-jobs, which windows). The rule module declares (:class:`RuleModule`):
+jobs, which windows), and ``docs/rules/<rule>.md``. The rule module declares (:class:`RuleModule`):
 
 - ``RULE``: the rule's name (``"queue-depth"``): its suite's ``@pytest.mark.rule``, its JUnit cases,
   its page ``docs/rules/<rule>.md``;
@@ -20,10 +20,11 @@ jobs, which windows). The rule module declares (:class:`RuleModule`):
 - ``HOST_CPU_BOUND``: regular expressions over the whole name of those of its metrics that follow the
   host CPU the guest gets (IOPS, latencies); what every rule records alike, such as depths, is
   model/across/contention.py's;
-- and one public function ``judge_<...>`` that returns its verdict (model/rules/verdict.py).
+- and one public function ``judge_<...>`` that returns its verdict (model/judging/verdict.py).
 
-model/rules/__init__.py lists the rule modules (``RULE_MODULES``, typed by :class:`RuleModule`: mypy
-checks that each declares them all); model/across/metrics.py and model/across/moves.py collect what they declare.
+model/rules/__init__.py finds every module of model/rules/ (``RULE_MODULES``) and refuses one that does not
+declare every name :class:`RuleModule` lists; model/across/metrics.py and model/across/moves.py collect what
+they declare.
 
 Example (a rule that records ``qd32_iops`` and a bar it derived)::
 

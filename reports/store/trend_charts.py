@@ -1,4 +1,4 @@
-"""The trend page's metric charts (reports/trend.py): one chart per metric, one line per rule and
+"""The trend page's metric charts (reports/store/trend.py): one chart per metric, one line per rule and
 configuration across the series' runs.
 
 Each line is a configuration's medians over the runs with its repeats' min..max, over its noise band

@@ -14,13 +14,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.tools.errorpath import ErrorPath
+from guest.tools.error_propagation import ErrorPath
 from guest.tools.fio import Fio, FioJob, FioOutput
 from guest.tools.system import WorkDir
 from hypervisors.base import ErrorInjector
 from measure.disk import GuestDisk
+from model.error_injection import InjectedRange
 from model.errors import HypervisorError
-from model.injection import InjectedRange
 from model.parse.blockstats import HostRequestOutcomes
 
 log = logging.getLogger("vioconform.measure")
@@ -52,7 +52,7 @@ def run_injected(disk: GuestDisk, injector: ErrorInjector, injected: InjectedRan
                  bound_s: float, raw_dir: Path | None = None, kernel_lines: int = 0) -> InjectedRun:
     """Run ``job`` on ``target`` with ``injected`` failing at the host; healed when it returns or raises.
     ``kernel_lines``: the error lines the run should make the guest's kernel print; fio starts once its
-    rate limit has room for them all (guest/tools/errorpath.py)."""
+    rate limit has room for them all (guest/tools/error_propagation.py)."""
     tag = f"vioc-{job.name}-{disk.kernel_name}"
     kernel = disk.tool(ErrorPath)
     log.info("%s (%s): fio %s %s on %s with %s failing at the host", disk.config_id, disk.kernel_name, job.name,

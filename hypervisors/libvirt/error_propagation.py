@@ -35,8 +35,8 @@ from typing import Any
 from hypervisors.base import ErrorPolicyContradicted, InjectionUnavailable
 from hypervisors.libvirt.controllers import REPORT_ERRORS
 from hypervisors.libvirt.qmp import DomainQmp
+from model.error_injection import ErrorPolicy, InjectedRange
 from model.errors import HypervisorError
-from model.injection import ErrorPolicy, InjectedRange
 from model.parse.blockstats import HostRequestOutcomes, parse_qmp_outcomes
 
 log = logging.getLogger("vioconform.libvirt")

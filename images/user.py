@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import build_lock, cache_dir, replace_text
+from images.cache import build_lock, cache_dir, replace_text
 from model.types import DiskImageInfo
 
 log = logging.getLogger("vioconform.image")

@@ -1,6 +1,6 @@
 """What each rule measured, kept per test so JUnit and the report can show the numbers.
 
-A record keeps its rule's verdict object (:class:`model.rules.verdict.RuleVerdict`): the
+A record keeps its rule's verdict object (:class:`model.judging.verdict.RuleVerdict`): the
 report draws its typed figures, and its numbers are flattened to strings only for JUnit and
 the report's table of measured numbers (:meth:`Record.measured`).
 
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from model.rules.verdict import Number, RuleVerdict, repeat_properties
+from model.judging.verdict import Number, RuleVerdict, repeat_properties
 from model.types import Outcome
 
 #: The message of a rule whose test started and never finished (its call phase never reported).
@@ -62,7 +62,7 @@ class Record:
     def fold_repeats(self) -> None:
         """After the repeats: each ``NAME.rK`` number also as NAME, the median over the repeats (a
         text property as the first repeat's), folded as a rule's verdicts fold their repeats
-        (model.rules.verdict.repeat_properties)."""
+        (model.judging.verdict.repeat_properties)."""
         per_repeat: dict[int, dict[str, Number]] = {}
         for prop, value in self.properties.items():
             name, dot, k = prop.rpartition(".r")
