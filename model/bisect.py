@@ -143,18 +143,25 @@ def _pick(lo: int, hi: int, gone: set[int]) -> int | None:
 class _Run:
     """The steps of one bisect, in order, and the bar they are judged against."""
 
-    def __init__(self, row: Sequence[str], step: StepFunction) -> None:
+    def __init__(self, row: Sequence[str], step: StepFunction, on_step: Callable[[Step], None] | None) -> None:
         self.row = row
         self.step = step
+        self.on_step = on_step
         self.steps: list[Step] = []
         #: the bad end's result, once tested: the failure rate every step is judged against
         self.bar = StepResult(Verdict.FAIL, 1, 1)
 
     def test(self, index: int, phase: Phase) -> Step:
         result = self.step(index, self.row[index])
-        call, why = judge(result, self.bar)
+        if phase is Phase.BAD_END and result.verdict is Verdict.FAIL:
+            self.bar = result
+            call, why = Call.BAD, f"failed {result.failed} of {result.repeats}: the bar a step must reach to be bad"
+        else:
+            call, why = judge(result, self.bar)
         done = Step(index, self.row[index], phase, result, call, why)
         self.steps.append(done)
+        if self.on_step is not None:
+            self.on_step(done)
         return done
 
     def outcome(self, finding: Finding, reason: str, first_bad: str | None = None, last_good: str | None = None,
@@ -172,7 +179,6 @@ def _check_ends(run: _Run) -> Outcome | None:
     if bad.result.verdict is Verdict.PASS:
         return run.outcome(Finding.BAD_END_PASSES, f"the bad end {row[-1]} passes ({bad.result.counts}): the failure "
                                                    "does not reproduce there, so there is nothing to bisect")
-    run.bar = bad.result
     good = run.test(0, Phase.GOOD_END)
     if good.result.verdict is Verdict.SKIP:
         return run.outcome(Finding.CANNOT_DECIDE, f"the good end {row[0]} {good.result.counts}: without a build "
@@ -200,12 +206,13 @@ def _confirm(run: _Run, lo: int, hi: int) -> Outcome:
                        first_bad=row[hi], last_good=row[lo])
 
 
-def bisect(row: Sequence[str], step: StepFunction) -> Outcome:
+def bisect(row: Sequence[str], step: StepFunction, on_step: Callable[[Step], None] | None = None) -> Outcome:
     """Bisect ``row`` (first known good, last known bad; two or more candidates) with ``step``,
-    called as ``step(index, candidate)``; see the module's docstring for what each answer means."""
+    called as ``step(index, candidate)``; see the module's docstring for what each answer means.
+    ``on_step`` is called with each step once it is judged (to print it as it ends)."""
     if len(row) < 2:
         raise ValueError(f"a bisect needs two or more candidates, the good one first and the bad one last; got {len(row)}")
-    run = _Run(row, step)
+    run = _Run(row, step, on_step)
     stopped = _check_ends(run)
     if stopped is not None:
         return stopped

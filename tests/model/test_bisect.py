@@ -49,6 +49,7 @@ def test_every_culprit_in_a_clean_row_is_found_and_confirmed(n: int) -> None:
         # the ends, about log2(n - 1) steps between them, and the two confirmations
         assert len(step.tested) <= 2 + math.ceil(math.log2(n - 1)) + 2, step.tested
         assert [s.phase for s in out.steps[:2]] == [Phase.BAD_END, Phase.GOOD_END]
+        assert out.steps[0].why == "failed 3 of 3: the bar a step must reach to be bad"
         assert [(s.phase, s.index, s.call) for s in out.steps[-2:]] == [
             (Phase.CONFIRM, culprit, Call.BAD), (Phase.CONFIRM, culprit - 1, Call.GOOD)]
         assert out.reason == (f"{row[culprit]} is the first bad build: it failed again (3 of 3 repeats failed) and "
