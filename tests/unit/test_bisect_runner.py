@@ -68,7 +68,7 @@ def test_a_bundle_bisect_names_the_first_bad_build_and_writes_its_records(tmp_pa
     assert f"step 2 (good end) {tmp_path / 'builds' / 'qemu-0'}: good: passed: 0 of 3 repeats failed" in done.stdout
     case = ET.parse(out / "junit.xml").getroot().find("testcase")
     assert case is not None and case.get("name") == "bisect[queue-depth]" and case.find("failure") is None
-    props = {p.get("name"): p.get("value") for p in case.iterfind("properties/property")}
+    props = {p.get("name", ""): p.get("value", "") for p in case.iterfind("properties/property")}
     assert props["first_bad"] == str(first_bad) and props["finding"] == "found"
     page = (out / "bisect.html").read_text()
     assert f"first bad build: {first_bad}" in page and "<td>confirm</td>" in page
