@@ -39,10 +39,18 @@ from pathlib import Path
 from types import FrameType
 
 from model.across.series import series_problem
-from model.bisect import Finding, Outcome, Step, StepResult, bisect
+from model.bisect import Finding, Outcome, Step, StepResult, Verdict, bisect
 from model.rules import RULE_MODULES
 from reports.bisect_record import result_lines, step_line, write_records
-from reports.bisect_steps import DEFAULT_STEP_TIMEOUT_S, BuiltStep, ReplayStep, SuiteStep, Tester, commits_between
+from reports.bisect_steps import (
+    CANNOT_TEST,
+    DEFAULT_STEP_TIMEOUT_S,
+    BuiltStep,
+    ReplayStep,
+    SuiteStep,
+    Tester,
+    commits_between,
+)
 from reports.results import DEFAULT_PARENT, OutputPathError, check_not_in_results_dirs, not_regular, unique_dir
 
 
@@ -58,6 +66,9 @@ class BisectExit(IntEnum):
 #: Suite options the bisect sets itself for each step; given after ``--`` they are a usage error.
 OWN_OPTIONS = ("-k", "--emulator", "--results-dir", "--store", "--series", "--repeats", "--junit-xml", "--junitxml",
                "--guest-kernel", "--guest-kernel-deb")
+#: What ``--one`` exits with on a usage error: above 127, so that ``git bisect run`` stops rather than
+#: taking it for a bad commit (it reads 1-127 but 125 as bad).
+GIT_BISECT_ABORT = 128
 #: The default directory's name under results/.
 OUT_PREFIX = "bisect-"
 
@@ -111,6 +122,8 @@ def parser() -> argparse.ArgumentParser:
     row.add_argument("--git", type=Path, metavar="REPO", help="a source tree: bisect its commits from --good to --bad")
     row.add_argument("--kernels", type=Path, metavar="FILE", help="guest kernels in order, one a line: a .deb "
                      "file (--guest-kernel-deb) or a version apt has (--guest-kernel)")
+    row.add_argument("--one", metavar="BUILD", help="test one QEMU build and exit 0 (passes), 1 (fails) or 125 (cannot "
+                     "test): a step for git bisect run (a usage error then exits 128, which stops git bisect)")
     ap.add_argument("--rule", required=True, help="the failing rule (queue-depth or queue_depth)")
     ap.add_argument("--good", metavar="REV", help="with --git: the known good commit")
     ap.add_argument("--bad", metavar="REV", help="with --git: the known bad commit")
@@ -186,6 +199,8 @@ def run(args: argparse.Namespace, suite_options: Sequence[str], argv: Sequence[s
     """The bisect once its input is read: every step printed as it ends, then the records."""
     rule = rule_name(args.rule)
     _check(args, suite_options)
+    if args.one is not None:
+        return one_step(args, rule, suite_options)
     what = "commit" if args.git else "kernel" if args.kernels else "build"
     if args.git is not None:
         try:
@@ -228,6 +243,19 @@ def run(args: argparse.Namespace, suite_options: Sequence[str], argv: Sequence[s
     return exit_code(outcome)
 
 
+def one_step(args: argparse.Namespace, rule: str, suite_options: Sequence[str]) -> int:
+    """``--one BUILD``: one step, its verdict as the exit code ``git bisect run`` reads."""
+    build = Path(args.one).expanduser().absolute()
+    if not (build.is_file() and build.stat().st_mode & 0o111):
+        raise UsageError(f"--one {args.one}: not an executable file (a QEMU build is the path of its qemu-system-* "
+                         "binary); a build step that made none should exit 125 itself")
+    out = _out_dir(args.out) / "steps" / "01-one"
+    out.mkdir(parents=True, mode=0o700)
+    result = make_tester(args, rule, suite_options, out)(str(build), out)
+    print(f"{build}: {result.verdict.value} ({result.counts}){f' [{result.note}]' if result.note else ''}")
+    return {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.SKIP: CANNOT_TEST}[result.verdict]
+
+
 def exit_code(outcome: Outcome) -> int:
     return {Finding.FOUND: BisectExit.FOUND, Finding.GOOD_END_FAILS: BisectExit.ENDS_CONTRADICT,
             Finding.BAD_END_PASSES: BisectExit.ENDS_CONTRADICT,
@@ -247,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args, suite_options, argv)
     except UsageError as e:
         print(f"python -m reports.bisect: error: {e}", file=sys.stderr)
-        return BisectExit.USAGE
+        return GIT_BISECT_ABORT if args.one is not None else BisectExit.USAGE
     except KeyboardInterrupt:
         print("interrupted: the bisect stopped; the steps done so far are in their directories", file=sys.stderr)
         return BisectExit.INTERRUPTED

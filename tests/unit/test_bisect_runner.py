@@ -207,3 +207,21 @@ def test_a_replays_counts_are_read_from_what_it_says() -> None:
     assert replay_counts("repeat 1 ...\n2 of 5 repeats failed\n", 1) == (2, 5)
     assert replay_counts("FAILED\n", 1) == (1, 1)
     assert replay_counts("PASSED\n", 0) == (0, 1)
+
+
+@pytest.mark.parametrize(("kind", "code", "said"), [(GOOD, 0, "pass (0 of 1 repeat failed)"),
+                                                    (BAD, 1, "fail (1 of 1 repeat failed)"),
+                                                    (UNTESTABLE, 125, "skip (cannot test (the replay exited 125")])
+def test_one_step_exits_as_git_bisect_run_reads_it(tmp_path: Path, bundle: Path, kind: str, code: int,
+                                                  said: str) -> None:
+    build = script(tmp_path / "build" / "qemu-system-x86_64", kind)
+    done = bisect_cli("--one", str(build), "--rule", "limits", "--bundle", str(bundle), "--out", str(tmp_path / "o"))
+    assert done.returncode == code, done.stdout + done.stderr
+    assert done.stdout.startswith(f"{build}: {said}"), done.stdout
+
+
+def test_one_step_with_bad_input_stops_git_bisect(tmp_path: Path, bundle: Path) -> None:
+    """128, not 2: git bisect run takes 1-127 (but 125) for a bad commit and stops on 128 and above."""
+    done = bisect_cli("--one", str(tmp_path / "none"), "--rule", "limits", "--bundle", str(bundle))
+    assert done.returncode == 128 and "--one " in done.stderr and "not an executable file" in done.stderr
+    assert bisect_cli("--one", "/usr/bin/true", "--rule", "nope").returncode == 128
