@@ -123,7 +123,7 @@ def judge(result: StepResult, bar: StepResult) -> tuple[Call, str]:
         return Call.SKIPPED, f"{result.counts}: gone around"
     here, there = f"{result.failed} of {result.repeats}", f"{bar.failed} of {bar.repeats}"
     if result.verdict is Verdict.PASS and result.failed == 0:
-        return Call.GOOD, f"passed: {here} repeats failed"
+        return Call.GOOD, f"passed: {result.counts}"
     # k'/n' >= k/n without division (a step of 0 repeats never reaches here with a FAIL)
     if result.verdict is Verdict.FAIL and result.failed * bar.repeats >= bar.failed * result.repeats > 0:
         return Call.BAD, f"failed {here}, as often as the bad end ({there})"
