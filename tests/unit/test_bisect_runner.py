@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from model.bisect import Verdict
-from reports.bisect import main
+from reports.bisect import main, read_row
 from reports.bisect_steps import SuiteStep, candidate_option, replay_counts, suite_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +27,8 @@ exec "$q" "${n:-1}"
 GOOD = '#!/bin/sh\necho "0 of $1 repeats failed"\nexit 0\n'
 BAD = '#!/bin/sh\necho "$1 of $1 repeats failed"\nexit 1\n'
 UNTESTABLE = "#!/bin/sh\necho 'the guest did not boot'\nexit 125\n"
+#: Fails one repeat in every run: less often than BAD, so never a culprit.
+FLAKY = '#!/bin/sh\necho "1 of $1 repeats failed"\nexit 1\n'
 
 
 def script(path: Path, text: str) -> Path:
@@ -92,6 +94,30 @@ def test_a_good_end_that_fails_exits_1(tmp_path: Path, bundle: Path) -> None:
                       "--out", str(tmp_path / "o"))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "good end fails: the good end" in done.stdout and "first bad build" not in done.stdout
+
+
+@pytest.mark.parametrize(("kinds", "code", "said"), [
+    ((GOOD, GOOD, FLAKY, GOOD, BAD, BAD), 0, "first bad build: {b}/qemu-4"),
+    ((GOOD, GOOD, GOOD, FLAKY, BAD, BAD), 3, "suspects: {b}/qemu-3, {b}/qemu-4"),
+])
+def test_a_flaky_build_is_gone_around_or_left_open(tmp_path: Path, bundle: Path, kinds: tuple[str, ...], code: int,
+                                                   said: str) -> None:
+    done = bisect_cli("--builds", str(row_of(tmp_path, *kinds)), "--rule", "queue-depth", "--bundle", str(bundle),
+                      "--repeats", "3", "--out", str(tmp_path / "o"))
+    assert done.returncode == code, done.stdout + done.stderr
+    assert said.format(b=tmp_path / "builds") in done.stdout.splitlines()
+    assert "flaky: failed 1 of 3, less often than the bad end (3 of 3): flaky, gone around" in done.stdout
+
+
+def test_a_kernels_file_takes_package_files_and_versions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deb = tmp_path / "linux-image-6.1.0-47-amd64_6.1.170-3_amd64.deb"
+    deb.write_bytes(b"!<arch>\n")
+    listing = tmp_path / "k.txt"
+    listing.write_text(f"{deb}\n6.12\n")
+    assert read_row(listing, "--kernels", kernels=True) == [str(deb), "6.12"]
+    listing.write_text(f"{tmp_path / 'missing.deb'}\n6.12\n")
+    assert main(["--kernels", str(listing), "--rule", "limits"]) == 2
+    assert f"--kernels {listing} line 1: {tmp_path / 'missing.deb'}: no such package file" in capsys.readouterr().err
 
 
 def git(repo: Path, *args: str) -> str:
