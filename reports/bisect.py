@@ -41,6 +41,7 @@ from types import FrameType
 from model.across.series import series_problem
 from model.bisect import Finding, Outcome, Step, StepResult, Verdict, bisect
 from model.rules import RULE_MODULES
+from model.secret import redact_url, register_environment, register_url, scrub
 from reports.bisect_record import result_lines, step_line, write_records
 from reports.bisect_steps import (
     CANNOT_TEST,
@@ -48,6 +49,7 @@ from reports.bisect_steps import (
     BuiltStep,
     ReplayStep,
     SuiteStep,
+    Terminated,
     Tester,
     commits_between,
 )
@@ -75,6 +77,11 @@ OUT_PREFIX = "bisect-"
 
 class UsageError(ValueError):
     """Bad input, reported before any step: the message says what to fix."""
+
+
+def recorded_command(argv: Sequence[str]) -> list[str]:
+    """The command as the page shows it: a URL's password and every registered secret as ``***``."""
+    return ["python -m reports.bisect", *(scrub(redact_url(a) if "://" in a else a) for a in argv)]
 
 
 def rule_name(given: str) -> str:
@@ -226,16 +233,16 @@ def run(args: argparse.Namespace, suite_options: Sequence[str], argv: Sequence[s
         return tester(candidate, d)
 
     def show(done: Step) -> None:
-        print(step_line(len(dirs), done), flush=True)
+        print(scrub(step_line(len(dirs), done)), flush=True)
 
     try:
         outcome = bisect(row, step, show)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     for line in result_lines(outcome, what):
-        print(line)
+        print(scrub(line))
     try:
-        for path in write_records(out, outcome, rule, ["python -m reports.bisect", *argv], dirs, what):
+        for path in write_records(out, outcome, rule, recorded_command(argv), dirs, what):
             print(f"written: {path}")
     except OSError as e:
         print(f"NOT WRITTEN: {e}", file=sys.stderr)
@@ -263,13 +270,17 @@ def exit_code(outcome: Outcome) -> int:
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+    raise Terminated
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ours, suite_options = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = parser().parse_args(ours)
+    register_environment()
+    for given in [args.store, *suite_options]:
+        if given and "://" in given:
+            register_url(given)
     signal.signal(signal.SIGTERM, _sigterm)
     try:
         return run(args, suite_options, argv)

@@ -4,7 +4,8 @@ The JUnit case ``bisect[<rule>]`` passes when the first bad candidate was found 
 ``first_bad`` and ``last_good``, and each step's verdict and counts as ``step.K``); it fails when the ends
 contradict each other (the good end fails, the bad end passes) and is an error when the bisect cannot
 decide: a CI job that reads only test cases sees a bisect that named nothing as not green.
-Both files are written atomically into the bisect's own new directory (reports/results.py).
+Both files are written atomically into the bisect's own new directory (reports/results.py), every
+registered secret (a store URL's password) masked.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from model.bisect import Finding, Outcome, Step
+from model.secret import scrub
 from reports.results import write_atomic
 
 #: The files a bisect writes in its directory, beside ``steps/``.
@@ -92,5 +94,5 @@ td,th{{border:1px solid #888;padding:.2em .5em;text-align:left;vertical-align:to
 def write_records(out: Path, outcome: Outcome, rule: str, command: Sequence[str], step_dirs: Sequence[str],
                   what: str = "build") -> list[Path]:
     """Write the page and the JUnit file into ``out`` (atomically); the paths written."""
-    return [write_atomic(out / PAGE_NAME, page_html(outcome, rule, command, step_dirs, what)),
-            write_atomic(out / JUNIT_NAME, junit_text(outcome, rule, what))]
+    return [write_atomic(out / PAGE_NAME, scrub(page_html(outcome, rule, command, step_dirs, what))),
+            write_atomic(out / JUNIT_NAME, scrub(junit_text(outcome, rule, what)))]

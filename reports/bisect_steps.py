@@ -40,6 +40,11 @@ DEFAULT_STEP_TIMEOUT_S = 3600.0
 #: What a step writes its command's output to, in its directory.
 LOG_NAME = "output.log"
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM to the bisect: unlike Ctrl-C, which the whole process group gets, the running step's
+    child did not see it, so it is passed on (the suite ends its guest on SIGTERM as on Ctrl-C)."""
+
+
 #: A step's test: the candidate (a QEMU path, a kernel) and the step's own new directory.
 Tester = Callable[[str, Path], StepResult]
 
@@ -99,7 +104,9 @@ def _run_logged(cmd: Sequence[str], log: Path, timeout_s: float, cwd: Path | Non
                 proc.kill()
                 proc.wait()
             return None
-        except BaseException:  # Ctrl-C: the child got it too (one process group); wait for its clean-up
+        except BaseException as e:  # Ctrl-C: the child got it too (one process group); wait for its clean-up
+            if isinstance(e, Terminated):
+                proc.terminate()
             proc.wait()
             raise
 

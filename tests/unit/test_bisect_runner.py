@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from model.bisect import Verdict
-from reports.bisect import main, read_row
+from model.secret import register_url
+from reports.bisect import main, read_row, recorded_command
 from reports.bisect_steps import SuiteStep, candidate_option, replay_counts, suite_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,3 +252,12 @@ def test_one_step_with_bad_input_stops_git_bisect(tmp_path: Path, bundle: Path) 
     done = bisect_cli("--one", str(tmp_path / "none"), "--rule", "limits", "--bundle", str(bundle))
     assert done.returncode == 128 and "--one " in done.stderr and "not an executable file" in done.stderr
     assert bisect_cli("--one", "/usr/bin/true", "--rule", "nope").returncode == 128
+
+
+def test_a_store_password_is_never_in_the_recorded_command() -> None:
+    from model.secret import register_url
+    from reports.bisect import recorded_command
+    url = "postgresql://bisector:pa55-w0rd-long@db.example/vioconform"
+    register_url(url)
+    shown = " ".join(recorded_command(["--builds", "b.txt", "--store", url, "--", "--controllers", "virtio-scsi"]))
+    assert "pa55-w0rd-long" not in shown and "postgresql://bisector:***@db.example/vioconform" in shown
