@@ -255,8 +255,6 @@ def test_one_step_with_bad_input_stops_git_bisect(tmp_path: Path, bundle: Path) 
 
 
 def test_a_store_password_is_never_in_the_recorded_command() -> None:
-    from model.secret import register_url
-    from reports.bisect import recorded_command
     url = "postgresql://bisector:pa55-w0rd-long@db.example/vioconform"
     register_url(url)
     shown = " ".join(recorded_command(["--builds", "b.txt", "--store", url, "--", "--controllers", "virtio-scsi"]))
