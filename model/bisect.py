@@ -72,6 +72,8 @@ class Call(enum.Enum):
 
 
 class Phase(enum.Enum):
+    """Where in the bisect a step ran: an end's re-check, the search, or the culprit's confirmation."""
+
     GOOD_END = "good end"
     BAD_END = "bad end"
     BISECT = "bisect"

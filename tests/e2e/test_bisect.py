@@ -47,7 +47,8 @@ def test_a_row_of_builds_is_bisected_to_the_first_broken_one(four_builds: list[P
     assert [s.split(":")[0] for s in steps] == [
         f"step 1 (bad end) {four_builds[3]}", f"step 2 (good end) {four_builds[0]}", f"step 3 (bisect) {four_builds[1]}",
         f"step 4 (bisect) {four_builds[2]}", f"step 5 (confirm) {four_builds[2]}", f"step 6 (confirm) {four_builds[1]}"]
-    assert "bad: failed 1 of 1 repeat" in steps[3] and "good: passed: 0 of 1 repeat failed" in steps[2]
+    assert "bad: failed 1 of 1, as often as the bad end (1 of 1)" in steps[3], steps
+    assert "good: passed: 0 of 1 repeat failed" in steps[2], steps
     with contextlib.closing(sqlite3.connect(store)) as db:
         assert db.execute("SELECT series, count(*) FROM runs GROUP BY series").fetchall() == [("bisect_limits", 6)]
     assert orphaned_domains() == []
