@@ -186,17 +186,22 @@ def _out_dir(given: Path | None) -> Path:
     return given.resolve()
 
 
+def bisect_series(rule: str) -> str:
+    """The series every suite step of a bisect of ``rule`` is stored under: ``bisect_queue_depth``."""
+    series = f"bisect_{rule.replace('-', '_')}"
+    problem = series_problem(series)
+    if problem:
+        raise UsageError(f"the series {series}: {problem}")
+    return series
+
+
 def make_tester(args: argparse.Namespace, rule: str, suite_options: Sequence[str], workdir: Path) -> Tester:
     inner: Tester
     if args.bundle is not None:
         inner = ReplayStep(args.bundle, args.repeats, args.step_timeout)
     else:
-        series = f"bisect_{rule.replace('-', '_')}"
-        problem = series_problem(series)
-        if problem:
-            raise UsageError(f"the series {series}: {problem}")
-        inner = SuiteStep(rule, tuple(suite_options), args.repeats, args.store, series, args.kernels is not None,
-                          args.step_timeout)
+        inner = SuiteStep(rule, tuple(suite_options), args.repeats, args.store, bisect_series(rule),
+                          args.kernels is not None, args.step_timeout)
     if args.git is None:
         return inner
     return BuiltStep(args.git.resolve(), args.build, args.built, inner, workdir, args.step_timeout)
@@ -206,6 +211,7 @@ def run(args: argparse.Namespace, suite_options: Sequence[str], argv: Sequence[s
     """The bisect once its input is read: every step printed as it ends, then the records."""
     rule = rule_name(args.rule)
     _check(args, suite_options)
+    bisect_series(rule)  # a usage error now, before anything is created
     if args.one is not None:
         return one_step(args, rule, suite_options)
     what = "commit" if args.git else "kernel" if args.kernels else "build"
