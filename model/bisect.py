@@ -145,8 +145,10 @@ def _pick(lo: int, hi: int, gone: set[int]) -> int | None:
 class _Run:
     """The steps of one bisect, in order, and the bar they are judged against."""
 
-    def __init__(self, row: Sequence[str], step: StepFunction, on_step: Callable[[Step], None] | None) -> None:
+    def __init__(self, row: Sequence[str], step: StepFunction, on_step: Callable[[Step], None] | None,
+                 noun: str) -> None:
         self.row = row
+        self.noun = noun
         self.step = step
         self.on_step = on_step
         self.steps: list[Step] = []
@@ -183,12 +185,12 @@ def _check_ends(run: _Run) -> Outcome | None:
                                                    "does not reproduce there, so there is nothing to bisect")
     good = run.test(0, Phase.GOOD_END)
     if good.result.verdict is Verdict.SKIP:
-        return run.outcome(Finding.CANNOT_DECIDE, f"the good end {row[0]} {good.result.counts}: without a build "
+        return run.outcome(Finding.CANNOT_DECIDE, f"the good end {row[0]} {good.result.counts}: without a {run.noun} "
                                                   "that passes there is nothing to bisect from")
     if good.call is not Call.GOOD:
         return run.outcome(Finding.GOOD_END_FAILS,
                            f"the good end {row[0]} fails ({good.result.counts}; the bad end {bad.result.counts}): "
-                           "the failure is older than the row, or flaky; start from an earlier build")
+                           f"the failure is older than the row, or flaky; start from an earlier {run.noun}")
     return None
 
 
@@ -200,21 +202,23 @@ def _confirm(run: _Run, lo: int, hi: int) -> Outcome:
     if again_bad.call is not Call.BAD or again_good.call is not Call.GOOD:
         said = "; ".join(f"{s.candidate} {s.why}" for s in (again_bad, again_good)
                          if s.call is not (Call.BAD if s is again_bad else Call.GOOD))
-        return run.outcome(Finding.CANNOT_DECIDE, f"the confirmation disagreed: {said}; the first bad build looked "
+        return run.outcome(Finding.CANNOT_DECIDE, f"the confirmation disagreed: {said}; the first bad {run.noun} looked "
                                                   f"like {row[hi]} but does not reproduce as a culprit must",
                            suspects=(row[lo], row[hi]))
-    return run.outcome(Finding.FOUND, f"{row[hi]} is the first bad build: it failed again ({again_bad.result.counts}) "
+    return run.outcome(Finding.FOUND, f"{row[hi]} is the first bad {run.noun}: it failed again ({again_bad.result.counts}) "
                                       f"and {row[lo]} before it passed again ({again_good.result.counts})",
                        first_bad=row[hi], last_good=row[lo])
 
 
-def bisect(row: Sequence[str], step: StepFunction, on_step: Callable[[Step], None] | None = None) -> Outcome:
+def bisect(row: Sequence[str], step: StepFunction, on_step: Callable[[Step], None] | None = None,
+           noun: str = "build") -> Outcome:
     """Bisect ``row`` (first known good, last known bad; two or more candidates) with ``step``,
     called as ``step(index, candidate)``; see the module's docstring for what each answer means.
-    ``on_step`` is called with each step once it is judged (to print it as it ends)."""
+    ``on_step`` is called with each step once it is judged (to print it as it ends); ``noun`` is what
+    the reasons call a candidate (``build``, ``commit``, ``kernel``)."""
     if len(row) < 2:
         raise ValueError(f"a bisect needs two or more candidates, the good one first and the bad one last; got {len(row)}")
-    run = _Run(row, step, on_step)
+    run = _Run(row, step, on_step, noun)
     stopped = _check_ends(run)
     if stopped is not None:
         return stopped
@@ -232,7 +236,7 @@ def bisect(row: Sequence[str], step: StepFunction, on_step: Callable[[Step], Non
         calls = {s.index: s for s in run.steps if s.index in between}
         said = "; ".join(f"{row[s]}: {calls[s].why}" for s in between)
         return run.outcome(Finding.CANNOT_DECIDE,
-                           f"the first bad build is one of {', '.join(row[s] for s in (*between, hi))}: between the "
-                           f"last good {row[lo]} and {row[hi]} every build was gone around ({said})",
+                           f"the first bad {run.noun} is one of {', '.join(row[s] for s in (*between, hi))}: between the "
+                           f"last good {row[lo]} and {row[hi]} every {run.noun} was gone around ({said})",
                            suspects=tuple(row[s] for s in (*between, hi)))
     return _confirm(run, lo, hi)

@@ -242,7 +242,7 @@ def run(args: argparse.Namespace, suite_options: Sequence[str], argv: Sequence[s
         print(scrub(step_line(len(dirs), done)), flush=True)
 
     try:
-        outcome = bisect(row, step, show)
+        outcome = bisect(row, step, show, what)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     for line in result_lines(outcome, what):

@@ -168,3 +168,10 @@ def test_a_row_of_one_and_bad_counts_are_refused() -> None:
 def test_the_counts_read_as_a_sentence() -> None:
     assert StepResult(Verdict.FAIL, 1, 1).counts == "1 of 1 repeat failed"
     assert StepResult(Verdict.SKIP).counts == "cannot test"
+
+
+def test_the_reasons_call_a_candidate_what_the_row_holds() -> None:
+    out = bisect(builds(3), broken_from(2, 3), noun="kernel")
+    assert " is the first bad kernel: it failed again" in out.reason
+    out = bisect(builds(3), Row([PASS, SKIP, FAIL]), noun="commit")
+    assert out.reason.startswith("the first bad commit is one of") and "every commit was gone around" in out.reason
