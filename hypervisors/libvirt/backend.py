@@ -63,6 +63,7 @@ from hypervisors.libvirt.controllers import (
     pci_addr,
 )
 from hypervisors.libvirt.discard import QmpDiscardObserver
+from hypervisors.libvirt.disk_settings import domain_iothreads_xml
 from hypervisors.libvirt.host_checks import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.hostfiles import (
     DEFAULT_HOST_DIR,
@@ -272,7 +273,7 @@ class LibvirtBackend(HypervisorBackend):
   <name>{name}</name>
   <metadata><vioc:run xmlns:vioc='{METADATA_NS}' pid='{os.getpid()}' host={quoteattr(socket.gethostname())} dir={quoteattr(str(run_dir))}/></metadata>
   <memory unit='MiB'>{memory}</memory>
-  <vcpu>{vcpus}</vcpu>
+  <vcpu>{vcpus}</vcpu>{domain_iothreads_xml(request.disks) if request else ""}
   {os_xml}
   <features><acpi/></features>{cpu}
   <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
@@ -352,7 +353,7 @@ class LibvirtBackend(HypervisorBackend):
         stage = self.stage(run_dir)
         for disk in request.disks:
             if disk.backing == "file":
-                self.files.create_disk(disk_file(stage, disk), disk.size_bytes)
+                self.files.create_disk(disk_file(stage, disk), disk.size_bytes, disk.settings.format or "raw")
         console = stage / "console.log"
         self.files.remove(console)
         self.files.for_qemu(stage / TRACE_LOG)
@@ -524,6 +525,9 @@ class LibvirtBackend(HypervisorBackend):
         if disk.spec.backing != "file":
             raise BackingUnreadable(f"{disk.spec.label} is a {disk.spec.backing} disk, not file-backed: it keeps no "
                                     "data to read back")
+        if disk.spec.settings.format not in (None, "raw"):
+            raise BackingUnreadable(f"{disk.spec.label} is a {disk.spec.settings.format} image: its file is not the "
+                                    "guest's bytes in order (the suite reads raw files only)")
         if guest.console_log_path is None:
             raise BackingUnreadable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
         return BackingFile(self.files, disk_file(self.stage(guest.console_log_path.parent), disk.spec))
