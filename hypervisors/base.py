@@ -483,6 +483,13 @@ class HypervisorBackend(ABC):
         """The aborts and resets of ``disk``'s device model, or None where the backend cannot see them."""
         return None
 
+    def disk_settings_seen(self, guest: Guest) -> dict[str, str]:
+        """Each disk setting asked (``--disk``, ``--profile``) as the running hypervisor shows it, as
+        the run's properties (``disk.<controller>[.<role>].setting.<key>``); HypervisorError naming
+        every one that did not take, so that no rule trusts it. Default: nothing to check (a backend
+        that cannot set a disk setting refuses it before any guest starts)."""
+        return {}
+
     def environment(self, guest: Guest) -> dict[str, str]:
         """The running guest's environment fingerprint entries (model/across/fingerprint.py: the
         hypervisor's build, its machine and accelerator). Default: nothing known."""

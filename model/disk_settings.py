@@ -6,7 +6,7 @@ has (a file-backed disk as libvirt's ``cache='none' io='native' discard='unmap'`
 disk as QEMU's null-co; QEMU's and libvirt's defaults for the rest). ``pairs()`` gives what
 was asked, sorted, as the configuration's part of the test id shows it: ``--disk
 cache=none,aio=native`` gives ``(("aio", "native"), ("cache", "none"))``, shown as
-``:aio=native,cache=none``; no ``--disk`` gives ``()`` and today's ids.
+``:aio=native,cache=none``; no ``--disk`` gives ``()`` and the ids without settings.
 
 Where the values come from: QEMU's ``qemu-options.hx`` (``-drive cache=``, ``aio=``,
 ``discard=``, ``detect-zeroes=``) and ``qapi/block-core.json`` (``BlockdevDetectZeroesOptions``,

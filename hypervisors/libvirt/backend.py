@@ -47,7 +47,18 @@ from hypervisors.base import (
     kernel_panic,
 )
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
-from hypervisors.libvirt import accel, environment, host_checks, imageboot, leftovers, machine, qemulog, stall, trace
+from hypervisors.libvirt import (
+    accel,
+    environment,
+    host_checks,
+    imageboot,
+    leftovers,
+    machine,
+    qemulog,
+    settings_check,
+    stall,
+    trace,
+)
 from hypervisors.libvirt.accel import PROBE_REMEDY, PROBE_TIMEOUT_S, ProbeResult
 from hypervisors.libvirt.blkdebug import BlkdebugInjector
 from hypervisors.libvirt.controllers import (
@@ -518,6 +529,12 @@ class LibvirtBackend(HypervisorBackend):
     def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
         """QEMU's answer: QMP ``qom-get`` on the disk's device and its HBA (hypervisors/libvirt/qom.py)."""
         return read_advertised(self.conn, guest.name, disk.spec)
+
+    def disk_settings_seen(self, guest: Guest) -> dict[str, str]:
+        """Live domain XML, QMP query-block and qom-get (hypervisors/libvirt/settings_check.py)."""
+        checked = settings_check.check_domain(self.conn, guest.name, tuple(d.spec for d in guest.disks))
+        settings_check.raise_if_missing(checked)
+        return settings_check.properties(checked)
 
     def backing_store(self, guest: Guest, disk: AttachedDisk) -> BackingFile:
         """A file-backed disk's raw file in the run's staging directory (this machine's, or the remote
