@@ -36,6 +36,13 @@ ON_OFF: Final = ("on", "off")
 DISCARD_MODES: Final = ("unmap", "ignore")
 DETECT_ZEROES_MODES: Final = ("off", "on", "unmap")
 FORMATS: Final = ("raw", "qcow2")
+#: vSphere's disk modes (``VirtualDiskMode``) and multi-writer sharing (``VirtualDiskSharing``), as
+#: the suite names them; libvirt's disks have neither.
+DISK_MODES: Final = {"persistent": "persistent", "independent_persistent": "independent_persistent",
+                     "independent_nonpersistent": "independent_nonpersistent"}
+SHARING: Final = {"none": "sharingNone", "multi_writer": "sharingMultiWriter"}
+#: The settings only vSphere has.
+VSPHERE_ONLY: Final = ("disk_mode", "sharing")
 #: Block sizes QEMU's block devices take (a power of two from 512 B to 32 KiB; the physical one
 #: no smaller than the logical one: QEMU refuses it).
 BLOCK_SIZES: Final = (512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -61,7 +68,8 @@ class DiskSettings:
     ``iothread``: "on" gives the disk (virtio-blk) or its HBA (virtio-scsi) an iothread of its own.
     ``serial``: the serial's text; each disk gets it followed by ``-<index>``, so that the guest
     tells the two disks of a controller apart. ``wwn``: 16 hex digits; each disk gets it plus its
-    index. ``iops``, ``bps``: libvirt's ``total_iops_sec`` and ``total_bytes_sec``.
+    index. ``iops``, ``bps``: libvirt's ``total_iops_sec`` and ``total_bytes_sec`` (vSphere: ``iops`` is
+    the disk's ``storageIOAllocation.limit``). ``disk_mode``, ``sharing``: vSphere's only.
     """
 
     cache: str | None = None
@@ -76,6 +84,8 @@ class DiskSettings:
     wwn: str | None = None
     iops: int | None = None
     bps: int | None = None
+    disk_mode: str | None = None
+    sharing: str | None = None
 
     def pairs(self) -> tuple[tuple[str, str], ...]:
         """What was asked, as sorted (key, value) strings (the configuration's ``disk_settings``)."""
@@ -125,7 +135,7 @@ def _wwn(key: str, value: str) -> str:
 
 _CHOICES: Final = {
     "cache": tuple(CACHE_MODES), "aio": AIO_MODES, "iothread": ON_OFF, "discard": DISCARD_MODES,
-    "detect_zeroes": DETECT_ZEROES_MODES, "format": FORMATS,
+    "detect_zeroes": DETECT_ZEROES_MODES, "format": FORMATS, "disk_mode": tuple(DISK_MODES), "sharing": tuple(SHARING),
 }
 _CONVERT: Final = {"logical_block_size": _block_size, "physical_block_size": _block_size,
                    "serial": _serial, "wwn": _wwn, "iops": _limit, "bps": _limit}

@@ -91,6 +91,7 @@ from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qmp import DomainQmp
 from hypervisors.libvirt.qom import read_advertised
 from hypervisors.libvirt.resize import QmpResizer
+from model import settings_seen
 from model.advertised import Advertised
 from model.errors import HypervisorError, ParseError
 from model.parse.blockstats import HostBlockCounters
@@ -533,8 +534,8 @@ class LibvirtBackend(HypervisorBackend):
     def disk_settings_seen(self, guest: Guest) -> dict[str, str]:
         """Live domain XML, QMP query-block and qom-get (hypervisors/libvirt/settings_check.py)."""
         checked = settings_check.check_domain(self.conn, guest.name, tuple(d.spec for d in guest.disks))
-        settings_check.raise_if_missing(checked)
-        return settings_check.properties(checked)
+        settings_seen.raise_if_missing(checked)
+        return settings_seen.properties(checked)
 
     def backing_store(self, guest: Guest, disk: AttachedDisk) -> BackingFile:
         """A file-backed disk's raw file in the run's staging directory (this machine's, or the remote

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from model.disk_settings import CACHE_MODES, NATIVE_NEEDS_DIRECT, DiskSettings
+from model.disk_settings import CACHE_MODES, NATIVE_NEEDS_DIRECT, VSPHERE_ONLY, DiskSettings
 from model.errors import HypervisorError
 from model.types import DiskSpec
 
@@ -58,6 +58,10 @@ def refusal(disk: DiskSpec, bus: str, controller: str, libvirt_disk: bool) -> st
     """Why ``disk`` cannot carry its settings on ``controller`` (whose disks hang on ``bus``), or "".
     ``libvirt_disk``: libvirt's ``<disk>`` attaches it (else QEMU arguments)."""
     s, where = disk.settings, f"disk {disk.index} ({disk.label})"
+    vsphere = [f"{k}={v}" for k, v in s.pairs() if k in VSPHERE_ONLY]
+    if vsphere:
+        return (f"{', '.join(vsphere)}: vSphere's disk settings; libvirt's disks have no disk mode or multi-writer "
+                "sharing of that kind (use them with --hypervisor vsphere)")
     if s.iothread == "on" and controller not in IOTHREAD_CONTROLLERS:
         return (f"iothread=on: {where} is on {controller}, which QEMU never runs in an iothread "
                 f"(only {' and '.join(IOTHREAD_CONTROLLERS)} do)")

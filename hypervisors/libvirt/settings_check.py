@@ -4,14 +4,14 @@ QEMU's own answers, QMP ``query-block`` (cache mode, detect-zeroes, format, I/O 
 disk's block backend) and ``qom-get`` on its device (block sizes, serial, WWN, iothread).
 
 ``check_disk`` is pure: it compares one disk's settings with what was read and returns one
-``SettingSeen`` per asked setting. ``read_disk_state`` does the reading.
+``model.settings_seen.SettingSeen`` per asked setting. ``read_disk_state`` does the reading.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import libvirt
 
@@ -19,6 +19,7 @@ from hypervisors.libvirt.controllers import CONTROLLERS, device_id, hba_alias
 from hypervisors.libvirt.qmp import qmp
 from model.disk_settings import CACHE_MODES
 from model.errors import HypervisorError
+from model.settings_seen import SettingSeen
 from model.types import DiskSpec
 
 PERIPHERAL = "/machine/peripheral"
@@ -36,20 +37,6 @@ class DiskState:
     domain_iothreads: int
     inserted: dict[str, Any] | None
     qom: dict[str, object]
-
-
-@dataclass(frozen=True)
-class SettingSeen:
-    """One asked setting: ``took`` (what the host shows is what was asked), ``missing`` (it shows
-    something else) or ``not-applicable`` (the disk has no such thing: aio on the null-co disk)."""
-
-    key: str
-    asked: str
-    status: Literal["took", "missing", "not-applicable"]
-    seen: str
-
-    def line(self) -> str:
-        return f"{self.status}: {self.seen}"
 
 
 def _driver(state: DiskState, attr: str) -> str | None:
@@ -152,22 +139,3 @@ def check_domain(conn: libvirt.virConnect, domain: str, disks: tuple[DiskSpec, .
         raise HypervisorError(f"the live XML of {domain} cannot be read: {e.get_error_message()}") from e
     blocks = qmp(conn, domain, {"execute": "query-block"}).get("return", [])
     return {d: check_disk(d, read_disk_state(conn, domain, d, live, blocks)) for d in asking}
-
-
-def properties(checked: dict[DiskSpec, list[SettingSeen]]) -> dict[str, str]:
-    """The run's properties of what took: ``disk.<controller>[.<role>].setting.<key>`` (the dut's
-    without its role, as the advertised limits are recorded), each ``<status>: <what was seen>``."""
-    out = {}
-    for disk, seen in checked.items():
-        own = f"disk.{disk.controller}" if disk.role == "dut" else f"disk.{disk.controller}.{disk.role}"
-        out.update({f"{own}.setting.{s.key}": f"{s.asked} {s.line()}" for s in seen})
-    return out
-
-
-def raise_if_missing(checked: dict[DiskSpec, list[SettingSeen]]) -> None:
-    """HypervisorError naming every asked setting the host does not show: no rule may trust the disk."""
-    missing = [f"{d.label} disk {d.index}: {s.key}={s.asked} did not take ({s.seen})"
-               for d, seen in checked.items() for s in seen if s.status == "missing"]
-    if missing:
-        raise HypervisorError("the host does not show every disk setting asked (--disk, --profile):\n  "
-                              + "\n  ".join(missing))

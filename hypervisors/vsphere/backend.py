@@ -44,6 +44,7 @@ from pyVmomi import vim
 from guest.image.cloudinit import generate_host_key, meta_data, user_data, vmware_guestinfo
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack
+from hypervisors.vsphere import disk_settings as vsphere_settings
 from hypervisors.vsphere.config import (
     TARGET_ENV,
     TARGET_EXAMPLE,
@@ -65,6 +66,7 @@ from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
 from hypervisors.vsphere.tracer import VscsiStatsTracer
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsSource, open_source
+from model import settings_seen
 from model.advertised import Advertised
 from model.errors import HypervisorError
 from model.parse.blockstats import HostBlockCounters
@@ -187,6 +189,9 @@ class VSphereBackend(HypervisorBackend):
         return dc.vmFolder, relocate, template, network
 
     def _start_guest(self, request: GuestRequest) -> Guest:
+        refused = next((r for r in map(vsphere_settings.refusal, request.disks) if r), "")
+        if refused:  # before the clone: nothing to remove
+            raise HypervisorError(f"--disk: {refused}")
         cfg = self.config
         folder, relocate, template, network = self._placement()
         name = self.clone_name(request)
@@ -281,6 +286,14 @@ class VSphereBackend(HypervisorBackend):
         """Raise now, not after a long fio run, if a needed counter is not collected for a disk."""
         for disk in guest.disks:
             self.perf.check_available(self.vm_of(guest), disk.host_ref)
+
+    def disk_settings_seen(self, guest: Guest) -> dict[str, str]:
+        """Each disk's asked settings read back from the VM's device config (hypervisors/vsphere/disk_settings.py)."""
+        instances = disk_instances(devices(self.vm_of(guest)))
+        checked = {d.spec: vsphere_settings.seen(d.spec, instances.get(d.host_ref)) for d in guest.disks
+                   if d.spec.settings.pairs()}
+        settings_seen.raise_if_missing(checked)
+        return settings_seen.properties(checked)
 
     def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
         """The VM's device config of the disk (hypervisors.vsphere.controllers.advertised_of)."""

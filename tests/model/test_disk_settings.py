@@ -48,7 +48,8 @@ def test_a_bad_value_names_itself_and_what_is_allowed(text: str, says: str) -> N
 
 def test_every_key_parses() -> None:
     text = ("cache=directsync,aio=native,iothread=on,discard=unmap,detect_zeroes=unmap,logical_block_size=512,"
-            "physical_block_size=4096,format=qcow2,serial=VOL-1,wwn=0x5000C50015EA7100,iops=100,bps=1048576")
+            "physical_block_size=4096,format=qcow2,serial=VOL-1,wwn=0x5000C50015EA7100,iops=100,bps=1048576,"
+            "disk_mode=independent_persistent,sharing=multi_writer")
     s = parse_disk_settings(text)
     assert [k for k, _ in s.pairs()] == sorted(KEYS)
     assert s.wwn == "5000c50015ea7100"

@@ -17,10 +17,11 @@ from tests.libvirt_python import REASON
 pytest.importorskip("libvirt", reason=REASON)  # settings_check reads through libvirt's monitor passthrough
 
 from hypervisors.libvirt.controllers import device_id
-from hypervisors.libvirt.settings_check import DiskState, check_disk, properties, raise_if_missing
+from hypervisors.libvirt.settings_check import DiskState, check_disk
 from model.disk_settings import DiskSettings
 from model.disks import suite_disks
 from model.errors import HypervisorError
+from model.settings_seen import properties, raise_if_missing
 from model.types import DiskSpec
 
 DATA = Path(__file__).parent.parent / "data"
