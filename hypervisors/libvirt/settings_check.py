@@ -95,7 +95,7 @@ def check_disk(disk: DiskSpec, state: DiskState) -> list[SettingSeen]:
             pinned = bool(state.qom.get("iothread")) and state.domain_iothreads > 0
             out.append(_seen(key, asked, "on" if pinned else "off",
                              f"qom-get iothread {state.qom.get('iothread') or '(none)'!r}, domain iothreads "
-                             f"{state.domain_iothreads}:"))
+                             f"{state.domain_iothreads} ->"))
     return out
 
 
