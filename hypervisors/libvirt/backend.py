@@ -40,6 +40,7 @@ from hypervisors.base import (
     DiscardUnavailable,
     Guest,
     GuestRequest,
+    HoldUnavailable,
     HotplugUnavailable,
     HypervisorBackend,
     ImageRequest,
@@ -595,7 +596,12 @@ class LibvirtBackend(HypervisorBackend):
 
     def disk_hold(self, guest: Guest, disk: AttachedDisk) -> stall.ThrottleHold:
         """QEMU's throttle at 1 byte/s on the disk's block backend (hypervisors/libvirt/stall.py), through a
-        libvirt connection of the holds' own (opened on first use, closed with the backend's cleanup)."""
+        libvirt connection of the holds' own (opened on first use, closed with the backend's cleanup).
+        HoldUnavailable for a disk with I/O limits asked (``--disk iops=``, ``bps=``): the hold's release
+        would take them off."""
+        if disk.spec.settings.iops or disk.spec.settings.bps:
+            raise HoldUnavailable(f"{disk.spec.label} has I/O limits of its own ({disk.spec.settings}): the stall is "
+                                  "held with QEMU's throttle, whose release would take them off")
         if self._hold_conn is None:
             self._hold_conn = open_connection(self.uri)
             conn = self._hold_conn

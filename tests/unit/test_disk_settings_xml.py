@@ -144,3 +144,19 @@ def test_libvirts_schema_takes_the_domain_with_every_setting(tmp_path: Path) -> 
                           check=False)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert ET.fromstring(xml).findtext("iothreads") == "1"
+
+
+def test_a_disk_with_limits_of_its_own_is_not_held_by_the_stall(tmp_path: Path) -> None:
+    """The stall's hold is QEMU's throttle, and its release sets every limit to 0: it would take the
+    asked limits off, so stall-tolerance skips such a disk with the reason."""
+    backend = pytest.importorskip("hypervisors.libvirt.backend")
+    from hypervisors.base import Guest, HoldUnavailable
+    from model.device_limits import ConfiguredLimits
+    from model.types import AttachedDisk, GuestDiskId, SshEndpoint
+    spec = _with(DiskSettings(iops=300))[1]
+    attached = AttachedDisk(spec, "ua-vioc-dut01", ConfiguredLimits(queue_depth=128), GuestDiskId("serial", spec.serial))
+    guest = Guest("g", SshEndpoint("127.0.0.1", 22, "root", tmp_path / "k", ""), (attached,), "tcg")
+    cls = backend.LibvirtBackend
+    with pytest.raises(HoldUnavailable) as e:
+        cls.disk_hold(cls.__new__(cls), guest, attached)
+    assert "has I/O limits of its own (iops=300): the stall is held with QEMU's throttle" in str(e.value)
