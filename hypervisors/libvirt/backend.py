@@ -580,10 +580,14 @@ class LibvirtBackend(HypervisorBackend):
         return LibvirtHotplugDisk(self.conn, guest.name, self.files, path, xml, spec)
     def discard_observer(self, guest: Guest, disk: AttachedDisk) -> QmpDiscardObserver:
         """QMP's unmap counters of the disk's device and its backing file's allocation
-        (hypervisors/libvirt/discard.py): file-backed disks, whose nodes the suite opens with discard=unmap."""
+        (hypervisors/libvirt/discard.py): file-backed disks, whose nodes the suite opens with discard=unmap
+        (``--disk discard=ignore``: QEMU drops the guest's discards, as asked, and the rule does not apply)."""
         if disk.spec.backing != "file":
             raise DiscardUnavailable(f"{disk.spec.label} is a {disk.spec.backing} disk, not file-backed: it has no "
                                      "backing store to give discarded space back to")
+        if disk.spec.settings.discard == "ignore":
+            raise DiscardUnavailable(f"{disk.spec.label} is set up with discard=ignore (--disk, --profile): QEMU drops "
+                                     "the guest's discards before the file, as asked")
         if guest.console_log_path is None:
             raise DiscardUnavailable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
         stage = self.stage(guest.console_log_path.parent)

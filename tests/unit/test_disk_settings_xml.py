@@ -10,6 +10,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,17 +147,32 @@ def test_libvirts_schema_takes_the_domain_with_every_setting(tmp_path: Path) -> 
     assert ET.fromstring(xml).findtext("iothreads") == "1"
 
 
-def test_a_disk_with_limits_of_its_own_is_not_held_by_the_stall(tmp_path: Path) -> None:
-    """The stall's hold is QEMU's throttle, and its release sets every limit to 0: it would take the
-    asked limits off, so stall-tolerance skips such a disk with the reason."""
+def _one_disk_guest(settings: DiskSettings, tmp_path: Path) -> tuple[Any, Any, Any]:
+    """The libvirt backend (no connection), and a guest with the scratch disk set up with ``settings``."""
     backend = pytest.importorskip("hypervisors.libvirt.backend")
-    from hypervisors.base import Guest, HoldUnavailable
+    from hypervisors.base import Guest
     from model.device_limits import ConfiguredLimits
     from model.types import AttachedDisk, GuestDiskId, SshEndpoint
-    spec = _with(DiskSettings(iops=300))[1]
+    spec = _with(settings)[1]
     attached = AttachedDisk(spec, "ua-vioc-dut01", ConfiguredLimits(queue_depth=128), GuestDiskId("serial", spec.serial))
     guest = Guest("g", SshEndpoint("127.0.0.1", 22, "root", tmp_path / "k", ""), (attached,), "tcg")
     cls = backend.LibvirtBackend
+    return cls.__new__(cls), guest, attached
+
+
+def test_a_disk_with_limits_of_its_own_is_not_held_by_the_stall(tmp_path: Path) -> None:
+    """The stall's hold is QEMU's throttle, and its release sets every limit to 0: it would take the
+    asked limits off, so stall-tolerance skips such a disk with the reason."""
+    from hypervisors.base import HoldUnavailable
+    backend, guest, attached = _one_disk_guest(DiskSettings(iops=300), tmp_path)
     with pytest.raises(HoldUnavailable) as e:
-        cls.disk_hold(cls.__new__(cls), guest, attached)
+        backend.disk_hold(guest, attached)
     assert "has I/O limits of its own (iops=300): the stall is held with QEMU's throttle" in str(e.value)
+
+
+def test_a_disk_whose_discards_the_host_drops_as_asked_is_no_case_for_the_discard_rule(tmp_path: Path) -> None:
+    from hypervisors.base import DiscardUnavailable
+    backend, guest, attached = _one_disk_guest(DiskSettings(discard="ignore"), tmp_path)
+    with pytest.raises(DiscardUnavailable) as e:
+        backend.discard_observer(guest, attached)
+    assert "set up with discard=ignore (--disk, --profile): QEMU drops the guest's discards" in str(e.value)
