@@ -160,9 +160,13 @@ def node_options(disk: DiskSpec) -> dict[str, object]:
 
 
 def device_options(disk: DiskSpec, bus: str) -> dict[str, object]:
-    """What a QEMU-argument disk's device takes of the settings: its logical block size and, on
-    virtio-blk, its iothread (the virtio-scsi HBA's is in its libvirt ``<controller>``)."""
+    """What a QEMU-argument disk's device takes of the settings: the write cache it tells the guest
+    of (a cache mode's ``cache.writeback``, which is the device's ``write-cache``, not a block node
+    option), its logical block size and, on virtio-blk, its iothread (the virtio-scsi HBA's is in its
+    libvirt ``<controller>``)."""
     out: dict[str, object] = {}
+    if disk.settings.cache is not None:
+        out["write-cache"] = "on" if CACHE_MODES[disk.settings.cache][0] else "off"
     if disk.settings.logical_block_size is not None:
         out["logical_block_size"] = disk.logical_block_bytes
     if disk.settings.iothread == "on" and bus == "virtio":

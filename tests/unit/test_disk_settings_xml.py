@@ -86,6 +86,7 @@ def test_the_latency_disk_takes_what_a_null_co_node_and_its_device_can(tmp_path:
     assert (node["detect-zeroes"], node["discard"]) == ("on", "ignore")
     dev = next(a for a in args if a.get("driver") == "scsi-hd")
     assert (dev["logical_block_size"], dev["physical_block_size"], dev["serial"]) == (4096, 4096, "LAT-0")
+    assert dev["write-cache"] == "off"  # writethrough: the guest is told of no volatile cache
 
 
 def test_a_qemu_argument_file_disk_is_opened_as_its_settings_ask(tmp_path: Path) -> None:
