@@ -92,12 +92,12 @@ from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qmp import DomainQmp
 from hypervisors.libvirt.qom import read_advertised
 from hypervisors.libvirt.resize import QmpResizer
-from model import settings_seen
 from model.advertised import Advertised
 from model.errors import HypervisorError, ParseError
 from model.parse.blockstats import HostBlockCounters
 from model.parse.hostcpu import VcpuTimes, from_domain_stats
-from model.types import AttachedDisk, GuestDiskId, SshEndpoint
+from model.settings_seen import SettingSeen
+from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.libvirt")
 
@@ -532,11 +532,9 @@ class LibvirtBackend(HypervisorBackend):
         """QEMU's answer: QMP ``qom-get`` on the disk's device and its HBA (hypervisors/libvirt/qom.py)."""
         return read_advertised(self.conn, guest.name, disk.spec)
 
-    def disk_settings_seen(self, guest: Guest) -> dict[str, str]:
+    def disk_settings_seen(self, guest: Guest) -> dict[DiskSpec, list[SettingSeen]]:
         """Live domain XML, QMP query-block and qom-get (hypervisors/libvirt/settings_check.py)."""
-        checked = settings_check.check_domain(self.conn, guest.name, tuple(d.spec for d in guest.disks))
-        settings_seen.raise_if_missing(checked)
-        return settings_seen.properties(checked)
+        return settings_check.check_domain(self.conn, guest.name, tuple(d.spec for d in guest.disks))
 
     def backing_store(self, guest: Guest, disk: AttachedDisk) -> BackingFile:
         """A file-backed disk's raw file in the run's staging directory (this machine's, or the remote

@@ -79,6 +79,8 @@ def check_disk(disk: DiskSpec, state: DiskState) -> list[SettingSeen]:
             out.append(_seen(key, asked, value, source))
         elif key == "detect_zeroes":
             out.append(_seen(key, asked, inserted.get("detect_zeroes"), "query-block detect_zeroes"))
+        elif key == "format" and not file_node:
+            out.append(SettingSeen(key, asked, "not-applicable", "the null-co latency disk is no image"))
         elif key == "format":
             out.append(_seen(key, asked, inserted.get("drv"), "query-block drv"))
         elif key in ("iops", "bps"):

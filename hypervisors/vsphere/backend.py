@@ -66,12 +66,12 @@ from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
 from hypervisors.vsphere.tracer import VscsiStatsTracer
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsSource, open_source
-from model import settings_seen
 from model.advertised import Advertised
 from model.errors import HypervisorError
 from model.parse.blockstats import HostBlockCounters
 from model.secret import PASSWORD_ENV
-from model.types import AttachedDisk, GuestDiskId, SshEndpoint
+from model.settings_seen import SettingSeen
+from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.vsphere")
 
@@ -287,13 +287,11 @@ class VSphereBackend(HypervisorBackend):
         for disk in guest.disks:
             self.perf.check_available(self.vm_of(guest), disk.host_ref)
 
-    def disk_settings_seen(self, guest: Guest) -> dict[str, str]:
+    def disk_settings_seen(self, guest: Guest) -> dict[DiskSpec, list[SettingSeen]]:
         """Each disk's asked settings read back from the VM's device config (hypervisors/vsphere/disk_settings.py)."""
         instances = disk_instances(devices(self.vm_of(guest)))
-        checked = {d.spec: vsphere_settings.seen(d.spec, instances.get(d.host_ref)) for d in guest.disks
-                   if d.spec.settings.pairs()}
-        settings_seen.raise_if_missing(checked)
-        return settings_seen.properties(checked)
+        return {d.spec: vsphere_settings.seen(d.spec, instances.get(d.host_ref)) for d in guest.disks
+                if d.spec.settings.pairs()}
 
     def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
         """The VM's device config of the disk (hypervisors.vsphere.controllers.advertised_of)."""

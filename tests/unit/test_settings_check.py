@@ -74,3 +74,11 @@ def test_device_properties_are_compared_as_the_device_holds_them() -> None:
     assert all(x.status == "took" for x in check_disk(dut, state)), check_disk(dut, state)
     unpinned = replace(state, qom={**state.qom, "iothread": ""})
     assert {x.key: x.status for x in check_disk(dut, unpinned)}["iothread"] == "missing"
+
+
+def test_a_format_on_the_null_co_disk_is_not_applicable() -> None:
+    """A profile's format=raw (kubevirt, ovirt) on the latency disk: null-co is no image (query-block
+    drv null-co). Seen on a real --profile kubevirt,ovirt run, which the check stopped before."""
+    dut = suite_disks(("virtio-scsi",), settings={"virtio-scsi": DiskSettings(format="raw")})[0]
+    (seen,) = check_disk(dut, _recorded(dut))
+    assert (seen.status, seen.seen) == ("not-applicable", "the null-co latency disk is no image")

@@ -17,6 +17,7 @@ from hypervisors.vsphere.disk_settings import refusal
 from hypervisors.vsphere.vcenter import devices
 from model.disk_settings import DiskSettings, parse_disk_settings
 from model.errors import HypervisorError
+from model.settings_seen import properties
 from model.types import DiskSpec
 from tests.vsphere.vsphere_sim import Sim
 
@@ -39,7 +40,7 @@ def test_disk_mode_sharing_and_an_iops_limit_are_set_and_read_back(backend: VSph
         assert isinstance(backing, vim.vm.device.VirtualDisk.FlatVer2BackingInfo)
         assert (backing.diskMode, backing.sharing) == ("independent_persistent", "sharingMultiWriter")
         assert vmdk.storageIOAllocation is not None and vmdk.storageIOAllocation.limit == 500
-    seen = backend.disk_settings_seen(guest)
+    seen = properties(backend.disk_settings_seen(guest))
     assert seen["disk.pvscsi.setting.iops"] == "500 took: the VM's device config storageIOAllocation.limit 500"
     assert seen["disk.pvscsi.setting.disk_mode"] == (
         "independent_persistent took: the VM's device config backing.diskMode independent_persistent")
