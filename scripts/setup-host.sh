@@ -58,6 +58,9 @@ TEST_PACKAGES=(
   chromium fonts-dejavu-core
   # file(1) tells the static fio is static (tests/e2e/test_fio_push.py)
   file
+  # virt-xml-validate's xmllint checks the domain XML of the disk settings against libvirt's schema
+  # (tests/unit/test_disk_settings_xml.py)
+  libxml2-utils
 )
 PACKAGES=("${SUITE_PACKAGES[@]}")
 if [ "$tests" = 1 ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi

@@ -37,6 +37,7 @@ from hypervisors.base import (
     DiscardUnavailable,
     Guest,
     GuestRequest,
+    HoldUnavailable,
     HotplugUnavailable,
     HypervisorBackend,
     ImageRequest,
@@ -52,6 +53,7 @@ from hypervisors.libvirt import (
     leftovers,
     machine,
     qemulog,
+    settings_check,
     stall_tolerance,
     trace,
 )
@@ -69,6 +71,7 @@ from hypervisors.libvirt.controllers import (
     pci_addr,
 )
 from hypervisors.libvirt.discard import QmpDiscardObserver
+from hypervisors.libvirt.disk_settings import domain_iothreads_xml
 from hypervisors.libvirt.error_propagation import BlkdebugInjector
 from hypervisors.libvirt.host_checks import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.hostfiles import (
@@ -93,7 +96,8 @@ from model.advertised import Advertised
 from model.errors import HypervisorError, ParseError
 from model.parse.blockstats import HostBlockCounters
 from model.parse.hostcpu import VcpuTimes, from_domain_stats
-from model.types import AttachedDisk, GuestDiskId, SshEndpoint
+from model.settings_seen import SettingSeen
+from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.libvirt")
 
@@ -282,7 +286,7 @@ class LibvirtBackend(HypervisorBackend):
   <name>{name}</name>
   <metadata><vioc:run xmlns:vioc='{METADATA_NS}' pid='{os.getpid()}' host={quoteattr(socket.gethostname())} dir={quoteattr(str(run_dir))}/></metadata>
   <memory unit='MiB'>{memory}</memory>
-  <vcpu>{vcpus}</vcpu>
+  <vcpu>{vcpus}</vcpu>{domain_iothreads_xml(request.disks) if request else ""}
   {os_xml}
   <features><acpi/></features>{cpu}
   <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
@@ -362,7 +366,7 @@ class LibvirtBackend(HypervisorBackend):
         stage = self.stage(run_dir)
         for disk in request.disks:
             if disk.backing == "file":
-                self.files.create_disk(disk_file(stage, disk), disk.size_bytes)
+                self.files.create_disk(disk_file(stage, disk), disk.size_bytes, disk.settings.format or "raw")
         console = stage / "console.log"
         self.files.remove(console)
         self.files.for_qemu(stage / TRACE_LOG)
@@ -528,12 +532,19 @@ class LibvirtBackend(HypervisorBackend):
         """QEMU's answer: QMP ``qom-get`` on the disk's device and its HBA (hypervisors/libvirt/qom.py)."""
         return read_advertised(self.conn, guest.name, disk.spec)
 
+    def disk_settings_seen(self, guest: Guest) -> dict[DiskSpec, list[SettingSeen]]:
+        """Live domain XML, QMP query-block and qom-get (hypervisors/libvirt/settings_check.py)."""
+        return settings_check.check_domain(self.conn, guest.name, tuple(d.spec for d in guest.disks))
+
     def backing_store(self, guest: Guest, disk: AttachedDisk) -> BackingFile:
         """A file-backed disk's raw file in the run's staging directory (this machine's, or the remote
         host's over SFTP); a disk of another backing (the null-co latency disk) holds no data."""
         if disk.spec.backing != "file":
             raise BackingUnreadable(f"{disk.spec.label} is a {disk.spec.backing} disk, not file-backed: it keeps no "
                                     "data to read back")
+        if disk.spec.settings.format not in (None, "raw"):
+            raise BackingUnreadable(f"{disk.spec.label} is a {disk.spec.settings.format} image: its file is not the "
+                                    "guest's bytes in order (the suite reads raw files only)")
         if guest.console_log_path is None:
             raise BackingUnreadable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
         return BackingFile(self.files, disk_file(self.stage(guest.console_log_path.parent), disk.spec))
@@ -567,10 +578,14 @@ class LibvirtBackend(HypervisorBackend):
         return LibvirtHotplugDisk(self.conn, guest.name, self.files, path, xml, spec)
     def discard_observer(self, guest: Guest, disk: AttachedDisk) -> QmpDiscardObserver:
         """QMP's unmap counters of the disk's device and its backing file's allocation
-        (hypervisors/libvirt/discard.py): file-backed disks, whose nodes the suite opens with discard=unmap."""
+        (hypervisors/libvirt/discard.py): file-backed disks, whose nodes the suite opens with discard=unmap
+        (``--disk discard=ignore``: QEMU drops the guest's discards, as asked, and the rule does not apply)."""
         if disk.spec.backing != "file":
             raise DiscardUnavailable(f"{disk.spec.label} is a {disk.spec.backing} disk, not file-backed: it has no "
                                      "backing store to give discarded space back to")
+        if disk.spec.settings.discard == "ignore":
+            raise DiscardUnavailable(f"{disk.spec.label} is set up with discard=ignore (--disk, --profile): QEMU drops "
+                                     "the guest's discards before the file, as asked")
         if guest.console_log_path is None:
             raise DiscardUnavailable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
         stage = self.stage(guest.console_log_path.parent)
@@ -583,7 +598,12 @@ class LibvirtBackend(HypervisorBackend):
 
     def disk_hold(self, guest: Guest, disk: AttachedDisk) -> stall_tolerance.ThrottleHold:
         """QEMU's throttle at 1 byte/s on the disk's block backend (hypervisors/libvirt/stall_tolerance.py), through a
-        libvirt connection of the holds' own (opened on first use, closed with the backend's cleanup)."""
+        libvirt connection of the holds' own (opened on first use, closed with the backend's cleanup).
+        HoldUnavailable for a disk with I/O limits asked (``--disk iops=``, ``bps=``): the hold's release
+        would take them off."""
+        if disk.spec.settings.iops or disk.spec.settings.bps:
+            raise HoldUnavailable(f"{disk.spec.label} has I/O limits of its own ({disk.spec.settings}): the stall is "
+                                  "held with QEMU's throttle, whose release would take them off")
         if self._hold_conn is None:
             self._hold_conn = open_connection(self.uri)
             conn = self._hold_conn

@@ -43,6 +43,7 @@ from pyVmomi import vim
 
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack
+from hypervisors.vsphere import disk_settings as vsphere_settings
 from hypervisors.vsphere.config import (
     TARGET_ENV,
     TARGET_EXAMPLE,
@@ -69,7 +70,8 @@ from model.advertised import Advertised
 from model.errors import HypervisorError
 from model.parse.blockstats import HostBlockCounters
 from model.secret import PASSWORD_ENV
-from model.types import AttachedDisk, GuestDiskId, SshEndpoint
+from model.settings_seen import SettingSeen
+from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.vsphere")
 
@@ -187,6 +189,9 @@ class VSphereBackend(HypervisorBackend):
         return dc.vmFolder, relocate, template, network
 
     def _start_guest(self, request: GuestRequest) -> Guest:
+        refused = next((r for r in map(vsphere_settings.refusal, request.disks) if r), "")
+        if refused:  # before the clone: nothing to remove
+            raise HypervisorError(f"--disk: {refused}")
         cfg = self.config
         folder, relocate, template, network = self._placement()
         name = self.clone_name(request)
@@ -281,6 +286,12 @@ class VSphereBackend(HypervisorBackend):
         """Raise now, not after a long fio run, if a needed counter is not collected for a disk."""
         for disk in guest.disks:
             self.perf.check_available(self.vm_of(guest), disk.host_ref)
+
+    def disk_settings_seen(self, guest: Guest) -> dict[DiskSpec, list[SettingSeen]]:
+        """Each disk's asked settings read back from the VM's device config (hypervisors/vsphere/disk_settings.py)."""
+        instances = disk_instances(devices(self.vm_of(guest)))
+        return {d.spec: vsphere_settings.seen(d.spec, instances.get(d.host_ref)) for d in guest.disks
+                if d.spec.settings.pairs()}
 
     def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
         """The VM's device config of the disk (hypervisors.vsphere.controllers.advertised_of)."""

@@ -13,6 +13,8 @@ on another build, which is what the nightly comparison is for):
 - the controllers, as a set (sorted: ``virtio-scsi,virtio-blk`` is ``virtio-blk,virtio-scsi``);
 - the faults of ``--inject`` as a set, left out when there are none;
 - the disk backing and latency: ``lat5ms`` (``--disk-backing latency --disk-latency-ms 5``), ``file``;
+  with disk settings asked (``--disk``, ``--profile``), ``_set_`` and :data:`SETTINGS_HASH_CHARS` hex
+  digits of their SHA-256 after it (``lat5ms_set_1a2b3c4d``): another set-up of the disk is another job;
 - the image's *name*: ``embedded`` for the embedded guest (its recipe hash is left out), the file
   name of ``--image`` without its last suffix, the vSphere template's name; never the image's hash
   (:func:`image_part`: a name the reduction below would lose information of carries a short hash of
@@ -38,7 +40,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 #: The default name's parts, as the docs and ``--help`` show them.
-SERIES_FORMAT = "<hypervisor>_<hosts>_<controllers>[_inject_<faults>]_<disk>_<image name>"
+SERIES_FORMAT = "<hypervisor>_<hosts>_<controllers>[_inject_<faults>]_<disk>[_set_<hash>]_<image name>"
+#: Hex digits of the disk settings' hash in a default name: 8 tell 4 billion set-ups apart.
+SETTINGS_HASH_CHARS = 8
 #: The suite property (JUnit) that holds a run's series.
 SERIES_KEY = "series"
 #: The longest name. A file name holds 255 bytes (ext4, XFS); 120 leaves room for what a tool adds
@@ -105,6 +109,8 @@ class SeriesInputs:
     disk_latency_ms: float
     #: :func:`image_name` (libvirt) or :func:`image_part` of the template's name (vSphere)
     image_name: str
+    #: each controller's disk settings asked, as JSON (``{"virtio-scsi": {"cache": "none"}}``); "" for none
+    disk_settings: str = ""
 
 
 def _part(text: str) -> str:
@@ -118,6 +124,8 @@ def _set(values: Iterable[str]) -> str:
 def default_series(i: SeriesInputs) -> str:
     """The series name derived from ``i`` (the module's docstring)."""
     disk = "file" if i.disk_backing == "file" else f"lat{i.disk_latency_ms:g}ms".replace(".", "p")
+    if i.disk_settings:
+        disk += f"_set_{hashlib.sha256(i.disk_settings.encode()).hexdigest()[:SETTINGS_HASH_CHARS]}"
     faults = _set(i.faults)
     parts = [_part(i.hypervisor) or "hypervisor", _set(i.hosts) or LOCAL_HOST, _set(i.controllers) or "none",
              *([f"inject_{faults}"] if faults else []), _part(disk), _part(i.image_name) or EMBEDDED_IMAGE]

@@ -3,6 +3,8 @@ the names a series may have."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from model.across.fingerprint import change_line, changes
@@ -43,6 +45,14 @@ def test_the_default_is_the_job_and_sets_are_sets() -> None:
                                                          ("faults", ("tcq-off",)), ("disk_latency_ms", 1.0),
                                                          ("disk_backing", "file"), ("image_name", "x")]}
     assert len(every) == 6 and default_series(JOB) not in every  # each input names another job
+
+
+def test_disk_settings_name_another_series_and_none_keep_the_old_names() -> None:
+    asked = _job(disk_settings='{"virtio-scsi": {"aio": "native", "cache": "none"}}')
+    assert default_series(asked) == "libvirt_local_virtio_blk_virtio_scsi_lat5ms_set_" + hashlib.sha256(
+        asked.disk_settings.encode()).hexdigest()[:8] + "_embedded"
+    assert default_series(_job(disk_settings='{"virtio-scsi": {"cache": "none"}}')) != default_series(asked)
+    assert default_series(_job(disk_settings="")) == default_series(JOB)
 
 
 def test_the_image_is_named_never_hashed() -> None:

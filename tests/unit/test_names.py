@@ -33,6 +33,7 @@ SHARED = {
     "trend": "python -m reports.trend, the command the docs name (reports/), and its code (reports/store/)",
     "defaults": "what a backend declares without its SDK: the contract (hypervisors/) and each backend's own",
     "bisect": "a bisect: its arithmetic (model/bisect.py) and python -m reports.bisect, which runs its steps",
+    "disk_settings": "--disk's settings: as data (model/) and as each backend sets them up",
     "__init__": "a package",
     "__main__": "a package's command",
 }
