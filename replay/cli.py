@@ -78,10 +78,13 @@ def _load(bundle: Path) -> dict[str, object]:
     return config
 
 
-def _outputs(b: Boot, names: Sequence[str]) -> tuple[str, dict[str, JobOutput]]:
+def guest_outputs(b: Boot, names: Sequence[str]) -> tuple[str, dict[str, JobOutput]]:
+    """The disk the guest found and each job's output; CannotTest where the guest did not boot, found no
+    disk, failed a set-up step or did not finish a job."""
     device = next((line.split()[1] for line in b.lines if line.startswith("DISK ")), "")
     if not device:
-        why = "the guest found no disk with the run's serial" if any(line.startswith("NODISK") for line in b.lines) else "the guest did not boot"
+        nodisk = any(line.startswith("NODISK") for line in b.lines)
+        why = "the guest found no disk with the run's serial" if nodisk else "the guest did not boot"
         raise CannotTest(f"{why} (QEMU exit {b.exit_status}; {b.stderr.strip()[-300:] or 'QEMU said nothing'})")
     failed = [line for line in b.lines if line.startswith("SETUP ") and not line.startswith("SETUP 0 ")]
     if failed:
@@ -135,7 +138,8 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
     (out / "qemu-command.txt").write_text(" ".join([qemu or argv[0], *args]) + "\n")
     window = sum(float(a.split("=")[1].rstrip("s")) for j in jobs for a in j.args if a.startswith("--runtime="))
     b = boot(qemu or argv[0], args, BOOT_ALLOWANCE_S + window + 15 * len(jobs), out / "console.log")
-    device, outputs = _outputs(b, [j.name for j in jobs])
+    (out / "marks.json").write_text(json.dumps(b.marks, indent=1) + "\n")  # host wall times of each job
+    device, outputs = guest_outputs(b, [j.name for j in jobs])
     if device != config.get("kernel_name") and any("shell" in s for s in setup):
         raise CannotTest(f"the disk is {device} in the replay and was {config.get('kernel_name')} in the run: "
                          "the run's --guest-setup commands name it")

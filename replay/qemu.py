@@ -81,6 +81,12 @@ class Boot:
     stderr: str = ""
 
 
+def replay_line(console_line: str) -> str | None:
+    """What the guest's script said on a console line (after its prefix), None for any other line."""
+    at = console_line.find(PREFIX + " ")
+    return console_line[at + len(PREFIX) + 1:].rstrip("\r\n") if at >= 0 else None
+
+
 def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path) -> Boot:
     """Run QEMU until the guest powers off (or ``timeout_s``), its serial console on stdout: the
     replay's lines are kept, each BEGIN and END stamped with the host's wall clock (the trace's)."""
@@ -100,11 +106,9 @@ def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path) -> Boo
             assert proc.stdout is not None
             for raw in proc.stdout:
                 log.write(raw)
-                line = raw.decode(errors="replace").rstrip("\r\n")
-                at = line.find(PREFIX + " ")
-                if at < 0:
+                line = replay_line(raw.decode(errors="replace"))
+                if line is None:
                     continue
-                line = line[at + len(PREFIX) + 1:]
                 out.lines.append(line)
                 word = line.split(" ", 2)
                 if word[0] in ("BEGIN", "END") and len(word) > 1:
