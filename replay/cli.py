@@ -40,13 +40,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _repeats(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--repeats takes a whole number of 1 or more, e.g. 3; got {text!r}") from None
-    if n < 1:
+    if not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"--repeats takes a whole number of 1 or more, e.g. 3; got {text!r}")
-    return n
+    return int(text)
 
 
 def parse_args(argv: Sequence[str], bundle: Path) -> argparse.Namespace:
@@ -125,7 +121,7 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
     serial = str(disk.get("serial")) if isinstance(disk, dict) else "vioc-dut0"
     cmdline = str(config.get("kernel_cmdline", ""))
     drivers = next((w.split("=", 1)[1].split(",") for w in cmdline.split() if w.startswith("vioconform.drivers=")), [])
-    script = guest_script(serial, drivers, setup, jobs).encode()
+    script = guest_script(serial, drivers, setup, jobs, str(config.get("path_script") or "")).encode()
     # The script's archive first, uncompressed (as the kernel's early microcode archive is): the
     # kernel unpacks it, skips its zero padding and unpacks the compressed image after it.
     (out / "initrd-replay.img").write_bytes(newc_archive([(SCRIPT_PATH, 0o100755, script)]) + initrd)
@@ -140,6 +136,7 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
     b = boot(qemu or argv[0], args, BOOT_ALLOWANCE_S + window + 15 * len(jobs), out / "console.log")
     (out / "marks.json").write_text(json.dumps(b.marks, indent=1) + "\n")  # host wall times of each job
     device, outputs = guest_outputs(b, [j.name for j in jobs])
+    path_text = "\n".join(line.removeprefix("path limits ") for line in b.lines if line.startswith("path limits "))
     if device != config.get("kernel_name") and any("shell" in s for s in setup):
         raise CannotTest(f"the disk is {device} in the replay and was {config.get('kernel_name')} in the run: "
                          "the run's --guest-setup commands name it")
@@ -148,7 +145,7 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
         requests = parse_qemu_trace(trace, str(out / "qemu-trace.log"))
     except (OSError, ParseError) as e:
         raise CannotTest(f"QEMU's trace could not be read: {e}") from e
-    return judge(rule, config, outputs, requests, device)
+    return judge(rule, config, outputs, requests, device, path_text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,7 +7,8 @@ console, each line prefixed with :data:`PREFIX`, then powers the guest off.
 Lines it prints: ``DISK <name>``, ``SETUP <rc> <what>``, ``BEGIN <job>``, ``<job> <part> <line>`` for
 the parts ``fio`` (fio's JSON), ``diskstats0|1`` (/proc/diskstats before and after), ``stat0|1``
 (/proc/stat), ``uptime0|1``, ``inflight`` (samples of /sys/block/X/inflight while fio ran), then
-``END <job> <fio's exit status>``, and ``DONE`` last.
+``END <job> <fio's exit status>``, and ``DONE`` last; before the jobs, ``path limits <line>``: the guest's
+limits on the disk's path, after the set-up.
 """
 
 from __future__ import annotations
@@ -64,9 +65,18 @@ def _job_lines(job: Job) -> list[str]:
     ]
 
 
+def _path_lines(path_script: str) -> list[str]:
+    """The run's script that reads the guest's limits on the disk's path (the sysfs tool's), run on
+    the replay's disk after the set-up: its lines as the part ``path limits``."""
+    if not path_script:
+        return []
+    return ["(", path_script.replace("{disk}", "$DEV"), ") > /tmp/path 2>/dev/null", "dump path limits /tmp/path"]
+
+
 def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[str, str]],
-                 jobs: Sequence[Job]) -> str:
-    """The init script: find the disk of ``serial``, apply ``setup``, run ``jobs``, power off."""
+                 jobs: Sequence[Job], path_script: str = "") -> str:
+    """The init script: find the disk of ``serial``, apply ``setup``, read the path's limits with
+    ``path_script`` (if given), run ``jobs``, power off."""
     # virtio_pci first, as the guest's own init loads it: every virtio device sits behind it.
     mods = " ".join(shlex.quote(d) for d in ("virtio_pci", *(d for d in drivers if d != "virtio_pci")))
     return "\n".join([
@@ -90,6 +100,7 @@ def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[st
         "if [ -z \"$DEV\" ]; then say NODISK $(ls /sys/block | tr '\\n' ' '); poweroff -f; fi",
         "say DISK $DEV",
         *_setup_lines(setup),
+        *_path_lines(path_script),
         *(line for job in jobs for line in _job_lines(job)),
         "say DONE",
         "sync; poweroff -f",

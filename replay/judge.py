@@ -8,18 +8,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from model.device_limits import GuestLimits, parse_guest_path_limits
 from model.errors import ParseError
 from model.parse.fio_json import parse_fio_json
 from model.parse.proc_diskstats import DiskStatsDelta, diskstats_for
 from model.parse.proc_stat import cpu_busy_between
 from model.parse.qemutrace import TracedRequest
-from model.rules.queue_depth import DepthPoint, DeviceSaid, judge_queue_depth
+from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
 from model.rules.verdict import RuleVerdict
 from replay.guest_script import Job
 from replay.qemu import CannotTest
 
 #: The rules the replay can judge: their jobs and judge below.
 JUDGED = ("queue-depth",)
+#: The rule's request size (suites/test_queue_depth.py's BS_BYTES).
+BS_BYTES = 4096
 #: Seconds fio runs before the part of its run the replay judges (its ramp).
 RAMP_S = 1.0
 
@@ -32,7 +35,7 @@ def jobs_for(rule: str, measure: Mapping[str, object]) -> list[Job]:
     depths = measure.get("depths") or [1, 32]
     window = float(str(measure.get("window_s") or 2.0))
     assert isinstance(depths, list)
-    return [Job(f"qd{d}", (f"--name=qd{d}", "--rw=randread", "--bs=4096", f"--iodepth={d}", "--numjobs=1",
+    return [Job(f"qd{d}", (f"--name=qd{d}", "--rw=randread", f"--bs={BS_BYTES}", f"--iodepth={d}", "--numjobs=1",
                            "--ioengine=libaio", "--direct=1", "--time_based", f"--runtime={RAMP_S + window:g}s",
                            "--group_reporting")) for d in depths]
 
@@ -86,8 +89,21 @@ def depth_point(job: str, out: JobOutput, requests: list[TracedRequest], device:
                       guest_cpu_busy_pct=cpu.busiest_pct, guest_cpu_all_pct=cpu.all_pct, fio_cpu_pct=fio.cpu_pct)
 
 
+def guest_path(text: str, device: str, probed: object) -> GuestPath | None:
+    """The guest's limits on the disk's path from the replay's reading (``text``: the sysfs tool's
+    ``key=value`` lines), with the driver's values from the run's probe; None where none was read."""
+    if not text.strip():
+        return None
+    try:
+        now = parse_guest_path_limits(text, device)
+        limits = GuestLimits(**probed) if isinstance(probed, dict) else None
+    except (ParseError, TypeError) as e:
+        raise CannotTest(f"the guest's limits on the disk's path could not be read: {e}") from e
+    return GuestPath.of(now, limits, BS_BYTES)
+
+
 def judge(rule: str, config: Mapping[str, object], outputs: Mapping[str, JobOutput],
-          requests: list[TracedRequest], device: str) -> RuleVerdict:
+          requests: list[TracedRequest], device: str, path_text: str = "") -> RuleVerdict:
     """The rule's verdict on one replay, with its own judge and thresholds."""
     if rule != "queue-depth":
         raise CannotTest(f"the replay cannot judge rule {rule} yet")
@@ -97,6 +113,7 @@ def judge(rule: str, config: Mapping[str, object], outputs: Mapping[str, JobOutp
     qd = config.get("device_queue_depth")
     measure = config.get("measure")
     require = bool(measure.get("require_queuing")) if isinstance(measure, dict) else False
-    # The guest's limits on the path are not read by the replay: the verdict then allows no excuse
-    # for a guest that held less than offered (the run's own verdict had them).
-    return judge_queue_depth(points, int(qd) if isinstance(qd, int) else None, require, None, advertised)
+    # Without the guest's limits on the path (a bundle without the script) the verdict allows no
+    # excuse for a guest that held less than offered.
+    path = guest_path(path_text, device, config.get("probed_limits"))
+    return judge_queue_depth(points, int(qd) if isinstance(qd, int) else None, require, path, advertised)

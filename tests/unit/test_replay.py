@@ -91,6 +91,10 @@ def test_the_guest_script_applies_the_set_up_in_order_then_runs_each_job() -> No
                                        "say END qd1", "say BEGIN qd32", "say DONE", "poweroff -f\n")]
     assert order == sorted(order)
     assert "for m in virtio_pci virtio_scsi sd_mod;" in script
+    with_path = guest_script("vioc-dut0", [], [{"sysfs": "device/queue_depth", "value": "1"}], [Job("qd1", ())],
+                             "d=/sys/block/{disk}\nr $d/dev dev")
+    assert (with_path.index("device/queue_depth") < with_path.index("d=/sys/block/$DEV\nr $d/dev dev")
+            < with_path.index("dump path limits /tmp/path") < with_path.index("say BEGIN qd1"))
     assert f'echo "{PREFIX} $*"' in script
 
 
@@ -253,3 +257,24 @@ def test_no_traced_request_is_incomplete_evidence() -> None:
 def test_a_guest_that_did_not_get_to_its_jobs_is_cannot_test(lines: list[str], said: str) -> None:
     with pytest.raises(CannotTest, match=re.escape(said)):
         cli.guest_outputs(Boot(lines, {}, 0), ["qd1"])
+
+
+def test_the_guests_limits_read_after_the_set_up_fail_the_rule_as_in_the_run() -> None:
+    """The run's sysfs script, run by the replay after the set-up, says queue_depth 1 where the driver
+    set 128 (the run's probe): the rule's judge names the guest's configuration, as the run did."""
+    import dataclasses
+
+    from model.device_limits import GuestLimits
+    probed = GuestLimits("sda", 256, 1280, 32767, 512, 512, 0, "write back", 0, 1, 1, scsi_queue_depth=128,
+                         can_queue=256, cmd_per_lun=128, driver="sd")
+    b, requests = _recorded()
+    device, outputs = cli.guest_outputs(b, ["qd1", "qd32"])
+    path = "dev=8:0\nnr_requests=256\nqueue_depth=1\nscsi_host=host0\ncan_queue=256\nscheduler=[none] mq-deadline\n"
+    config = {**CONFIG, "probed_limits": dataclasses.asdict(probed)}
+    verdict = judge("queue-depth", config, outputs, requests, device, path)
+    assert not verdict.passed
+    assert verdict.problems[0].startswith("the guest's configuration caps the depth under the offered 32: "
+                                          "/sys/block/sda/device/queue_depth = 1 (the driver set 128), under the "
+                                          "device's own limit 128."), verdict.problems
+    assert verdict.lines[1] == ("guest limits on the path: queue/nr_requests 256, device/queue_depth 1 (the driver "
+                                "set 128), host0/can_queue 256; scheduler none; cgroup io.max: none")
