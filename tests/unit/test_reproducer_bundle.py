@@ -109,6 +109,10 @@ def test_the_qemu_command_is_the_last_starts() -> None:
            "/usr/bin/qemu-system-x86_64 \\\n-name guest=g \\\n-m 512\nqemu says hi\n")
     assert qemu_command(log) == "/usr/bin/qemu-system-x86_64 \\\n-name guest=g \\\n-m 512"
     assert qemu_command("") == ""
+    # --emulator: any path, after libvirt's environment lines
+    wrapped = ("2026-12-07 11:00:00.000+0000: starting up libvirt version: 9.0.0\nLC_ALL=C \\\nHOME=/var/lib/x \\\n"
+               "/tmp/vioconform-emulator-1/qemu-cmd-per-lun-1 \\\n-name guest=g \\\n-m 512\n")
+    assert qemu_command(wrapped) == "/tmp/vioconform-emulator-1/qemu-cmd-per-lun-1 \\\n-name guest=g \\\n-m 512"
 
 
 def test_the_bundles_name_is_the_rule_and_the_test_id() -> None:
