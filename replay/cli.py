@@ -171,6 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CannotTest as e:
         print(f"replay: CANNOT TEST: {e} (exit 125)", file=sys.stderr)
         return CANNOT_TEST
+    except Exception as e:  # noqa: BLE001 - a fault of the replay itself is no verdict on the rule
+        print(f"replay: CANNOT TEST: the replay failed: {type(e).__name__}: {e} (exit 125)", file=sys.stderr)
+        return CANNOT_TEST
     code = outcome(failed, args.repeats)
     print(f"replay: {failed} of {args.repeats} repeat(s) FAILED: {'FAILED' if code else 'PASSED'} (exit {code})")
     return code

@@ -6,6 +6,7 @@ QEMU build under test (``--emulator``) to 1 on that build and 0 with ``--qemu`` 
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tarfile
@@ -44,6 +45,7 @@ def test_a_tcq_off_failure_replays_as_the_same_failure_anywhere(tmp_path: Path) 
     run = run_suite_at(tmp_path / "r", "--controllers", "virtio-scsi", "-k", "queue_depth", "--inject", "tcq-off")
     assert run.returncode == 1, run.output[-3000:]
     bundle = handed_over(run, f"queue-depth[{SCSI}]", tmp_path / "vendor")
+    failure = SuiteRun.failure_text(run.cases()[f"queue-depth[{SCSI}]"])
     assert f"reproducer: {run.results / 'reproducers' / bundle.name}" in run.output
     assert f'href="reproducers/{bundle.name}/README.md"' in (run.results / "report.html").read_text()
     assert (bundle / "guest" / "setup.json").read_text().count('"device/queue_depth"') == 1
@@ -53,6 +55,10 @@ def test_a_tcq_off_failure_replays_as_the_same_failure_anywhere(tmp_path: Path) 
     elsewhere.mkdir()
     done = replay(bundle, elsewhere, "--out", str(tmp_path / "out"))
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    # the run's failures, in the run's words: the guest's configuration caps the depth, the host saw 1
+    cap = re.search(r"FAIL: the guest's configuration caps the depth under the offered 32: /sys/block/(sd[a-z]+)/device/"
+                    r"queue_depth = 1 \(the driver set 128\), under the device's own limit 128\.", done.stdout)
+    assert cap is not None and cap.group(0) in failure, done.stdout[-3000:]
     assert "FAIL: at offered depth 32 the host saw 1.0 in flight" in done.stdout, done.stdout[-3000:]
     assert "replay: 1 of 1 repeat(s) FAILED: FAILED (exit 1)" in done.stdout
     false = replay(bundle, elsewhere, "--qemu", "/bin/false", "--out", str(tmp_path / "out-false"))

@@ -161,6 +161,16 @@ def test_a_rule_the_replay_cannot_judge_exits_125(tmp_path: Path, capsys: pytest
     assert "cannot judge rule alignment yet" in capsys.readouterr().err
 
 
+def test_a_fault_of_the_replay_itself_is_cannot_test_never_a_failure(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A damaged bundle (setup.json an object, not a list) breaks the replay itself: 125, which a
+    bisect skips, never 1, which it would take for a bad commit."""
+    bundle = _fake_bundle(tmp_path / "b")
+    (bundle / "guest" / "setup.json").write_text('{"sysfs": "x"}')
+    assert cli.main(["--bundle", str(bundle), "--qemu", "/bin/false", "--out", str(tmp_path / "o")]) == 125
+    assert "CANNOT TEST: the replay failed: TypeError" in capsys.readouterr().err
+
+
 def test_a_directory_that_is_no_bundle_exits_125(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--bundle", str(tmp_path), "--out", str(tmp_path / "o")]) == 125
     assert "is not a reproducer bundle" in capsys.readouterr().err
