@@ -41,6 +41,7 @@ def handed_over(run: SuiteRun, case: str, to: Path) -> Path:
     return to / path.name
 
 
+@pytest.mark.long
 def test_a_tcq_off_failure_replays_as_the_same_failure_anywhere(tmp_path: Path) -> None:
     run = run_suite_at(tmp_path / "r", "--controllers", "virtio-scsi", "-k", "queue_depth", "--inject", "tcq-off")
     assert run.returncode == 1, run.output[-3000:]
@@ -74,6 +75,7 @@ def one_command_per_lun() -> Iterator[Path]:
         yield w
 
 
+@pytest.mark.long
 def test_a_failure_of_the_qemu_under_test_replays_on_it_and_passes_on_a_healthy_qemu(
         one_command_per_lun: Path, tmp_path: Path) -> None:
     run = run_suite_at(tmp_path / "r", "--controllers", "virtio-scsi,virtio-blk", "-k", "queue_depth",
