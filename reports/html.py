@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import assert_never
 
 from model.judging.figures import DepthFigure, Figure, HistogramFigure, PairFigure, RangeFigure, TimelineFigure
@@ -156,6 +156,17 @@ def _row_order(what: str) -> tuple[int, str]:
     return (2 if what.startswith("scratch.") else 1 if what.startswith("boot.") or what == "kernel_name" else 0, what)
 
 
+def reproducer_link(path: str) -> str:
+    """A test's reproducer bundle, linked relative to the report (the bundles are in its directory's
+    ``reproducers/``): the directory and its ``.tar.gz``; "" for none."""
+    if not path:
+        return ""
+    p = PurePath(path)
+    rel = html.escape(f"{p.parent.name}/{p.name}", quote=True)
+    return (f'<p class="reproducer">reproducer: <a href="{rel}/README.md">{html.escape(p.name)}</a> '
+            f'(<a href="{rel}.tar.gz">.tar.gz</a>; replay it with its <code>replay</code>)</p>')
+
+
 def report_document(records: Iterable[Record], title: str = "vioconform report", subtitle: str = "",
                     status: RunStatus | None = None, properties: Mapping[str, str] | None = None,
                     header: RunHeader | None = None) -> str:
@@ -176,7 +187,7 @@ def report_document(records: Iterable[Record], title: str = "vioconform report",
                  f"{html.escape(r.blame_reason)}</p>" if outcome == "failed" else "")
         details = f"<pre>{html.escape(r.message)}</pre>" if outcome in ("failed", "error") else ""
         sections.append(f'<section id="{anchor}"><h2>{badge(outcome)} {html.escape(r.rule)} — '
-                        f"{html.escape(r.config)}</h2>{blame}"
+                        f"{html.escape(r.config)}</h2>{blame}{reproducer_link(r.reproducer)}"
                         f"{charts}{details}<details><summary>measured numbers</summary>"
                         f"<table>{props}</table></details></section>")
     return f"""<!doctype html>

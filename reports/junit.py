@@ -67,11 +67,14 @@ def _case(r: Record, results_dir: Path | None) -> TestCase:
 
 
 def case_properties(r: Record) -> dict[str, str]:
-    """A case's properties: its measured numbers, and a failure's ``blame`` and ``blame_reason``."""
+    """A case's properties: its measured numbers, a failure's ``blame`` and ``blame_reason``, and
+    ``reproducer``, its reproducer bundle's directory where one was written."""
     props = {k: str(v) for k, v in r.measured().items()}
     if r.outcome == "failed":
         props["blame"] = r.blame or "unknown"
         props["blame_reason"] = r.blame_reason or "the rule failed outside its verdict: no layer was judged"
+    if r.reproducer:
+        props["reproducer"] = r.reproducer
     return props
 
 

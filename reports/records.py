@@ -53,6 +53,8 @@ class Record:
     #: configuration", "unknown") and why; "" for any other outcome
     blame: str = ""
     blame_reason: str = ""
+    #: the test's reproducer bundle (fixtures/reproducer.py), "" where none was written
+    reproducer: str = ""
 
     def add(self, **values: Number) -> None:
         if self.repeat:

@@ -81,6 +81,7 @@ EXPECTED: dict[str, str] = {
     "--window-s": f"{_num(LIBVIRT.window_s)} on libvirt; {_num(VSPHERE.window_s)} on vSphere",
     "--boot-timeout": f"{_num(EMBEDDED_BOOT_TIMEOUT_S)}; {_num(IMAGE_BOOT_TIMEOUT_S)} with --image",
     "--firmware": "bios",
+    "--reproducer": "failed",
     "--guest-memory": f"{EMBEDDED_MEMORY_MIB}; {IMAGE_MEMORY_MIB} with --image",
     "--guest-vcpus": f"{DEFAULT_VCPUS};",
     "--repeats": (f"{DEFAULT_REPEATS_OTHERWISE}; "

@@ -54,16 +54,17 @@ CHAIN = ("model", "transport", "images", "guest", "hypervisors", "measure", "fix
 #: so a module can sit above its package. ``None``: an entry point, which may import anything.
 MAY_IMPORT: dict[str, frozenset[str] | None] = {
     **{name: frozenset(CHAIN[:i]) for i, name in enumerate(CHAIN)},
-    "fixtures": frozenset(CHAIN[:CHAIN.index("fixtures")]) | {"reports"},
+    "fixtures": frozenset(CHAIN[:CHAIN.index("fixtures")]) | {"reports", "replay"},
     "suites": frozenset(CHAIN[:CHAIN.index("suites")]) | {"reports"},
     "reports": frozenset({"model"}),
+    "replay": frozenset({"model"}),
     "bench": None, "conftest": None,
 }
 #: Packages that import no pytest (nor its internals or pluggy): the plugin is fixtures/.
-PYTEST_FREE = ("model", "reports")
+PYTEST_FREE = ("model", "reports", "replay")
 PYTEST_MODULES = ("pytest", "_pytest", "pluggy")
 #: The project's own tests import whatever they test: checked for cycles only by not being listed.
-SOURCES = ("model", "transport", "reports", "images", "guest", "hypervisors", "measure", "fixtures", "suites", "bench",
+SOURCES = ("model", "transport", "reports", "replay", "images", "guest", "hypervisors", "measure", "fixtures", "suites", "bench",
            "conftest.py")
 
 

@@ -19,7 +19,7 @@ from model.rules import RULE_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The product's packages (what a user runs), not its tests.
-PRODUCT = ("model", "transport", "guest", "images", "hypervisors", "measure", "fixtures", "suites", "reports",
+PRODUCT = ("model", "transport", "guest", "images", "replay", "hypervisors", "measure", "fixtures", "suites", "reports",
            "bench")
 #: pytest's default ``python_files``.
 PYTEST_FILES = ("test_*.py", "*_test.py")
