@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The ``git bisect run`` convention the replay follows: 125 is "cannot test this one".
 CANNOT_TEST = 125
 #: What a replay prints about its repeats (issue 36: it "says how many of the repeats failed").
-REPLAY_COUNTS = re.compile(r"\b(\d+) of (\d+) repeats? failed\b")
+REPLAY_COUNTS = re.compile(r"\b(\d+) of (\d+) repeat(?:s|\(s\))? failed\b", re.IGNORECASE)
 #: A step that has not ended after this long is stopped (SIGTERM: the suite ends its guest as on
 #: Ctrl-C) and skipped. One step of one rule costs a guest boot and the rule: minutes under TCG.
 DEFAULT_STEP_TIMEOUT_S = 3600.0
@@ -148,7 +148,7 @@ class SuiteStep:
 
 
 def replay_counts(output: str, code: int) -> tuple[int, int]:
-    """(repeats failed, repeats) of a replay: the last ``K of N repeats failed`` it printed, else its
+    """(repeats failed, repeats) of a replay: the last ``K of N repeat(s) FAILED`` it printed (replay/main.py's last line), else its
     exit code as one verdict (1 of 1 for a failure, 0 of 1 for a pass)."""
     said = REPLAY_COUNTS.findall(output)
     if said:

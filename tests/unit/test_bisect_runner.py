@@ -232,6 +232,8 @@ def test_the_suite_step_runs_the_rule_on_the_candidate_in_its_own_series() -> No
 
 def test_a_replays_counts_are_read_from_what_it_says() -> None:
     assert replay_counts("repeat 1 ...\n2 of 5 repeats failed\n", 1) == (2, 5)
+    # the bundle's replay's own last line (replay/main.py)
+    assert replay_counts("replay: 1 of 3 repeat(s) FAILED: PASSED (exit 0)\n", 0) == (1, 3)
     assert replay_counts("FAILED\n", 1) == (1, 1)
     assert replay_counts("PASSED\n", 0) == (0, 1)
 
