@@ -370,6 +370,20 @@ class RecoveryWatch(Protocol):
     def abort(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class ReplaySources:
+    """What a reproducer bundle takes of the hypervisor side of a guest's disk: the domain's live
+    definition, QEMU's own log of its start (its exact command line), the controller's trace family and
+    events, and the embedded guest's kernel and initramfs (None for a user's image)."""
+
+    domain_xml: str
+    qemu_log: str
+    trace_family: str | None
+    trace_events: tuple[str, ...]
+    kernel: Path | None
+    initrd: Path | None
+
+
 class HypervisorBackend(ABC):
     """One hypervisor. Subclasses implement the underscored methods."""
 
@@ -402,6 +416,11 @@ class HypervisorBackend(ABC):
         logs), and only that. An explicit call, made by the suite's session before it starts a
         guest; never a side effect of making a backend, so a command pointed at a user's host
         (``python -m hypervisors.libvirt.record``) destroys nothing. Default: nothing to sweep."""
+
+    def replay_sources(self, guest: Guest, controller: str) -> ReplaySources | None:
+        """The hypervisor side of ``guest``'s disk on ``controller`` for a reproducer bundle, or None
+        where this backend has none to give (a bundle then names what it lacks). Default: None."""
+        return None
 
     def check_controllers(self, names: Sequence[str]) -> None:
         unknown = list(dict.fromkeys(n for n in names if n not in self.controllers))  # each once (a disk pair shares one)

@@ -42,6 +42,7 @@ from hypervisors.base import (
     HypervisorBackend,
     ImageRequest,
     InjectionUnavailable,
+    ReplaySources,
     kernel_panic,
 )
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
@@ -548,6 +549,15 @@ class LibvirtBackend(HypervisorBackend):
         if guest.console_log_path is None:
             raise BackingUnreadable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
         return BackingFile(self.files, disk_file(self.stage(guest.console_log_path.parent), disk.spec))
+
+    def replay_sources(self, guest: Guest, controller: str) -> ReplaySources:
+        """The live domain XML, libvirt's log of the domain (QEMU's command line), the controller's trace
+        events, and the embedded guest's kernel and initramfs (a guest of ``--image``: None)."""
+        family = CONTROLLERS[controller].trace_family
+        embedded = self.image if guest.image is None else None
+        return ReplaySources(self.conn.lookupByName(guest.name).XMLDesc(0), self.files.qemu_log(guest.name), family,
+                             tuple(trace.FAMILY_EVENTS.get(family or "", ())),
+                             embedded.kernel_path if embedded else None, embedded.initrd_path if embedded else None)
 
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> trace.QemuTracer | None:
         family = CONTROLLERS[disk.spec.controller].trace_family
