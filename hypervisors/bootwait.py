@@ -37,6 +37,9 @@ MISMATCH_GRACE_S = 10.0
 #: Measured here under TCG with the host's load average at 10: the test image (GRUB, Debian 12 cloud
 #: kernel) had read 11 MiB of its boot disk 10 s after the start and 20 MiB after 21 s (BIOS); a disk
 #: with a boot signature and no bootloader stays at 512 bytes (SeaBIOS) or 9.5 KiB (OVMF) for good.
+#: A firmware that has read nothing yet is still starting (OVMF under TCG on a host at load 20+ had
+#: read 0 bytes 30 s after the start, and then booted): only one that read and stopped is judged here;
+#: one that never reads is left to the boot timeout and the firmware's own last words.
 NOT_BOOTED_S = 30.0
 BOOTED_READ_BYTES = 1024**2
 #: After the console shows the boot finished, how long sshd may take to answer: on the test image
@@ -157,7 +160,8 @@ class BootJudge:
             self._fail(f"guest {self.name} did not boot: its firmware found nothing to boot (console: "
                        f"{gave_up.group(0)!r}); does the image have a bootloader for {self.firmware_hint}?", obs)
         read = obs.boot_disk_read_bytes
-        if (not self.spoke_ssh and read is not None and read < BOOTED_READ_BYTES and obs.elapsed_s >= NOT_BOOTED_S):
+        if (not self.spoke_ssh and read is not None and 0 < read < BOOTED_READ_BYTES
+                and obs.elapsed_s >= NOT_BOOTED_S):
             self._fail(f"guest {self.name} did not boot: {obs.elapsed_s:.0f} s after the start its firmware had read "
                        f"{_size(read)} of the boot disk and nothing more: does the image have a bootloader for "
                        f"{self.firmware_hint}?", obs)
