@@ -40,6 +40,7 @@ from types import FrameType
 
 from model.across.series import series_problem
 from model.bisect import Finding, Outcome, Step, StepResult, Verdict, bisect
+from model.file_kinds import not_regular
 from model.rules import RULE_MODULES
 from model.secret import redact_url, register_environment, register_url, scrub
 from reports.bisect_record import result_lines, step_line, write_records
@@ -53,7 +54,7 @@ from reports.bisect_steps import (
     Tester,
     commits_between,
 )
-from reports.results import DEFAULT_PARENT, OutputPathError, check_not_in_results_dirs, not_regular, unique_dir
+from reports.results import DEFAULT_PARENT, OutputPathError, check_not_in_results_dirs, unique_dir
 
 
 class BisectExit(IntEnum):

@@ -25,12 +25,13 @@ import datetime as dt
 import errno
 import fnmatch
 import os
-import stat
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from model.file_kinds import not_regular
 
 #: Directories private to the user running the suite; ``--results-mode`` widens it.
 DEFAULT_DIR_MODE = 0o700
@@ -68,26 +69,6 @@ def parse_mode(text: str) -> int:
         raise ValueError(f"--results-mode {text} lets {who} write the results (anyone who can rewrite junit.xml "
                          f"changes the gate's verdict); use {mode & ~UNSAFE_MODE_BITS:04o}, which lets them read only")
     return mode
-
-
-def kind_of(mode: int) -> str:
-    """What a file of ``st_mode`` is, for messages: "a directory", "a character device"..."""
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, "a regular file")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-def not_regular(path: Path) -> str | None:
-    """What ``path`` is if it exists and is not a regular file (symbolic links followed), e.g.
-    "a character device"; None for a regular file or a path where nothing is (yet)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None  # nothing there (or a dangling link): a new file; a parent that cannot be used fails later
-    return None if stat.S_ISREG(st.st_mode) else kind_of(st.st_mode)
 
 
 class OutputPathError(ValueError):

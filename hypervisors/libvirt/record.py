@@ -29,13 +29,14 @@ from urllib.parse import parse_qsl, urlparse
 import libvirt
 
 from hypervisors.cleanup import CleanupStack
-from hypervisors.cli import emit, not_regular, output_file, seconds_to_record
+from hypervisors.cli import emit, output_file, seconds_to_record
 from hypervisors.libvirt import default_uri, trace
 from hypervisors.libvirt.host_checks import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR, RemoteFiles
 from hypervisors.libvirt.hostlink import HostAddress, HostLink
 from hypervisors.libvirt.qmp import DomainQmp
 from model.errors import HypervisorError
+from model.file_kinds import not_regular
 from model.parse.histogram import HistogramKind, HistogramSet
 from model.secret import redact_url
 

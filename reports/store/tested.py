@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from reports.results import not_regular
+from model.file_kinds import not_regular
 from reports.store.read import RUN_ID_KEY
 
 
