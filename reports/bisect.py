@@ -4,6 +4,9 @@
     python -m reports.bisect --git REPO --good REV --bad REV --build CMD [--built PATH] --rule RULE ...
     python -m reports.bisect --kernels FILE --rule RULE ... -- [suite options]
 
+The rule: ``--rule RULE``, or the one a failure names: ``--bundle DIR`` (the rule its bundle replays) or
+``--from-run RUN`` (the one rule that failed in a results directory, or in a stored run with ``--store``).
+
 The row: ``--builds FILE`` lists QEMU builds in build order, one path a line, the first known good and the
 last known bad; ``--git`` takes the first-parent commits from ``--good`` to ``--bad``, each checked out in a
 worktree of its own and built with ``--build`` (a build that fails is skipped); ``--kernels FILE`` lists guest
@@ -41,9 +44,9 @@ from types import FrameType
 from model.across.series import series_problem
 from model.bisect import Finding, Outcome, Step, StepResult, Verdict, bisect
 from model.file_kinds import not_regular
-from model.rules import RULE_MODULES
 from model.secret import redact_url, register_environment, register_url, scrub
 from reports.bisect_record import result_lines, step_line, write_records
+from reports.bisect_rule import RuleUnknown, resolve_rule
 from reports.bisect_steps import (
     CANNOT_TEST,
     DEFAULT_STEP_TIMEOUT_S,
@@ -85,15 +88,6 @@ def recorded_command(argv: Sequence[str]) -> list[str]:
     return ["python -m reports.bisect", *(scrub(redact_url(a) if "://" in a else a) for a in argv)]
 
 
-def rule_name(given: str) -> str:
-    """The rule's name (``queue-depth``) from it or its ``-k`` form (``queue_depth``)."""
-    names = [m.RULE for m in RULE_MODULES]
-    name = given.replace("_", "-")
-    if name not in names:
-        raise UsageError(f"--rule {given}: no such rule; the rules are {', '.join(names)}")
-    return name
-
-
 def read_row(path: Path, what: str, kernels: bool = False) -> list[str]:
     """The candidates listed in ``path``, one a line (blank lines and ``#`` comments skipped): two or more,
     no repeats; a QEMU build is an executable file, a kernel a ``.deb`` file or a version."""
@@ -132,7 +126,10 @@ def parser() -> argparse.ArgumentParser:
                      "file (--guest-kernel-deb) or a version apt has (--guest-kernel)")
     row.add_argument("--one", metavar="BUILD", help="test one QEMU build and exit 0 (passes), 1 (fails) or 125 (cannot "
                      "test): a step for git bisect run (a usage error then exits 128, which stops git bisect)")
-    ap.add_argument("--rule", required=True, help="the failing rule (queue-depth or queue_depth)")
+    ap.add_argument("--rule", help="the failing rule (queue-depth or queue_depth); without it, the rule --bundle's "
+                    "bundle replays or the one rule that failed in --from-run's run")
+    ap.add_argument("--from-run", metavar="RUN", help="take the rule from a failing run: its results directory or "
+                    "junit.xml, or a stored run's id with --store URL")
     ap.add_argument("--good", metavar="REV", help="with --git: the known good commit")
     ap.add_argument("--bad", metavar="REV", help="with --git: the known bad commit")
     ap.add_argument("--build", metavar="CMD", help="with --git: the build command, run by sh in each commit's worktree")
@@ -210,7 +207,10 @@ def make_tester(args: argparse.Namespace, rule: str, suite_options: Sequence[str
 
 def run(args: argparse.Namespace, suite_options: Sequence[str], argv: Sequence[str]) -> int:
     """The bisect once its input is read: every step printed as it ends, then the records."""
-    rule = rule_name(args.rule)
+    try:
+        rule = resolve_rule(args.rule, args.bundle, args.from_run, args.store)
+    except RuleUnknown as e:
+        raise UsageError(str(e)) from None
     _check(args, suite_options)
     bisect_series(rule)  # a usage error now, before anything is created
     if args.one is not None:
