@@ -97,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         for f in files:
             table.update(json.loads(f.read_text()))
         outcomes = run.outcomes()
+        accelerator = run.suite_properties().get("qemu.accel", "unknown")
+    # TCG's and KVM's figures are apart on docs/benchmarks.md: every table says which it is
+    print(f"accelerator: {accelerator}")
     print(render(rows_of(table), wall, args.markdown))
     default = args.select is None and args.controllers == DEFAULT_CONTROLLERS
     print(goal_line(wall, args.test_image or "--image" in extra, default))

@@ -144,6 +144,7 @@ def main() -> int:
     specs = (DiskSpec("virtio-scsi", 0), DiskSpec("virtio-blk", 1))
     rows = []
     with standalone_guest(specs, "vioconform-bench-trace") as (_, disks):
+        print(f"accelerator: {disks[0].guest.accel}")  # TCG's and KVM's figures are kept apart
         for disk in disks:
             untraced, traced = measure_pairs(disk, args.pairs, args.slice_s)
             rows.append((disk.attached.spec.controller, untraced, traced))
