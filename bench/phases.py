@@ -104,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     default = args.select is None and args.controllers == DEFAULT_CONTROLLERS
     print(goal_line(wall, args.test_image or "--image" in extra, default))
     print(f"verdicts: {dict(sorted((o, list(outcomes.values()).count(o)) for o in set(outcomes.values())))}")
+    others = {name: o for name, o in sorted(outcomes.items()) if o != "passed"}
+    if others:
+        print(f"not passed: {others}")
     return 0
 
 
