@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("libvirt")  # the bench imports the libvirt backend (tox -e unit has none)
 
-from bench.trace_overhead import Interval, bootstrap_median, order, pair_costs, t_mean, verdict
+from bench.trace_overhead import Interval, Slice, bootstrap_median, order, pair_costs, quiet_pairs, t_mean, verdict
 
 
 def test_a_pairs_cost_is_its_traced_loss_in_percent_of_its_untraced_iops() -> None:
@@ -43,3 +43,11 @@ def test_the_verdict_needs_the_whole_interval() -> None:
 def test_t_interval_of_two_pairs_uses_students_quantile() -> None:
     i = t_mean([1.0, 3.0])
     assert i.value_pct == 2.0 and i.low_pct == pytest.approx(2.0 - 12.71) and i.high_pct == pytest.approx(2.0 + 12.71)
+
+
+def test_quiet_pairs_are_those_whose_vcpus_waited_little_on_both_sides() -> None:
+    """A pair where the guest waited for the host's CPU (over model/across/contention.py's 10 %) in either
+    slice measures the host's other jobs: left out, as is one whose wait is unknown."""
+    untraced = [Slice(3000, 6.5), Slice(1200, 40.0), Slice(3100, 8.0), Slice(2900, None)]
+    traced = [Slice(2950, 7.0), Slice(2500, 9.0), Slice(3000, 35.0), Slice(2800, 6.0)]
+    assert quiet_pairs(untraced, traced) == ([3000], [2950])
