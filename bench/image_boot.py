@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 from fixtures.argtypes import _positive_float, _positive_int
-from guest.image.user import UserImageError, inspect_image
 from hypervisors.base import GuestRequest, ImageRequest
 from hypervisors.cleanup import CleanupStack, make_run_dir
 from hypervisors.libvirt.backend import LibvirtBackend
+from images.user import UserImageError, inspect_image
 from model.errors import HypervisorError
 from model.types import DiskSpec
 from transport.ssh import SshTransport, generate_run_key

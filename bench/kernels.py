@@ -5,7 +5,7 @@ Debian's kernels, and each fault with its own rule, as a table kernel x rule.
     python -m bench.kernels --faults                       # and every fault on the FAULT_KERNELS
     python -m bench.kernels --kernels 6.1.0-47,6.12 --faults --fault-kernels all
 
-Each kernel is named as ``--guest-kernel`` takes it (guest/image/kernels.py) and its image built once
+Each kernel is named as ``--guest-kernel`` takes it (images/kernels.py) and its image built once
 (then cached). Per kernel: one run of the default suite that saves a baseline, then buffered-direct again
 against it (its first run only measures); each fault then runs with its own rule only (``-k``), against
 that kernel's baseline. A cell is one letter per controller (virtio-scsi, virtio-blk): P passed, F
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.suite_run import run_suite_at
-from guest.image.kernels import AptKernel, KernelUnknown, resolve
+from images.kernels import AptKernel, KernelUnknown, resolve
 from model.faults import FAULTS
 from model.rules import RULE_MODULES
 

@@ -16,10 +16,10 @@ import sys
 import time
 
 from fixtures.options_measure import _depths, _window_s
-from guest.image.build import ensure_image
-from guest.image.build_error import ImageBuildError
 from guest.tools.fio import FioJob
 from hypervisors.libvirt.controllers import CONTROLLERS
+from images.build import ensure_image
+from images.build_error import ImageBuildError
 from measure.standalone import standalone_guest
 from measure.window import measure
 from model.disks import suite_disks

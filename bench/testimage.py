@@ -61,8 +61,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from guest.cache import CacheNotWritable, cache_dir, cached_or_built
-from guest.image.build_error import ImageBuildError
+from images.build_error import ImageBuildError
+from images.cache import CacheNotWritable, cache_dir, cached_or_built
 
 #: The Debian release the image is made of.
 SUITE = "bookworm"
@@ -101,7 +101,7 @@ STORAGE_DRIVERS = ("virtio_blk", "virtio_scsi", "nvme", "ahci", "sym53c8xx", "me
 
 #: Kernel command line. console=ttyS0 is where the suite reads the boot. no_timer_check: no
 #: IO-APIC timer check, whose few ticks came too late on a loaded TCG host (a panic; see
-#: guest/image/build.py's KERNEL_ARGS).
+#: images/build.py's KERNEL_ARGS).
 KERNEL_ARGS = "ro console=ttyS0,115200 net.ifnames=0 no_timer_check"
 
 #: Units masked in the image: each only costs boot time in a test guest.

@@ -28,11 +28,11 @@ from fixtures.options_guest import (
     IMAGE_BOOT_TIMEOUT_S,
     IMAGE_MEMORY_MIB,
 )
-from fixtures.options_measure import DEFAULT_WINDOW_S
-from guest.image.build import ensure_image
-from guest.image.user import inspect_image
 from guest.tools.fio import FioJob
 from hypervisors.base import ImageRequest
+from hypervisors.libvirt.defaults import WINDOW_S
+from images.build import ensure_image
+from images.user import inspect_image
 from measure.standalone import standalone_guest
 from measure.window import measure
 from model.rules.queue_depth import judge_queue_depth
@@ -68,7 +68,7 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--controller", default="virtio-scsi")
     ap.add_argument("--uri", default="qemu:///system")
-    ap.add_argument("--window-s", type=float, default=DEFAULT_WINDOW_S["libvirt"], help="the measured window (the suite's default)")
+    ap.add_argument("--window-s", type=float, default=WINDOW_S, help="the measured window (the suite's default)")
     ap.add_argument("--image", type=Path, default=None, help="a qcow2/raw image of your own instead of the embedded guest")
     ap.add_argument("--test-image", action="store_true", help="the project's own cloud-init test image (built once)")
     ap.add_argument("--firmware", choices=("bios", "uefi"), default="bios")

@@ -1,0 +1,1 @@
+"""Programs run in the guest: one typed class per guest program or file (guest/tools/)."""

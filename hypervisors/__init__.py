@@ -8,7 +8,13 @@ names the package to install.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from typing import Any
+
+from hypervisors.defaults import BackendDefaults
+from hypervisors.libvirt.defaults import DEFAULTS as LIBVIRT_DEFAULTS
+from hypervisors.vsphere.defaults import DEFAULTS as VSPHERE_DEFAULTS
+from model.types import DiskSpec
 
 #: backend name -> (module:class, module:controller table, what to install when the import fails).
 #: The controller tables import no connection SDK (libvirt's is pure; vSphere's needs pyvmomi's
@@ -19,6 +25,13 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
     "vsphere": ("hypervisors.vsphere.backend:VSphereBackend", "hypervisors.vsphere.controllers:CONTROLLERS",
                 "pip install pyvmomi"),
 }
+#: backend name -> module:function (no SDK) saying why its disks cannot carry their --disk settings, or "".
+DISK_REFUSALS: dict[str, str] = {
+    "libvirt": "hypervisors.libvirt.controllers:disk_settings_refusal",
+    "vsphere": "hypervisors.vsphere.disk_settings:disks_refusal",
+}
+#: Each backend's defaults and naming (its ``defaults.py``, which imports no SDK), in BACKENDS' order.
+DEFAULTS: dict[str, BackendDefaults] = {d.name: d for d in (LIBVIRT_DEFAULTS, VSPHERE_DEFAULTS)}
 
 
 class BackendUnavailable(RuntimeError):
@@ -56,3 +69,17 @@ def guest_driver(name: str, controller: str) -> str:
     except BackendUnavailable:
         return ""
     return str(getattr(table.get(controller), "guest_driver", "") or "")
+
+
+def backend_defaults(name: str) -> BackendDefaults:
+    """The backend's defaults and naming (hypervisors/defaults.py), without importing its SDK."""
+    try:
+        return DEFAULTS[name]
+    except KeyError:
+        raise BackendUnavailable(f"unknown hypervisor backend {name!r}; choose one of {', '.join(BACKENDS)}") from None
+
+
+def disk_settings_refusal(name: str, disks: Sequence[DiskSpec]) -> str:
+    """Why backend ``name`` cannot carry ``disks``' ``--disk`` settings, or "" (without its SDK)."""
+    module_name, _, attr = DISK_REFUSALS[name].partition(":")
+    return str(getattr(importlib.import_module(module_name), attr)(disks))

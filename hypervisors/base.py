@@ -22,16 +22,17 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, Self
 from hypervisors.cleanup import CleanupStack
 from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits
+from model.error_injection import ErrorPolicy, InjectedRange
 from model.errors import HypervisorError
-from model.injection import ErrorPolicy, InjectedRange
 from model.parse.backend_writes import BackendWrite
 from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes, HostUnmapCounters
 from model.parse.hostcpu import VcpuTimes
 from model.parse.stall_evidence import HostEvent
+from model.settings_seen import SettingSeen
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
 
 if TYPE_CHECKING:
-    from guest.image.kernels import AptKernel
+    from images.kernels import AptKernel
 
 log = logging.getLogger("vioconform.hypervisor")
 
@@ -110,7 +111,7 @@ class GuestLogin:
 class ImageRequest:
     """Boot a user's image (``--image``) instead of the embedded guest: on an overlay, with its own
     bootloader. Without ``login`` the suite's cloud-init seed sets up the login (user
-    ``guest.image.cloudinit.DEFAULT_GUEST_USER``, the run's key, a host key chosen by the suite)."""
+    ``images.cloudinit.DEFAULT_GUEST_USER``, the run's key, a host key chosen by the suite)."""
 
     info: DiskImageInfo
     firmware: str = "bios"  # "bios" or "uefi"
@@ -482,6 +483,13 @@ class HypervisorBackend(ABC):
     def recovery_watch(self, guest: Guest, disk: AttachedDisk) -> RecoveryWatch | None:
         """The aborts and resets of ``disk``'s device model, or None where the backend cannot see them."""
         return None
+
+    def disk_settings_seen(self, guest: Guest) -> dict[DiskSpec, list[SettingSeen]]:
+        """Each disk setting asked (``--disk``, ``--profile``) as the running hypervisor shows it, per
+        disk that asks any (``model.settings_seen``: the guest fixture records them and stops the run
+        on one that did not take, before any rule trusts it). Default: nothing to check (a backend that
+        cannot set a disk setting refuses it before any guest starts)."""
+        return {}
 
     def environment(self, guest: Guest) -> dict[str, str]:
         """The running guest's environment fingerprint entries (model/across/fingerprint.py: the

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 
-def _kind(mode: int) -> str | None:
+def kind_of(mode: int) -> str | None:
     """What a file of ``mode`` is when it is not a regular file ("a FIFO (named pipe)"...); None for one."""
     for test, name in ((stat.S_ISREG, None), (stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -25,7 +25,7 @@ def _kind(mode: int) -> str | None:
 def not_regular(path: Path) -> str | None:
     """What ``path`` is when it exists and is not a regular file (stat only, never an open); else None."""
     try:
-        return _kind(path.stat().st_mode)  # a symbolic link is followed: what it points at is written
+        return kind_of(path.stat().st_mode)  # a symbolic link is followed: what it points at is written
     except OSError:
         return None  # nothing there yet: a new file
 

@@ -17,6 +17,7 @@ from hypervisors import guest_driver
 from hypervisors.base import Guest, HypervisorBackend
 from model.advertised import Advertised
 from model.blame import Trail, disk_trails
+from model.configuration import Configuration
 from model.device_limits import GuestLimits
 from model.errors import HypervisorError, ParseError
 from model.faults import Fault, SysfsSetting
@@ -73,7 +74,8 @@ class GuestDisk:
     attached: AttachedDisk
     kernel_name: str
     limits: GuestLimits
-    config_id: str  # "libvirt:virtio-scsi:latency5ms"
+    #: the configuration it is the disk under test of; its ``str()`` is the test id (:attr:`config_id`)
+    configuration: Configuration
     #: the limits as the driver set them when the disk was found, before any ``--inject`` fault
     #: or ``--guest-setup`` command: what the device advertised (the limits rule compares these)
     probed_limits: GuestLimits | None = None
@@ -87,6 +89,12 @@ class GuestDisk:
     #: the disk's kept settings (guest.tools.sysfs.KEPT_SETTINGS) as the last rule left them, set back
     #: where it had changed one (measure/kept.py); None until a rule has run on it
     kept: dict[str, str] | None = None
+
+    @property
+    def config_id(self) -> str:
+        """The test id of its configuration, e.g. ``libvirt:virtio-scsi:latency5ms``: its raw data's folder,
+        its key in a baseline file, its name in messages."""
+        return str(self.configuration)
 
     @property
     def device_path(self) -> str:
@@ -198,7 +206,7 @@ def render(command: str, disk: str) -> str:
 
 
 def prepare_disk(guest: Guest, backend: HypervisorBackend, tools: GuestTools, attached: AttachedDisk,
-                 config_id: str, faults: Sequence[Fault] = (), guest_setup: Sequence[str] = (),
+                 configuration: Configuration, faults: Sequence[Fault] = (), guest_setup: Sequence[str] = (),
                  on_found: Callable[[DiskFacts], None] | None = None,
                  on_advertised: Callable[[Advertised], None] | None = None) -> GuestDisk:
     """Find the disk in the guest by its ``guest_id`` (serial or WWN), keep the limits its driver
@@ -235,7 +243,7 @@ def prepare_disk(guest: Guest, backend: HypervisorBackend, tools: GuestTools, at
     advertised = ask_advertised(backend, guest, attached)
     if on_advertised is not None:
         on_advertised(advertised)
-    disk = GuestDisk(guest, backend, tools, attached, name, limits, config_id, probed_limits=limits,
+    disk = GuestDisk(guest, backend, tools, attached, name, limits, configuration, probed_limits=limits,
                      boot_facts=facts, advertised=advertised)
     for fault in faults:
         if fault.setting is None:  # the rule prepares the disk with the fault itself

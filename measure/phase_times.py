@@ -10,7 +10,7 @@ The phases, as the code marks them with ``with phase(NAME):``
 - ``ramp``: the wait after the first request, before the window opens;
 - ``window``: the measured window itself;
 - ``stop``: fio stopped, its output read and parsed;
-- ``kernel-log``: the kernel-log check's two guest commands around a rule (suites/kernel_log.py): its mark
+- ``kernel-log``: the kernel-log check's two guest commands around a rule (suites/kernel_log_watch.py): its mark
   before the measurement, the lines after it read back;
 - ``teardown``: the session's cleanup (the guest destroyed, its files removed).
 

@@ -7,17 +7,18 @@ Pure data, importable from anywhere (model, transport, guest tools, hypervisors,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from model.device_limits import ConfiguredLimits
+from model.disk_settings import DiskSettings
 from model.parse.histogram import HistogramKind, HistogramSet
 from model.parse.qemutrace import TracedRequest
 
 GIB = 1024**3
 
-#: What a rule's test ended as: in a run's records (reports/per_test.py), its JUnit file and the store.
+#: What a rule's test ended as: in a run's records (reports/records.py), its JUnit file and the store.
 Outcome = Literal["passed", "failed", "error", "skipped", "not run"]
 
 
@@ -41,10 +42,25 @@ class DiskSpec:
     #: "dut": the main disk under test; "scratch": a file-backed disk with 4 KiB physical
     #: blocks for rules that write, partition or need real block sizes
     role: str = "dut"
+    #: how the host sets it up (``--disk``, ``--profile``); nothing asked: the suite's own set-up
+    settings: DiskSettings = field(default_factory=DiskSettings)
 
     @property
     def serial(self) -> str:
+        """``vioc-dut<index>``, or the asked serial followed by ``-<index>`` (the guest tells the disks apart by it)."""
+        if self.settings.serial is not None:
+            return f"{self.settings.serial}-{self.index}"
         return f"vioc-dut{self.index}"
+
+    @property
+    def logical_block_bytes(self) -> int:
+        """The logical block the device advertises: asked, else 512."""
+        return self.settings.logical_block_size or 512
+
+    @property
+    def physical_bytes(self) -> int:
+        """The physical block the device advertises: asked, else the disk's own, never below the logical one."""
+        return self.settings.physical_block_size or max(self.physical_block_bytes, self.logical_block_bytes)
 
     @property
     def label(self) -> str:

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import assert_never
 
-from model.rules.figures import (
+from model.judging.figures import (
     Buckets,
     DepthFigure,
     Figure,

@@ -16,8 +16,8 @@ backend: no display needed.
   amounts (a counter, an allocation total) draws each amount from its range's start, with a dashed edge.
 - :func:`timeline_svg`: step series on one clock, one row per series (host: solid line and squares;
   guest: dashed line and circles), each event a dotted vertical line named in the legend.
-- :func:`verdict_grid_svg`: the trend page's grid (reports/trend.py; its metric charts are
-  reports/trend_charts.py), each run whose fingerprint changed marked by a dashed line before its
+- :func:`verdict_grid_svg`: the trend page's grid (reports/store/trend.py; its metric charts are
+  reports/store/trend_charts.py), each run whose fingerprint changed marked by a dashed line before its
   column (:data:`CHANGE_LABEL` in the legend, and said in the chart's description).
 
 Every chart is an ``<svg role="img">`` with a ``<title>`` and a ``<desc>``: what it is and what it
@@ -40,7 +40,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
-from model.rules.figures import (
+from model.judging.figures import (
     Buckets,
     DepthFigure,
     HistogramFigure,

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from enum import IntEnum
 
-from reports.per_test import Record, reached_verdict
+from reports.records import Record, reached_verdict
 
 
 class Exit(IntEnum):

@@ -1,6 +1,6 @@
 """A one-file HTML report: verdict table, and per configuration the pictures of its verdict.
 
-The pictures come from the verdict's typed figures (``model.rules.figures``), never from the
+The pictures come from the verdict's typed figures (``model.judging.figures``), never from the
 names of its JUnit properties. For the queue-depth rule the picture is the whole story at a
 glance: for each offered depth, three bars: what the workload offered, what the guest block
 layer held (aqu-sz) and what the host saw. A healthy guest has three similar bars; the Solaris
@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import assert_never
 
-from model.rules.figures import DepthFigure, Figure, HistogramFigure, PairFigure, RangeFigure, TimelineFigure
+from model.judging.figures import DepthFigure, Figure, HistogramFigure, PairFigure, RangeFigure, TimelineFigure
 from reports.a11y import OUTCOME_FILLS, TEXT, badge, badge_css, chart_summary, counts_text
-from reports.per_test import Record, RunStatus, section_id
+from reports.records import Record, RunStatus, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
 from reports.run_header import RunHeader, header_html
 
@@ -71,7 +71,7 @@ def incomplete_banner(status: RunStatus | None) -> str:
 
 def verdict_grid(recs: list[Record]) -> str:
     """The verdicts at a glance: one row per rule, one column per configuration, each cell the
-    outcome's badge linking to its section (``#<rule>--<configuration>``, reports.per_test.section_id), a dash where the rule did not run on
+    outcome's badge linking to its section (``#<rule>--<configuration>``, reports.records.section_id), a dash where the rule did not run on
     that configuration; a sentence with the counts above it."""
     if not recs:
         return ""
@@ -156,6 +156,17 @@ def _row_order(what: str) -> tuple[int, str]:
     return (2 if what.startswith("scratch.") else 1 if what.startswith("boot.") or what == "kernel_name" else 0, what)
 
 
+def reproducer_link(path: str) -> str:
+    """A test's reproducer bundle, linked relative to the report (the bundles are in its directory's
+    ``reproducers/``): the directory and its ``.tar.gz``; "" for none."""
+    if not path:
+        return ""
+    p = PurePath(path)
+    rel = html.escape(f"{p.parent.name}/{p.name}", quote=True)
+    return (f'<p class="reproducer">reproducer: <a href="{rel}/README.md">{html.escape(p.name)}</a> '
+            f'(<a href="{rel}.tar.gz">.tar.gz</a>; replay it with its <code>replay</code>)</p>')
+
+
 def report_document(records: Iterable[Record], title: str = "vioconform report", subtitle: str = "",
                     status: RunStatus | None = None, properties: Mapping[str, str] | None = None,
                     header: RunHeader | None = None) -> str:
@@ -176,7 +187,7 @@ def report_document(records: Iterable[Record], title: str = "vioconform report",
                  f"{html.escape(r.blame_reason)}</p>" if outcome == "failed" else "")
         details = f"<pre>{html.escape(r.message)}</pre>" if outcome in ("failed", "error") else ""
         sections.append(f'<section id="{anchor}"><h2>{badge(outcome)} {html.escape(r.rule)} — '
-                        f"{html.escape(r.config)}</h2>{blame}"
+                        f"{html.escape(r.config)}</h2>{blame}{reproducer_link(r.reproducer)}"
                         f"{charts}{details}<details><summary>measured numbers</summary>"
                         f"<table>{props}</table></details></section>")
     return f"""<!doctype html>

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from reports.per_test import Record, RunStatus, raw_dir, section_id
+from reports.records import Record, RunStatus, raw_dir, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
 
 #: The HTML report's file name in a results directory (fixtures/finish.py writes it there).
@@ -67,11 +67,14 @@ def _case(r: Record, results_dir: Path | None) -> TestCase:
 
 
 def case_properties(r: Record) -> dict[str, str]:
-    """A case's properties: its measured numbers, and a failure's ``blame`` and ``blame_reason``."""
+    """A case's properties: its measured numbers, a failure's ``blame`` and ``blame_reason``, and
+    ``reproducer``, its reproducer bundle's directory where one was written."""
     props = {k: str(v) for k, v in r.measured().items()}
     if r.outcome == "failed":
         props["blame"] = r.blame or "unknown"
         props["blame_reason"] = r.blame_reason or "the rule failed outside its verdict: no layer was judged"
+    if r.reproducer:
+        props["reproducer"] = r.reproducer
     return props
 
 

@@ -34,6 +34,8 @@ from pathlib import Path
 
 #: Directories private to the user running the suite; ``--results-mode`` widens it.
 DEFAULT_DIR_MODE = 0o700
+#: Where a run's reproducer bundles go in its results directory (fixtures/reproducer.py).
+REPRODUCERS_DIR = "reproducers"
 #: Where a run without ``--results-dir`` puts its results, relative to the working directory.
 DEFAULT_PARENT = Path("results")
 
@@ -256,7 +258,8 @@ class ResultsDir:
 
     def make_private(self) -> None:
         """Give everything under the results directory the results mode (rules write raw files
-        with the process's umask; the directory itself was 0700 from the start)."""
+        with the process's umask; the directory itself was 0700 from the start). A reproducer
+        bundle's ``replay`` (``reproducers/<bundle>/replay``) keeps the mode's execute bits."""
         for root, dirs, files in os.walk(self.path):
             for d in dirs:
                 with contextlib.suppress(OSError):
@@ -265,7 +268,8 @@ class ResultsDir:
                 p = os.path.join(root, f)
                 if not os.path.islink(p):
                     with contextlib.suppress(OSError):
-                        os.chmod(p, self.file_mode)
+                        replay = f == "replay" and os.path.basename(os.path.dirname(root)) == REPRODUCERS_DIR
+                        os.chmod(p, self.file_mode | (self.dir_mode & 0o111 if replay else 0))
 
     def remove_if_unused(self) -> None:
         """Remove the directories this run created if nothing was written in them."""

@@ -28,9 +28,9 @@ if [ -n "${VIOCONFORM_SKIP_HOST_SETUP:-}" ]; then
 fi
 
 # What the suite runs on (tox -e suite). The embedded guest image is built from Debian packages
-# (guest/image/build.py: the kernel package, busybox, dropbear, dmsetup, programs of e2fsprogs and
+# (images/build.py: the kernel package, busybox, dropbear, dmsetup, programs of e2fsprogs and
 # util-linux, packed with cpio and zstd) and the static fio pushed into every guest from Debian's fio
-# source package (guest/image/fio_static.py: dpkg-dev unpacks it, build-essential compiles it,
+# source package (images/fio_static.py: dpkg-dev unpacks it, build-essential compiles it,
 # libaio-dev and zlib1g-dev give the static libraries it links in); Debian's own fio binary is not
 # used. libvirt-python builds from source in tox's environment: libvirt-dev, pkg-config, gcc and the
 # Python headers.
@@ -58,6 +58,9 @@ TEST_PACKAGES=(
   chromium fonts-dejavu-core
   # file(1) tells the static fio is static (tests/e2e/test_fio_push.py)
   file
+  # virt-xml-validate's xmllint checks the domain XML of the disk settings against libvirt's schema
+  # (tests/unit/test_disk_settings_xml.py)
+  libxml2-utils
 )
 PACKAGES=("${SUITE_PACKAGES[@]}")
 if [ "$tests" = 1 ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi

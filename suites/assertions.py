@@ -15,18 +15,18 @@ from fixtures.outcomes import RuleFailure
 from measure import hostload
 from measure.kept import kept_settings
 from model.across.against_baseline import BaselineMissing, against_baseline
+from model.judging.verdict import combine_repeats
 from model.rules import blame
-from model.rules.verdict import combine_repeats
-from reports.per_test import raw_dir
-from suites import kernel_log
+from reports.records import raw_dir
+from suites import kernel_log_watch
 
 if TYPE_CHECKING:
     from fixtures.options import SuiteOptions
     from measure.disk import GuestDisk
     from model.blame import Trail
-    from model.rules.verdict import RuleVerdict
-    from reports.baseline import StoredBaseline
-    from reports.per_test import Record
+    from model.judging.verdict import RuleVerdict
+    from reports.records import Record
+    from reports.store.baseline import StoredBaseline
 
 
 def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir: Path) -> None:
@@ -38,7 +38,7 @@ def fail_unless(passed: bool, rule: str, config: str, explanation: str, raw_dir:
 
 def raw_dir_for(results_dir: Path, config_id: str) -> Path:
     """Where a configuration's raw measurements go: ``results/raw/libvirt_virtio-scsi_latency5ms``
-    (reports.per_test.raw_dir, which the JUnit file names too)."""
+    (reports.records.raw_dir, which the JUnit file names too)."""
     return raw_dir(results_dir, config_id)
 
 
@@ -67,14 +67,14 @@ def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, onc
                    exact: bool, baseline: StoredBaseline | None = None, disks: Sequence[GuestDisk] = ()) -> None:
     """Measure and judge a rule ``repeats`` times (``once(raw_dir)`` is one measurement and its
     verdict; with several repeats each gets ``raw_dir/rK`` and what it adds to the record is
-    ``NAME.rK``), combine the verdicts (model.rules.verdict.combine_repeats: ``exact`` checks fail
+    ``NAME.rK``), combine the verdicts (model.judging.verdict.combine_repeats: ``exact`` checks fail
     on any failing repeat, measured ones by the majority), compare with the stored ``baseline``
     when one is given, and conclude; a failure is blamed on a layer from ``disks``' settings.
-    The guest of ``disks`` has its kernel log checked over all the repeats (suites/kernel_log.py), and
+    The guest of ``disks`` has its kernel log checked over all the repeats (suites/kernel_log_watch.py), and
     ``disks``' settings are set back afterwards where a repeat left one changed (measure/kept.py), also
     when it failed or errored: the next rule sees the disks as they were."""
     __tracebackhide__ = True
-    kernel_log.watch(record, disks)  # the kernel-log check's mark: before the first repeat (suites/kernel_log.py)
+    kernel_log_watch.watch(record, disks)  # the kernel-log check's mark: before the first repeat (suites/kernel_log_watch.py)
     verdicts = []
     with kept_settings(disks):
         for k in range(1, repeats + 1):
@@ -107,9 +107,9 @@ def conclude_against(verdict: RuleVerdict, record: Record, config: str, raw_dir:
     for) and conclude. A baseline with nothing to compare for this rule and configuration is never
     a plain pass: a failing verdict fails with the reason in a note, a passing one is an ERROR
     (BaselineMissing), its verdict and numbers kept in the record. First the guest's kernel log
-    since the rule's mark is judged into ``verdict`` (suites/kernel_log.py)."""
+    since the rule's mark is judged into ``verdict`` (suites/kernel_log_watch.py)."""
     __tracebackhide__ = True
-    verdict = kernel_log.fold(record, verdict, raw_dir)
+    verdict = kernel_log_watch.fold(record, verdict, raw_dir)
     share = hostload.take(record.nodeid)
     if share is not None:  # the evidence a later comparison with this run needs (model/parse/hostcpu.py)
         record.add(host_vcpu_wait_pct=share.wait_pct, host_vcpu_run_pct=share.run_pct)

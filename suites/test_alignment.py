@@ -18,15 +18,15 @@ from guest.tools.mkfs import Filesystem, FilesystemUnsupported
 from guest.tools.partitioning import Partitioning, partition_name
 from measure.counted import run_counted
 from measure.disk import GuestDisk
+from model.judging.verdict import RuleVerdict
 from model.rules.alignment import (
     HEALTHY_START_SECTOR,
     MISALIGNED_START_SECTOR,
     count_boundary_crossings,
     judge_alignment,
 )
-from model.rules.verdict import RuleVerdict
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
 

@@ -29,19 +29,16 @@ from model.rules.buffered_direct import (
     merge_baseline,
     parse_baseline,
 )
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
 from reports.results import file_mode, write_atomic
+from reports.store.baseline import StoredBaseline
 from suites.assertions import conclude_against, raw_dir_for, trails_of
-from suites.kernel_log import watch
+from suites.kernel_log_watch import watch
 from suites.needs import needed
 
 #: The copy's read requests: 1 MiB, a typical cp/dd buffer; the page cache turns them into
 #: readahead-sized requests, O_DIRECT sends them as they are.
 COPY_BLOCK_BYTES = 1 << 20
-#: Seconds of each measured copy: a regime shows in its request sizes within a second; two
-#: seconds give the depth figure enough one-second samples under TCG.
-COPY_WINDOW_S = 2.0
 
 
 def _copy_job(mode: str) -> FioJob:
@@ -73,7 +70,7 @@ def test_buffered_direct_regime(disk: GuestDisk, suite_options: SuiteOptions, re
         for i in range(suite_options.repeats_for("buffered-direct")):
             # Every copy starts cold: what an earlier run left in the page cache never reaches the host.
             cache.drop()
-            m = measure(disk, _copy_job(mode), COPY_WINDOW_S, raw_dir=raw / f"{mode}{i}", exact=False)
+            m = measure(disk, _copy_job(mode), suite_options.window_s, raw_dir=raw / f"{mode}{i}", exact=False)
             samples.append(RegimeSample(m.host.avg_request_size_bytes, m.host_depth_median))
         now[mode] = RegimeSeries(mode, tuple(samples))
     if suite_options.save_baseline is not None:

@@ -3,21 +3,21 @@ sector names itself (fio's verify header: its LBA, its pass, checksums), flushes
 verifying; the host reads the disk's backing file itself and checks every sector: at the LBA it
 names, of the last pass that wrote there, whole, and nothing changed around the range.
 ``--inject lba-shift`` makes the guest write and read through a device-mapper target that starts
-a few sectors into the disk (suites/integrity.py runs each repeat)."""
+a few sectors into the disk (suites/data_integrity.py runs each repeat)."""
 
 from __future__ import annotations
 
 import pytest
 
 from fixtures.options import SuiteOptions
-from guest.tools.integrity import DeviceMapper
+from guest.tools.data_integrity import DeviceMapper
 from hypervisors.base import BackingUnreadable
 from measure.disk import GuestDisk
 from model.rules.data_integrity import RULE
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
-from suites.integrity import once
+from suites.data_integrity import once
 from suites.needs import needed
 
 

@@ -16,10 +16,10 @@ from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
 from measure.counted import CountedRun, run_counted
 from measure.disk import GuestDisk
+from model.judging.verdict import RuleVerdict
 from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io
-from model.rules.verdict import RuleVerdict
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 
 #: Writes per run: enough that one lost or merged write is a visible 0.5 %, few enough to take

@@ -25,6 +25,7 @@ from guest.tools.sysfs import Sysfs
 from guest.tools.tool import ToolMissing
 from hypervisors.base import DiscardObserver, DiscardUnavailable
 from measure.disk import GuestDisk
+from model.judging.verdict import RuleVerdict
 from model.parse.backend_writes import writes_in
 from model.parse.filesystem import parse_fstrim
 from model.rules.discard import (
@@ -43,9 +44,8 @@ from model.rules.discard import (
     judge_discard,
     split_max_bytes,
 )
-from model.rules.verdict import RuleVerdict
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
 

@@ -15,13 +15,14 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.devmapper import MirrorUnavailable, SwallowingMirror
-from guest.tools.errorpath import ErrorPath
+from guest.tools.error_propagation import ErrorPath
 from guest.tools.fio import FioJob
 from hypervisors.base import ErrorInjector, ErrorPolicyContradicted, InjectionUnavailable
 from measure.disk import GuestDisk
-from measure.injected import run_healed, run_injected
-from model.injection import Kind
-from model.kernel_log import InjectedErrors
+from measure.error_propagation import run_healed, run_injected
+from model.error_injection import Kind
+from model.judging.verdict import RuleVerdict
+from model.kernel_log_check import InjectedErrors
 from model.parse.fio_errors import parse_fio_error_run
 from model.parse.fio_json import parse_fio_json
 from model.parse.kernel_io_errors import window_after
@@ -40,11 +41,10 @@ from model.rules.error_propagation import (
     kernel_error_sectors,
     not_fired,
 )
-from model.rules.verdict import RuleVerdict
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
-from suites.kernel_log import expect_io_errors
+from suites.kernel_log_watch import expect_io_errors
 from suites.needs import needed
 
 #: fio's depth: requests in flight together, so that a failing one is answered beside completing ones.
@@ -110,7 +110,7 @@ def test_error_propagation(scratch_disk: GuestDisk, suite_options: SuiteOptions,
                injected_sectors=injected("read").sectors, kernel_error_sectors=f"{first}-{last}")
 
     def once(raw: Path) -> RuleVerdict:
-        # the kernel-log check (suites/kernel_log.py, watching since judge_repeated began) is told too
+        # the kernel-log check (suites/kernel_log_watch.py, watching since judge_repeated began) is told too
         expect_io_errors(record, *(InjectedErrors(disk.kernel_name, lo, hi - lo + 1)
                                    for lo, hi in {kernel_error_sectors(WORKLOAD, kind) for kind in ("read", "write")}))
         phases: list[PhaseRun] = []

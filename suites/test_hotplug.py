@@ -25,7 +25,8 @@ from guest.tools.system import WorkDir
 from hypervisors.base import HotplugDisk, HotplugUnavailable
 from measure.disk import GuestDisk
 from model.errors import ParseError
-from model.kernel_log import InjectedErrors
+from model.judging.verdict import RuleVerdict
+from model.kernel_log_check import InjectedErrors
 from model.parse.fio_json import parse_fio_json
 from model.rules.hotplug import (
     FIO_END_BOUND_S,
@@ -39,11 +40,10 @@ from model.rules.hotplug import (
     judge_hotplug,
 )
 from model.rules.limits import compare_limits
-from model.rules.verdict import RuleVerdict
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
-from suites.kernel_log import expect_io_errors
+from suites.kernel_log_watch import expect_io_errors
 from suites.needs import needed
 
 #: How often the host's configuration is read while waiting for a removed disk to go.

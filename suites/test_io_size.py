@@ -17,11 +17,11 @@ from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
 from measure.disk import GuestDisk
 from measure.window import measure, save_measurement
-from model.rules.figures import histogram_figure
+from model.judging.figures import histogram_figure
+from model.judging.verdict import RuleVerdict
 from model.rules.io_size import REQUEST_BYTES, IoSizeMeasurement, judge_io_size
-from model.rules.verdict import RuleVerdict
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 
 #: Requests in flight: enough to keep a latency disk busy, few enough that a 1 MiB request

@@ -11,12 +11,12 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from measure.disk import GuestDisk
+from model.judging.verdict import RuleVerdict
 from model.rules.limits import judge_limits
-from model.rules.verdict import RuleVerdict
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
-from suites.kernel_log import provoke_kernel_warning
+from suites.kernel_log_watch import provoke_kernel_warning
 
 
 @pytest.mark.rule("limits")

@@ -13,10 +13,10 @@ from guest.tools.fio import FioJob
 from guest.tools.interrupts import Interrupts
 from measure.disk import GuestDisk
 from measure.window import measure
+from model.judging.verdict import RuleVerdict
 from model.rules.multi_queue import judge_multiqueue
-from model.rules.verdict import RuleVerdict
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
 
@@ -41,7 +41,7 @@ def test_multiqueue(disk: GuestDisk, suite_options: SuiteOptions, record: Record
         if not before:
             pytest.skip(f"{virtio_dev} has no interrupt vector per request queue in the guest's /proc/interrupts (its "
                         "queues share one, e.g. 'virtio1-virtqueues' without MSI-X): per-queue interrupts unknown")
-        measure(disk, job, 2.0, raw_dir=raw, exact=False)
+        measure(disk, job, suite_options.window_s, raw_dir=raw, exact=False)
         after = irq.per_queue(virtio_dev)
         per_queue = {q: after.get(q, 0) - before.get(q, 0) for q in sorted(set(before) | set(after))}
         return judge_multiqueue(configured, disk.limits.nr_hw_queues, len(present), per_queue,

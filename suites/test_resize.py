@@ -22,14 +22,15 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
-from guest.tools.disksize import DiskSize
 from guest.tools.ext4 import Ext4, Resize2fs
 from guest.tools.fio import Fio, FioJob
-from guest.tools.kernel_log import KernelLog
+from guest.tools.kernel_log_reader import KernelLog
+from guest.tools.resize import DiskSize
 from guest.tools.system import WorkDir
 from guest.tools.tool import ToolMissing
 from hypervisors.base import DiskResizer, ResizeUnavailable
 from measure.disk import GuestDisk
+from model.judging.verdict import RuleVerdict
 from model.parse.filesystem import parse_resize2fs
 from model.parse.fio_json import fio_messages, parse_fio_json
 from model.rules.resize import (
@@ -43,9 +44,8 @@ from model.rules.resize import (
     judge_resize,
     mechanism,
 )
-from model.rules.verdict import RuleVerdict
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
 

@@ -1,6 +1,6 @@
 """The stall-tolerance rule (docs/rules/stall-tolerance.md): the guest's command timeout for the scratch disk is at least the storage
 stall it must ride out (``--stall-s``), and a stall at the host shorter than that timeout passes with
-no error, abort, reset or read-only filesystem (measure/stall.py holds the disk; model/rules/
+no error, abort, reset or read-only filesystem (measure/stall_tolerance.py holds the disk; model/rules/
 stall_tolerance.py judges)."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
-from guest.tools.stall import Stall
+from guest.tools.stall_tolerance import Stall
 from hypervisors.base import DiskHold, HoldUnavailable
 from measure.disk import GuestDisk
-from measure.stall import StallMeasurement, drain_bound_s, measure_stall
+from measure.stall_tolerance import StallMeasurement, drain_bound_s, measure_stall
+from model.judging.verdict import RuleVerdict
 from model.rules.stall_tolerance import StallRun, hold_problem, judge_stall_tolerance, judged, recovery_lines
-from model.rules.verdict import RuleVerdict
-from reports.baseline import StoredBaseline
-from reports.per_test import Record
+from reports.records import Record
+from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
 

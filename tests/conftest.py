@@ -42,10 +42,10 @@ SHARED_MODULES = {
 #: Modules with a module-scoped fixture that costs little, made once per worker that runs the module.
 CHEAP_MODULE_FIXTURES = {
     "tests/e2e/test_hypervisor_under_test.py": "a wrapper script around QEMU",
-    "tests/e2e/test_image_boot.py": "the cached test image's path (guest.cache.build_lock serialises a first build)",
+    "tests/e2e/test_image_boot.py": "the cached test image's path (images.cache.build_lock serialises a first build)",
     "tests/e2e/test_remote_libvirt.py": "a loopback sshd",
     "tests/e2e/test_host_pool.py": "a loopback sshd",
-    "tests/e2e/test_pages_browser.py": "axe-core's script, from npm into the cache (guest.cache.build_lock serialises a "
+    "tests/e2e/test_pages_browser.py": "axe-core's script, from npm into the cache (images.cache.build_lock serialises a "
                                        "first install)",
 }
 

@@ -5,7 +5,7 @@ timeout, however slow a loaded machine makes the run's exit."""
 
 from __future__ import annotations
 
-from reports import store
+from reports.store import connection
 
 LONG_CONNECT_TIMEOUT_S = 120.0
-store.STORE_CONNECT_TIMEOUT_S = LONG_CONNECT_TIMEOUT_S
+connection.STORE_CONNECT_TIMEOUT_S = LONG_CONNECT_TIMEOUT_S

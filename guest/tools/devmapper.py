@@ -8,7 +8,7 @@ is the swallowing layer the error-propagation rule must catch. ``nosync``: the l
 sync, so no copy runs. The mirror maps sector for sector, so the rule's offsets stay the disk's.
 
 dmsetup runs without udev (``DM_DISABLE_UDEV=1``, ``--noudevsync``): it makes ``/dev/mapper/<name>``
-itself, in the embedded guest and in an image with udev alike. (guest/tools/integrity.py's
+itself, in the embedded guest and in an image with udev alike. (guest/tools/data_integrity.py's
 ``DeviceMapper`` makes the data-integrity rule's linear target.)
 """
 

@@ -1,7 +1,7 @@
 """Which fio the guest runs: the image's own, or a static fio the suite pushes into it.
 
 A guest image without fio (a cloud image, a RHEL template) still gets one, with no network in the
-guest: the host's static fio (guest/image/fio_static.py builds and caches it) is copied over SSH
+guest: the host's static fio (images/fio_static.py builds and caches it) is copied over SSH
 (SFTP, or ``cat`` where the SSH server has no SFTP) into a tmpfs of the suite's own,
 ``FIO_BIN_DIR``, and run from there. A tmpfs apart from the work directory (/run/vioconform,
 16 MiB, for fio's outputs): the binary would take most of that one, and /run itself is mounted
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from guest.image.fio_static import sha256_of
 from guest.tools.tool import GuestTool, ToolMissing
+from images.fio_static import sha256_of
 
 log = logging.getLogger("vioconform.fio")
 
@@ -87,7 +87,7 @@ class FioBinary(GuestTool):
     name = "fio"
     keep_on_forget = True
     install_hint = ("install fio in the guest image, or let the suite push its static fio (the session does; "
-                    "python -m guest.image.fio_static builds it)")
+                    "python -m images.fio_static builds it)")
 
     _identity: FioIdentity | None = None
     _failed: Exception | None = None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from guest.cache import cache_dir, replace_text, writable_dir
+from images.cache import cache_dir, replace_text, writable_dir
 from model.errors import HypervisorError
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ log = logging.getLogger("vioconform.libvirt")
 #: A KVM guest reaches the probe marker in about 2 s where KVM works; under TCG the same guest
 #: needs about 6.5 s with the bzImage (about 4.5 s of QEMU, SeaBIOS and kernel loading, then
 #: init at 1.9 s of the guest's uptime, where the marker is printed: bench.time_to_verdict's
-#: timeline), about 2.3 s less as its PVH ELF (guest.image.pvh). Where KVM cannot boot a guest, it
+#: timeline), about 2.3 s less as its PVH ELF (images.pvh). Where KVM cannot boot a guest, it
 #: often hangs rather than fails (a nested KVM: no marker, no error), so this bound is what a forced
 #: ``--accel kvm`` waits before its error. 15 s: 7x KVM's time and 2.5x emulation's, and a KVM
 #: guest slower than emulation is not a KVM that works.

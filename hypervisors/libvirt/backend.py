@@ -31,15 +31,13 @@ from xml.sax.saxutils import escape, quoteattr
 import libvirt
 import paramiko
 
-from guest.image.build import KERNEL_ARGS, GuestImage, ensure_image
-from guest.image.pvh import PVH_NAME, pvh_kernel
-from guest.image.user import UserImageError
 from hypervisors.base import (
     BackendOptions,
     BackingUnreadable,
     DiscardUnavailable,
     Guest,
     GuestRequest,
+    HoldUnavailable,
     HotplugUnavailable,
     HypervisorBackend,
     ImageRequest,
@@ -47,9 +45,19 @@ from hypervisors.base import (
     kernel_panic,
 )
 from hypervisors.cleanup import CleanupStack, signals_deferred, sweep_run_dirs
-from hypervisors.libvirt import accel, environment, host_checks, imageboot, leftovers, machine, qemulog, stall, trace
+from hypervisors.libvirt import (
+    accel,
+    environment,
+    host_checks,
+    imageboot,
+    leftovers,
+    machine,
+    qemulog,
+    settings_check,
+    stall_tolerance,
+    trace,
+)
 from hypervisors.libvirt.accel import PROBE_REMEDY, PROBE_TIMEOUT_S, ProbeResult
-from hypervisors.libvirt.blkdebug import BlkdebugInjector
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
     NET_PCI_SLOT,
@@ -63,6 +71,8 @@ from hypervisors.libvirt.controllers import (
     pci_addr,
 )
 from hypervisors.libvirt.discard import QmpDiscardObserver
+from hypervisors.libvirt.disk_settings import domain_iothreads_xml
+from hypervisors.libvirt.error_propagation import BlkdebugInjector
 from hypervisors.libvirt.host_checks import check_drives_qemu, is_local, open_connection
 from hypervisors.libvirt.hostfiles import (
     DEFAULT_HOST_DIR,
@@ -79,11 +89,15 @@ from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qmp import DomainQmp
 from hypervisors.libvirt.qom import read_advertised
 from hypervisors.libvirt.resize import QmpResizer
+from images.build import KERNEL_ARGS, GuestImage, ensure_image
+from images.pvh import PVH_NAME, pvh_kernel
+from images.user import UserImageError
 from model.advertised import Advertised
 from model.errors import HypervisorError, ParseError
 from model.parse.blockstats import HostBlockCounters
 from model.parse.hostcpu import VcpuTimes, from_domain_stats
-from model.types import AttachedDisk, GuestDiskId, SshEndpoint
+from model.settings_seen import SettingSeen
+from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.libvirt")
 
@@ -272,7 +286,7 @@ class LibvirtBackend(HypervisorBackend):
   <name>{name}</name>
   <metadata><vioc:run xmlns:vioc='{METADATA_NS}' pid='{os.getpid()}' host={quoteattr(socket.gethostname())} dir={quoteattr(str(run_dir))}/></metadata>
   <memory unit='MiB'>{memory}</memory>
-  <vcpu>{vcpus}</vcpu>
+  <vcpu>{vcpus}</vcpu>{domain_iothreads_xml(request.disks) if request else ""}
   {os_xml}
   <features><acpi/></features>{cpu}
   <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
@@ -326,7 +340,7 @@ class LibvirtBackend(HypervisorBackend):
     @functools.cached_property
     def boot_kernel(self) -> Path:
         """The kernel QEMU is given: on this machine's libvirt the PVH ELF where the kernel has one
-        (guest.image.pvh: no decompressor to emulate, about 2.3 s less per boot under TCG), else
+        (images.pvh: no decompressor to emulate, about 2.3 s less per boot under TCG), else
         the bzImage. A remote host gets the bzImage: the ELF is 62 MiB against 8 MiB, staged over
         SFTP at every run, which over a network costs more than the decompression it saves."""
         if not self.local:
@@ -352,7 +366,7 @@ class LibvirtBackend(HypervisorBackend):
         stage = self.stage(run_dir)
         for disk in request.disks:
             if disk.backing == "file":
-                self.files.create_disk(disk_file(stage, disk), disk.size_bytes)
+                self.files.create_disk(disk_file(stage, disk), disk.size_bytes, disk.settings.format or "raw")
         console = stage / "console.log"
         self.files.remove(console)
         self.files.for_qemu(stage / TRACE_LOG)
@@ -518,12 +532,19 @@ class LibvirtBackend(HypervisorBackend):
         """QEMU's answer: QMP ``qom-get`` on the disk's device and its HBA (hypervisors/libvirt/qom.py)."""
         return read_advertised(self.conn, guest.name, disk.spec)
 
+    def disk_settings_seen(self, guest: Guest) -> dict[DiskSpec, list[SettingSeen]]:
+        """Live domain XML, QMP query-block and qom-get (hypervisors/libvirt/settings_check.py)."""
+        return settings_check.check_domain(self.conn, guest.name, tuple(d.spec for d in guest.disks))
+
     def backing_store(self, guest: Guest, disk: AttachedDisk) -> BackingFile:
         """A file-backed disk's raw file in the run's staging directory (this machine's, or the remote
         host's over SFTP); a disk of another backing (the null-co latency disk) holds no data."""
         if disk.spec.backing != "file":
             raise BackingUnreadable(f"{disk.spec.label} is a {disk.spec.backing} disk, not file-backed: it keeps no "
                                     "data to read back")
+        if disk.spec.settings.format not in (None, "raw"):
+            raise BackingUnreadable(f"{disk.spec.label} is a {disk.spec.settings.format} image: its file is not the "
+                                    "guest's bytes in order (the suite reads raw files only)")
         if guest.console_log_path is None:
             raise BackingUnreadable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
         return BackingFile(self.files, disk_file(self.stage(guest.console_log_path.parent), disk.spec))
@@ -536,7 +557,7 @@ class LibvirtBackend(HypervisorBackend):
                                 logical_block_bytes=disk.configured.logical_block_bytes, files=self.files)
 
     def error_injector(self, guest: Guest, disk: AttachedDisk) -> BlkdebugInjector:
-        """QEMU's blkdebug under the disk's format node (hypervisors/libvirt/blkdebug.py): file-backed disks."""
+        """QEMU's blkdebug under the disk's format node (hypervisors/libvirt/error_propagation.py): file-backed disks."""
         kills = CONTROLLERS[disk.spec.controller].injected_error_kills
         if kills:
             raise InjectionUnavailable(f"on {disk.spec.controller} {kills} (measured: docs/rules/error-propagation.md)")
@@ -557,10 +578,14 @@ class LibvirtBackend(HypervisorBackend):
         return LibvirtHotplugDisk(self.conn, guest.name, self.files, path, xml, spec)
     def discard_observer(self, guest: Guest, disk: AttachedDisk) -> QmpDiscardObserver:
         """QMP's unmap counters of the disk's device and its backing file's allocation
-        (hypervisors/libvirt/discard.py): file-backed disks, whose nodes the suite opens with discard=unmap."""
+        (hypervisors/libvirt/discard.py): file-backed disks, whose nodes the suite opens with discard=unmap
+        (``--disk discard=ignore``: QEMU drops the guest's discards, as asked, and the rule does not apply)."""
         if disk.spec.backing != "file":
             raise DiscardUnavailable(f"{disk.spec.label} is a {disk.spec.backing} disk, not file-backed: it has no "
                                      "backing store to give discarded space back to")
+        if disk.spec.settings.discard == "ignore":
+            raise DiscardUnavailable(f"{disk.spec.label} is set up with discard=ignore (--disk, --profile): QEMU drops "
+                                     "the guest's discards before the file, as asked")
         if guest.console_log_path is None:
             raise DiscardUnavailable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
         stage = self.stage(guest.console_log_path.parent)
@@ -571,20 +596,25 @@ class LibvirtBackend(HypervisorBackend):
         """QMP ``block_resize`` on the disk's top node (hypervisors/libvirt/resize.py)."""
         return QmpResizer(self.channel(guest, disk))
 
-    def disk_hold(self, guest: Guest, disk: AttachedDisk) -> stall.ThrottleHold:
-        """QEMU's throttle at 1 byte/s on the disk's block backend (hypervisors/libvirt/stall.py), through a
-        libvirt connection of the holds' own (opened on first use, closed with the backend's cleanup)."""
+    def disk_hold(self, guest: Guest, disk: AttachedDisk) -> stall_tolerance.ThrottleHold:
+        """QEMU's throttle at 1 byte/s on the disk's block backend (hypervisors/libvirt/stall_tolerance.py), through a
+        libvirt connection of the holds' own (opened on first use, closed with the backend's cleanup).
+        HoldUnavailable for a disk with I/O limits asked (``--disk iops=``, ``bps=``): the hold's release
+        would take them off."""
+        if disk.spec.settings.iops or disk.spec.settings.bps:
+            raise HoldUnavailable(f"{disk.spec.label} has I/O limits of its own ({disk.spec.settings}): the stall is "
+                                  "held with QEMU's throttle, whose release would take them off")
         if self._hold_conn is None:
             self._hold_conn = open_connection(self.uri)
             conn = self._hold_conn
             self.cleanup.push("libvirt connection of the stall's hold", lambda: _close(conn))
-        return stall.ThrottleHold(DomainQmp(self._hold_conn, guest.name, disk.host_ref),
+        return stall_tolerance.ThrottleHold(DomainQmp(self._hold_conn, guest.name, disk.host_ref),
                                   lambda: self.destroy_by_name(guest.name))
 
-    def recovery_watch(self, guest: Guest, disk: AttachedDisk) -> stall.TraceRecoveryWatch | None:
+    def recovery_watch(self, guest: Guest, disk: AttachedDisk) -> stall_tolerance.TraceRecoveryWatch | None:
         if guest.console_log_path is None:
             return None
-        return stall.TraceRecoveryWatch(self.channel(guest, disk), disk.spec.controller,
+        return stall_tolerance.TraceRecoveryWatch(self.channel(guest, disk), disk.spec.controller,
                                         self.stage(guest.console_log_path.parent) / TRACE_LOG, self.files)
 
     def environment(self, guest: Guest) -> dict[str, str]:

@@ -23,8 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
+from hypervisors.libvirt import disk_settings
 from hypervisors.libvirt.trace import qemu_user
 from model.device_limits import ConfiguredLimits
+from model.disk_settings import CACHE_MODES
 from model.errors import HypervisorError
 from model.types import DiskSpec
 
@@ -88,17 +90,17 @@ class Controller:
 
         Measured here with a Debian 6.1 guest (docs/rules/limits.md): every one of these QEMU devices
         advertises discard by default (scsi-hd UNMAP, virtio-blk, NVMe DSM, ATA TRIM) and a volatile
-        write cache (cache=none/writeback). ATA has no field for an optimal I/O size, so ide-hd
-        cannot carry one. NVMe: the guest makes one I/O queue pair per vCPU (QEMU offers 64),
-        so its queue count is the guest's choice, not a configured value.
+        write cache (cache=none/writeback; writethrough and directsync tell of none). ATA has no field
+        for an optimal I/O size, so ide-hd cannot carry one. NVMe: the guest makes one I/O queue pair
+        per vCPU (QEMU offers 64), so its queue count is the guest's choice, not a configured value.
         """
         return ConfiguredLimits(
             queue_depth=self.queue_depth,
             max_transfer_bytes=self.max_transfer_bytes,
-            logical_block_bytes=512,
-            physical_block_bytes=disk.physical_block_bytes,
+            logical_block_bytes=disk.logical_block_bytes,
+            physical_block_bytes=disk.physical_bytes,
             optimal_io_bytes=0 if self.disk_bus in ("sata", "ide") else disk.optimal_io_bytes,
-            write_cache=True,
+            write_cache=disk.settings.host_writeback is not False,
             discard=True,
             queues=None if self.disk_bus == "nvme" else disk.queues if self.multiqueue else 1,
         )
@@ -238,9 +240,10 @@ def _slot_xml(slot: int | None) -> str:
     return f"<address type='pci' domain='0' bus='0' slot='{slot:#x}' function='0'/>" if slot is not None else ""
 
 
-def hba_xml(p: Placement, queues: int) -> str:
+def hba_xml(p: Placement, queues: int, iothread: bool = False) -> str:
     """The libvirt ``<controller>`` of a disk's HBA: empty unless ``p`` is the first disk of a
-    controller libvirt creates. libvirt fills gaps in the indexes with default (LSI) controllers."""
+    controller libvirt creates. libvirt fills gaps in the indexes with default (LSI) controllers.
+    ``iothread``: a virtio-scsi HBA runs in the domain's iothread."""
     ctl = p.controller
     if not (p.first and ctl.has_hba and ctl.qemu_hba is None):
         return ""
@@ -248,7 +251,8 @@ def hba_xml(p: Placement, queues: int) -> str:
         head = f"<controller type='sata' index='{p.hba_index}'>"
     else:
         # Always explicit: QEMU's default for virtio-scsi is one queue per vCPU, not the one configured.
-        driver = f"<driver queues='{queues}'/>" if ctl.multiqueue else ""
+        pinned = f" iothread='{disk_settings.IOTHREAD_ID}'" if iothread and ctl.name == "virtio-scsi" else ""
+        driver = f"<driver queues='{queues}'{pinned}/>" if ctl.multiqueue else ""
         head = f"<controller type='scsi' index='{p.hba_index}' model='{ctl.scsi_model}'>{driver}"
     return f"{head}<alias name='{hba_alias(ctl.name)}'/>{_slot_xml(p.slot)}</controller>"
 
@@ -264,7 +268,7 @@ def hba_args(p: Placement) -> list[str]:
 
 def _wwn(disk: DiskSpec) -> int:
     # A non-zero WWN: Linux's mptsas skips SAS phys whose address is 0 (seen with QEMU 7.2's mptsas1068).
-    return 0x5000C50015EA7100 + disk.index
+    return disk_settings.wwn_value(disk, 0x5000C50015EA7100 + disk.index)
 
 
 #: Every disk hands a host error to the guest (the error-propagation rule makes the scratch disk fail):
@@ -277,8 +281,8 @@ def device_props(p: Placement, node: str) -> dict[str, object]:
     """The QEMU ``-device`` properties of a disk whose block node is ``node``."""
     disk, ctl = p.disk, p.controller
     props: dict[str, object] = {"drive": node, "id": device_id(disk), "serial": disk.serial,
-                                "physical_block_size": disk.physical_block_bytes,
-                                "opt_io_size": disk.optimal_io_bytes}
+                                "physical_block_size": disk.physical_bytes,
+                                "opt_io_size": disk.optimal_io_bytes, **disk_settings.device_options(disk, ctl.disk_bus)}
     if ctl.disk_bus != "nvme":  # QEMU's nvme has no error policy: it reports every error
         props.update(REPORT_ERRORS)
     if ctl.disk_bus == "virtio":
@@ -293,13 +297,15 @@ def device_props(p: Placement, node: str) -> dict[str, object]:
     else:
         props.update({"driver": "scsi-hd", "bus": f"{hba_alias(ctl.name)}.0", "scsi-id": p.position, "lun": 0,
                       "wwn": _wwn(disk)})
+    if disk.settings.wwn is not None and ctl.disk_bus in ("sata", "ide"):
+        props["wwn"] = _wwn(disk)
     return props
 
 
 def latency_blockdev(disk: DiskSpec, node: str) -> dict[str, object]:
     """A null-co block node with a fixed service time (libvirt has no XML for null-co)."""
     return {"driver": "null-co", "node-name": node, "size": disk.size_bytes,
-            "latency-ns": int(disk.latency_ms * 1_000_000), "read-zeroes": True}
+            "latency-ns": int(disk.latency_ms * 1_000_000), "read-zeroes": True, **disk_settings.node_options(disk)}
 
 
 #: How libvirt 9.0 opens the raw format node of a ``<driver name='qemu' type='raw' cache='none' discard='unmap'>`` disk
@@ -311,20 +317,34 @@ _CACHE = {"direct": True, "no-flush": False}
 QEMU_FORMAT_OPTIONS: dict[str, object] = {"driver": "raw", "cache": _CACHE, "discard": "unmap"}
 
 
-def file_blockdev(path: PurePath, node: str) -> dict[str, object]:
-    """A raw file block node set up as libvirt sets up ``cache='none' io='native'``; its file node is
-    ``<node>-file`` (named, so that an error injector can put a node between them)."""
-    return {**QEMU_FORMAT_OPTIONS, "node-name": node,
-            "file": {"driver": "file", "node-name": f"{node}-file", "filename": str(path), "aio": "native",
-                     "cache": _CACHE, "discard": "unmap"}}
+def file_blockdev(path: PurePath, node: str, disk: DiskSpec) -> dict[str, object]:
+    """A file's format node set up as libvirt sets up ``cache='none' io='native'`` (raw) where
+    ``disk`` asks nothing, else as its settings ask; its file node is ``<node>-file`` (named, so
+    that an error injector can put a node between them)."""
+    top = {**_settings_format(disk, QEMU_FORMAT_OPTIONS), "node-name": node}
+    return {**top, "file": {"driver": "file", "node-name": f"{node}-file", "filename": str(path),
+                            "aio": disk_settings.effective_aio(disk.settings), "cache": top["cache"],
+                            "discard": top["discard"]}}
+
+
+def _settings_format(disk: DiskSpec, base: dict[str, object]) -> dict[str, object]:
+    """``base`` (a raw format node as the suite opens it) with what ``disk``'s settings change."""
+    s = disk.settings
+    _, direct, no_flush = CACHE_MODES[disk_settings.effective_cache(s)]
+    out = {**base, "driver": s.format or "raw", "cache": {"direct": direct, "no-flush": no_flush},
+           "discard": disk_settings.effective_discard(s)}
+    if s.detect_zeroes is not None:
+        out["detect-zeroes"] = s.detect_zeroes
+    return out
 
 
 def format_options(disk: DiskSpec) -> dict[str, object] | None:
-    """What the raw format node of a file-backed ``disk`` was opened with (``node-name`` and ``file``
+    """What the format node of a file-backed ``disk`` was opened with (``node-name`` and ``file``
     aside), as ``blockdev-reopen`` needs them; None for a disk with no file under it (null-co)."""
     if disk.backing != "file":
         return None
-    return dict(LIBVIRT_FORMAT_OPTIONS if CONTROLLERS[disk.controller].libvirt_disks else QEMU_FORMAT_OPTIONS)
+    return _settings_format(disk, LIBVIRT_FORMAT_OPTIONS if CONTROLLERS[disk.controller].libvirt_disks
+                            else QEMU_FORMAT_OPTIONS)
 
 
 def disk_args(p: Placement, run_dir: PurePath) -> list[str]:
@@ -338,7 +358,7 @@ def disk_args(p: Placement, run_dir: PurePath) -> list[str]:
     else:
         path = disk_file(run_dir, p.disk)
         give_to_qemu(Path(path))  # a local disk file (a remote one is given by hostfiles.RemoteFiles)
-        blockdev = file_blockdev(path, node)
+        blockdev = file_blockdev(path, node, p.disk)
     return ["-blockdev", json.dumps(blockdev), "-device", json.dumps(device_props(p, node))]
 
 
@@ -367,11 +387,11 @@ def file_disk_xml(p: Placement, path: str, boot_order: int | None = None) -> str
     firmware's boot order, given when the guest boots from a disk of its own (a user's image): without
     it libvirt 9.0 makes the first ``<disk>`` the boot disk (bootindex 1, which the image's boot disk has)."""
     disk, ctl = p.disk, p.controller
-    blockio = (f"<blockio logical_block_size='512' physical_block_size='{disk.physical_block_bytes}'/>"
-               if disk.physical_block_bytes != 512 else "")
+    blockio = disk_settings.blockio_xml(disk)
     # Always explicit: QEMU's default for virtio-blk is one queue per vCPU, not the one configured.
     queues = f" queues='{disk.queues}'" if ctl.disk_bus == "virtio" else ""
-    wwn = ""  # libvirt accepts <wwn> only on SCSI and IDE disks; only mptsas needs one
+    # libvirt accepts <wwn> only on SCSI and IDE disks; only mptsas needs one, others get one if asked
+    wwn = f"<wwn>{_wwn(disk):016x}</wwn>" if disk.settings.wwn is not None and ctl.disk_bus in ("sata", "ide") else ""
     boot = "" if boot_order is None else f"<boot order='{boot_order}'/>"
     if ctl.disk_bus == "virtio":
         bus, prefix, addr = "virtio", "vd", _slot_xml(p.slot)
@@ -387,9 +407,10 @@ def file_disk_xml(p: Placement, path: str, boot_order: int | None = None) -> str
         # libvirt 9.0 maps the unit to scsi-id on lsilogic, and target/unit to scsi-id/lun elsewhere.
         target, unit = (0, p.position) if ctl.scsi_model == "lsilogic" else (p.position, 0)
         addr = f"<address type='drive' controller='{p.hba_index}' bus='0' target='{target}' unit='{unit}'/>"
-    return (f"<disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'"
-            f" error_policy='report' rerror_policy='report' discard='unmap'{queues}/>"
-            f"<source file='{path}'/><target dev='{_dev_name(prefix, disk.index)}' bus='{bus}'/>{blockio}"
+    return (f"<disk type='file' device='disk'><driver name='qemu' {disk_settings.driver_attrs(disk, ctl.disk_bus)}"
+            f" error_policy='report' rerror_policy='report'{queues}/>"
+            f"<source file='{path}'/><target dev='{_dev_name(prefix, disk.index)}' bus='{bus}'/>"
+            f"{disk_settings.iotune_xml(disk)}{blockio}"
             f"<serial>{disk.serial}</serial>{wwn}<alias name='{device_id(disk)}'/>{addr}{boot}</disk>")
 
 
@@ -412,7 +433,7 @@ def disk_overrides(disks: Sequence[DiskSpec], param_change: bool = True) -> str:
 
 
 def disk_file(run_dir: PurePath, disk: DiskSpec) -> PurePath:
-    """Where a file-backed disk's image lives (created sparse by the backend)."""
+    """Where a file-backed disk's image lives (created by the backend: a sparse raw file, or qcow2 with qemu-img)."""
     return run_dir / f"dut{disk.index}.img"
 
 
@@ -423,14 +444,18 @@ def disk_devices(disks: Sequence[DiskSpec], run_dir: PurePath,
     File-backed disks that only QEMU arguments can attach must exist already: they are
     handed to the QEMU user here. ``first_boot_order``: the boot order of the first libvirt
     ``<disk>`` (see ``file_disk_xml``), the next ones after it."""
+    disk_settings.check(disks, {c.name: (c.disk_bus, c.libvirt_disks) for c in CONTROLLERS.values()})
     xml: list[str] = []
     args: list[str] = []
     queues: dict[str, int] = {}
+    iothread: set[str] = set()
     for d in disks:
         queues[d.controller] = max(queues.get(d.controller, 1), d.queues)
+        if d.settings.iothread == "on":
+            iothread.add(d.controller)
     order = first_boot_order
     for p in layout(disks):
-        xml.append(hba_xml(p, queues[p.disk.controller]))
+        xml.append(hba_xml(p, queues[p.disk.controller], p.disk.controller in iothread))
         args += hba_args(p)
         if p.disk.backing == "file" and p.controller.libvirt_disks:
             xml.append(file_disk_xml(p, str(disk_file(run_dir, p.disk)), order))
@@ -438,3 +463,13 @@ def disk_devices(disks: Sequence[DiskSpec], run_dir: PurePath,
         else:
             args += disk_args(p, run_dir)
     return [x for x in xml if x], args
+
+
+def disk_settings_refusal(disks: Sequence[DiskSpec]) -> str:
+    """Why a disk's controller cannot carry its ``--disk`` settings (hypervisors/libvirt/disk_settings.py),
+    or "": asked before any guest starts."""
+    try:
+        disk_settings.check(disks, {c.name: (c.disk_bus, c.libvirt_disks) for c in CONTROLLERS.values()})
+    except HypervisorError as e:
+        return str(e)
+    return ""

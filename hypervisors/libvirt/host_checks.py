@@ -1,6 +1,6 @@
 """What the libvirt backend checks before any guest starts: each a one-line usage error.
 
-A user's image (``--image``: readable, qcow2 or raw, a disk; see guest.image.user), OVMF for
+A user's image (``--image``: readable, qcow2 or raw, a disk; see images.user), OVMF for
 ``--firmware uefi``, the kernel package (``--guest-kernel-deb``), the image and KVM probe caches, the URI (opened,
 with a timeout) and ``--accel kvm`` on a host where KVM cannot boot a guest. The session
 turns a failure here into pytest's usage error (exit 4): no guest, no traceback.
@@ -18,13 +18,13 @@ from urllib.parse import parse_qs, urlparse
 
 import libvirt
 
-from guest.cache import CacheNotWritable
-from guest.image.build import check_image_cache, check_kernel_deb
-from guest.image.build_error import ImageBuildError
-from guest.image.user import Reader, UserImageError, check_image, check_space
 from hypervisors.base import BackendOptions
 from hypervisors.libvirt import accel, environment, imageboot, machine
 from hypervisors.libvirt.hostlink import SSH_TRANSPORTS, HostAddress, HostLink, HostLinkError, libvirt_uri, login_name
+from images.build import check_image_cache, check_kernel_deb
+from images.build_error import ImageBuildError
+from images.cache import CacheNotWritable
+from images.user import Reader, UserImageError, check_image, check_space
 from model.errors import HypervisorError
 from model.secret import redact_url, scrub
 

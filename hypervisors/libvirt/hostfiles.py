@@ -18,6 +18,7 @@ import platform
 import shlex
 import shutil
 import socket
+import subprocess
 import threading
 from pathlib import Path, PurePath, PurePosixPath
 
@@ -42,6 +43,21 @@ DOMAINS_FILE = "domains"
 QEMU_USER = "libvirt-qemu"
 
 
+def _qemu_img_argv(path: PurePath, size_bytes: int, image_format: str) -> list[str]:
+    return ["qemu-img", "create", "-q", "-f", image_format, str(path), str(size_bytes)]
+
+
+def _qemu_img_create(path: PurePath, size_bytes: int, image_format: str) -> None:
+    """Make a disk image with qemu-img on this machine; HypervisorError with its words if it fails."""
+    argv = _qemu_img_argv(path, size_bytes, image_format)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise HypervisorError(f"--disk format={image_format} needs qemu-img (Debian: apt-get install qemu-utils)") from None
+    if done.returncode != 0:
+        raise HypervisorError(f"{' '.join(argv)} failed: {done.stderr.strip() or done.returncode}")
+
+
 def owner_line() -> str:
     """Who made a staging directory: this machine and process."""
     return f"{socket.gethostname()} {os.getpid()}\n"
@@ -62,7 +78,11 @@ class LocalFiles(LocalLog):
         if not Path(dest).exists():
             shutil.copyfile(src, dest)
 
-    def create_disk(self, path: PurePath, size_bytes: int) -> None:
+    def create_disk(self, path: PurePath, size_bytes: int, image_format: str = "raw") -> None:
+        """A sparse raw file, or a qcow2 image made with qemu-img (``--disk format=qcow2``)."""
+        if image_format != "raw":
+            _qemu_img_create(path, size_bytes, image_format)
+            return
         with open(path, "wb") as f:
             f.truncate(size_bytes)
 
@@ -134,8 +154,11 @@ class RemoteFiles:
         """Record a domain started from ``stage``: a sweep of the directory removes its QEMU log."""
         self.link.write(stage / DOMAINS_FILE, f"{name}\n".encode(), append=True)
 
-    def create_disk(self, path: PurePath, size_bytes: int) -> None:
-        self.link.create_sparse(path, size_bytes)
+    def create_disk(self, path: PurePath, size_bytes: int, image_format: str = "raw") -> None:
+        if image_format != "raw":
+            self.link.run(" ".join(shlex.quote(a) for a in _qemu_img_argv(path, size_bytes, image_format)))
+        else:
+            self.link.create_sparse(path, size_bytes)
         self.link.give(path, *self.qemu_ids, 0o660)
 
     def for_qemu(self, path: PurePath) -> None:

@@ -46,7 +46,7 @@ from urllib.parse import parse_qs, quote, urlparse
 
 import paramiko
 
-from guest.cache import CacheNotWritable, cache_dir, use_entry, writable_dir
+from images.cache import CacheNotWritable, cache_dir, use_entry, writable_dir
 from model.errors import HypervisorError
 from model.secret import redact_url
 from transport.ssh import SshNoAnswer, SshTimeouts, connect

@@ -3,11 +3,11 @@
 The image's own bootloader boots it; the domain has no ``<kernel>``. What the guest gets besides
 the disks under test:
 
-- the boot disk: a qcow2 overlay (``guest.image.user.create_overlay``) on virtio-blk at PCI slot
+- the boot disk: a qcow2 overlay (``images.user.create_overlay``) on virtio-blk at PCI slot
   ``BOOT_PCI_SLOT``, serial ``vioc-boot``, first in the firmware's boot order (``bootindex`` 1:
   SeaBIOS would otherwise try the built-in IDE first, where the ``ide`` controller's disks under
   test sit);
-- the cloud-init NoCloud seed (``guest.image.seed``), unless a login was given: a read-only
+- the cloud-init NoCloud seed (``images.seed``), unless a login was given: a read-only
   virtio-blk disk at ``SEED_PCI_SLOT``, serial ``vioc-seed``; cloud-init finds it by its label
   ``cidata``. virtio-blk, not a CD-ROM: the ``ide`` and ``ahci`` controllers under test use the
   built-in IDE and an AHCI HBA, and a seed there would sit among their disks.
@@ -41,13 +41,13 @@ from xml.sax.saxutils import escape
 
 import paramiko
 
-from guest.image import cloudinit
-from guest.image.seed import write_seed
-from guest.image.user import Reader, create_overlay
 from hypervisors.base import GuestRequest, ImageRequest
 from hypervisors.bootwait import PROGRESS_S, Access, BootJudge, Observation
 from hypervisors.libvirt.controllers import give_to_qemu
 from hypervisors.libvirt.hostfiles import RemoteFiles
+from images import cloudinit
+from images.seed import write_seed
+from images.user import Reader, create_overlay
 from model.errors import HypervisorError
 from model.types import SshEndpoint
 from transport.probe import ProbeResult, Stage, load_private_key, probe

@@ -11,7 +11,7 @@ template was prepared (``guest_prep`` in the config):
 - ``cloud-init`` (the default): before power-on the backend sets the extraConfig keys of
   cloud-init's VMware datasource on the clone, ``guestinfo.userdata`` and ``guestinfo.metadata``
   (base64, with ``guestinfo.userdata.encoding`` / ``guestinfo.metadata.encoding`` = ``base64``).
-  The user-data (``guest.image.cloudinit``) makes the login user (``vioconform`` unless
+  The user-data (``images.cloudinit``) makes the login user (``vioconform`` unless
   ``guest_user`` says otherwise) trust the run key, with passwordless sudo, and installs an
   ed25519 host key generated for this clone alone; its public half is the pinned key, known
   before the clone boots. The meta-data gives each clone its own ``instance-id`` (so cloud-init
@@ -41,9 +41,9 @@ from typing import ClassVar, Self
 
 from pyVmomi import vim
 
-from guest.image.cloudinit import generate_host_key, meta_data, user_data, vmware_guestinfo
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack
+from hypervisors.vsphere import disk_settings as vsphere_settings
 from hypervisors.vsphere.config import (
     TARGET_ENV,
     TARGET_EXAMPLE,
@@ -65,11 +65,13 @@ from hypervisors.vsphere.perf import DiskCounterTracker, DiskPerf
 from hypervisors.vsphere.tracer import VscsiStatsTracer
 from hypervisors.vsphere.vcenter import VCenter, devices, host_name
 from hypervisors.vsphere.vscsistats import VscsiStatsSource, open_source
+from images.cloudinit import generate_host_key, meta_data, user_data, vmware_guestinfo
 from model.advertised import Advertised
 from model.errors import HypervisorError
 from model.parse.blockstats import HostBlockCounters
 from model.secret import PASSWORD_ENV
-from model.types import AttachedDisk, GuestDiskId, SshEndpoint
+from model.settings_seen import SettingSeen
+from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
 
 log = logging.getLogger("vioconform.vsphere")
 
@@ -187,6 +189,9 @@ class VSphereBackend(HypervisorBackend):
         return dc.vmFolder, relocate, template, network
 
     def _start_guest(self, request: GuestRequest) -> Guest:
+        refused = next((r for r in map(vsphere_settings.refusal, request.disks) if r), "")
+        if refused:  # before the clone: nothing to remove
+            raise HypervisorError(f"--disk: {refused}")
         cfg = self.config
         folder, relocate, template, network = self._placement()
         name = self.clone_name(request)
@@ -281,6 +286,12 @@ class VSphereBackend(HypervisorBackend):
         """Raise now, not after a long fio run, if a needed counter is not collected for a disk."""
         for disk in guest.disks:
             self.perf.check_available(self.vm_of(guest), disk.host_ref)
+
+    def disk_settings_seen(self, guest: Guest) -> dict[DiskSpec, list[SettingSeen]]:
+        """Each disk's asked settings read back from the VM's device config (hypervisors/vsphere/disk_settings.py)."""
+        instances = disk_instances(devices(self.vm_of(guest)))
+        return {d.spec: vsphere_settings.seen(d.spec, instances.get(d.host_ref)) for d in guest.disks
+                if d.spec.settings.pairs()}
 
     def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
         """The VM's device config of the disk (hypervisors.vsphere.controllers.advertised_of)."""

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from guest.image.cloudinit import DEFAULT_GUEST_USER
+from images.cloudinit import DEFAULT_GUEST_USER
 from model.errors import HypervisorError
 from model.secret import PASSWORD_ENV, Secret, register
 

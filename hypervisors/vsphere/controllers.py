@@ -13,6 +13,7 @@ from pyVmomi import vim
 
 from model.advertised import LIMIT_FIELDS, Advertised, DeviceProperty
 from model.device_limits import ConfiguredLimits
+from model.disk_settings import DISK_MODES, SHARING
 from model.errors import HypervisorError
 from model.types import DiskSpec
 
@@ -101,6 +102,20 @@ def wwn_of(disk: vim.vm.device.VirtualDisk) -> str:
     return str(uuid).replace("-", "").lower()
 
 
+def _backing(spec: DiskSpec, datastore: str) -> vim.vm.device.VirtualDisk.FlatVer2BackingInfo:
+    """A new VMDK's backing: thin and persistent, or as ``spec``'s settings ask (hypervisors/vsphere/disk_settings.py)."""
+    s = spec.settings
+    multi_writer = s.sharing == "multi_writer"
+    backing = vim.vm.device.VirtualDisk.FlatVer2BackingInfo(
+        diskMode=DISK_MODES[s.disk_mode or "persistent"], thinProvisioned=not multi_writer,
+        fileName=f"[{datastore}]" if datastore else "")
+    if multi_writer:  # vSphere takes a multi-writer disk only eagerly zeroed thick
+        backing.eagerlyScrub = True
+    if s.sharing is not None:
+        backing.sharing = SHARING[s.sharing]
+    return backing
+
+
 @dataclass(frozen=True)
 class PlannedDisk:
     """Where a requested disk goes: its temporary controller key, and its perf instance ("scsi1:0")."""
@@ -141,10 +156,10 @@ def plan_devices(existing: Sequence[vim.vm.device.VirtualDevice], disks: Sequenc
         if not units:
             raise HypervisorError(f"too many disks on one {spec.controller} controller")
         unit = units.pop(0)
-        backing = vim.vm.device.VirtualDisk.FlatVer2BackingInfo(diskMode="persistent", thinProvisioned=True,
-                                                                 fileName=f"[{datastore}]" if datastore else "")
-        disk = vim.vm.device.VirtualDisk(key=next_key, controllerKey=key, unitNumber=unit, backing=backing,
-                                         capacityInKB=spec.size_bytes // KIB)
+        disk = vim.vm.device.VirtualDisk(key=next_key, controllerKey=key, unitNumber=unit,
+                                         backing=_backing(spec, datastore), capacityInKB=spec.size_bytes // KIB)
+        if spec.settings.iops is not None:
+            disk.storageIOAllocation = vim.StorageResourceManager.IOAllocationInfo(limit=spec.settings.iops)
         next_key -= 1
         changes.append(vim.vm.device.VirtualDeviceSpec(operation="add", fileOperation="create", device=disk))
         planned.append(PlannedDisk(spec, key, unit, f"{kind.bus_family}{bus}:{unit}"))

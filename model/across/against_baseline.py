@@ -32,7 +32,7 @@ from dataclasses import replace
 from model.across.contention import HOST_CPU_BOUND, WAIT_MAX_PCT, WAIT_PROPERTY, busy_host
 from model.across.metrics import HOST_EVIDENCE, describe
 from model.across.moves import MIN_EFFECT, MIN_EFFECTS, Moved, Series, metric_moved
-from model.rules.verdict import Number, RuleVerdict
+from model.judging.verdict import Number, RuleVerdict
 
 
 class BaselineMissing(Exception):

@@ -2,7 +2,7 @@
 
 A results directory's ``junit.xml`` carries every rule's measured numbers as per-test
 properties (``qd32_iops``, ``split_factor``, ``latency_added_p50_us``...). The results store
-and ``compare`` need, for each, a unit and a direction (model/rules/spec.py's ``MetricSpec``:
+and ``compare`` need, for each, a unit and a direction (model/judging/spec.py's ``MetricSpec``:
 higher-better, lower-better, or a parameter).
 
 Each rule module declares them for the properties it records (its ``METRICS``, beside its
@@ -16,7 +16,7 @@ lists it, it is never dropped.
 
 Repeats: a property named ``<name>.r<k>`` (``qd1_iops.r0``, ``qd1_iops.r1``...) is repeat ``k`` of
 metric ``<name>``; a plain name is repeat 0. ``--repeats`` writes each repeat of every number so
-(model/rules/verdict.py's ``repeat_properties``), and their median as the plain name, so that the
+(model/judging/verdict.py's ``repeat_properties``), and their median as the plain name, so that the
 store keeps every sample and not only the median.
 """
 
@@ -26,8 +26,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from model.judging.spec import PARAM, Direction, Metrics, MetricSpec
 from model.rules import RULE_MODULES
-from model.rules.spec import PARAM, Direction, Metrics, MetricSpec
 
 #: ``<name>.r<k>``: repeat k of metric <name> (see the module docstring).
 REPEAT = re.compile(r"^(?P<name>.+)\.r(?P<k>\d+)$")
@@ -45,13 +45,13 @@ class MetricInfo:
     known: bool
 
 
-#: What no single rule owns (same form as a rule module's METRICS, model/rules/spec.py).
+#: What no single rule owns (same form as a rule module's METRICS, model/judging/spec.py).
 SHARED_METRICS: Metrics = (
     # the request count of a window or a run: io-size's and alignment's
     (r"host_requests", MetricSpec("requests", PARAM)),
     # text beside the numbers: what each came from (host_source, write_cache_source, qd32_host_source...)
     (r".*_source", MetricSpec("", PARAM)),
-    # a verdict's notes (model/rules/verdict.py) and its repeats (--repeats)
+    # a verdict's notes (model/judging/verdict.py) and its repeats (--repeats)
     (r"notes", MetricSpec("", PARAM)),
     (r"repeats|repeats_passed", MetricSpec("repeats", PARAM)),
     # the host CPU the guest's vCPUs got and waited for in the rule's most contended window
@@ -63,7 +63,7 @@ SHARED_METRICS: Metrics = (
     (r"baseline_worse|baseline_moved|baseline_not_judged", MetricSpec("", PARAM)),
     # a failed verdict's layer at fault and why (model/blame.py, reports/junit.py)
     (r"blame|blame_reason", MetricSpec("", PARAM)),
-    # the kernel-log check of every rule (model/kernel_log.py): the kernel's lines during the rule, those
+    # the kernel-log check of every rule (model/kernel_log_check.py): the kernel's lines during the rule, those
     # that failed it, their kinds, and the I/O errors in a range the rule injected errors into itself;
     # kernel_log_source (what read the log) is a .*_source above
     (r"kernel_log_(new|bad)_lines|kernel_log_expected_errors", MetricSpec("lines", PARAM)),

@@ -50,8 +50,8 @@ from typing import Literal
 
 from model.across.contention import HOST_CPU_BOUND, WAIT_PROPERTY, busy_host
 from model.across.metrics import HOST_EVIDENCE
+from model.judging.spec import Direction
 from model.rules import RULE_MODULES
-from model.rules.spec import Direction
 
 #: (rule, configuration id): one JUnit case.
 Key = tuple[str, str]

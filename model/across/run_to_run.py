@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model.across.moves import MetricKey, Series, Spread, relative_effect
-from model.rules.spec import Direction
+from model.judging.spec import Direction
 
 #: Smallest change reported, in run-to-run standard deviations of one run's value: 3 sigma of the
 #: difference of two runs, sqrt 2 x 3 (see the module docstring).

@@ -13,6 +13,8 @@ on another build, which is what the nightly comparison is for):
 - the controllers, as a set (sorted: ``virtio-scsi,virtio-blk`` is ``virtio-blk,virtio-scsi``);
 - the faults of ``--inject`` as a set, left out when there are none;
 - the disk backing and latency: ``lat5ms`` (``--disk-backing latency --disk-latency-ms 5``), ``file``;
+  with disk settings asked (``--disk``, ``--profile``), ``_set_`` and :data:`SETTINGS_HASH_CHARS` hex
+  digits of their SHA-256 after it (``lat5ms_set_1a2b3c4d``): another set-up of the disk is another job;
 - the image's *name*: ``embedded`` for the embedded guest (its recipe hash is left out), the file
   name of ``--image`` without its last suffix, the vSphere template's name; never the image's hash
   (:func:`image_part`: a name the reduction below would lose information of carries a short hash of
@@ -38,7 +40,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 #: The default name's parts, as the docs and ``--help`` show them.
-SERIES_FORMAT = "<hypervisor>_<hosts>_<controllers>[_inject_<faults>]_<disk>_<image name>"
+SERIES_FORMAT = "<hypervisor>_<hosts>_<controllers>[_inject_<faults>]_<disk>[_set_<hash>]_<image name>"
+#: Hex digits of the disk settings' hash in a default name: 8 tell 4 billion set-ups apart.
+SETTINGS_HASH_CHARS = 8
 #: The suite property (JUnit) that holds a run's series.
 SERIES_KEY = "series"
 #: The longest name. A file name holds 255 bytes (ext4, XFS); 120 leaves room for what a tool adds
@@ -60,8 +64,14 @@ EMBEDDED_IMAGE = "embedded"
 UNKNOWN_TEMPLATE = "template"
 #: The host name of a vCenter whose name is not known (a run stored before series were recorded).
 UNKNOWN_VCENTER = "vcenter"
-#: The host name of this machine's libvirt daemon (fixtures/hosts.py default_name).
+#: The host name of this machine's libvirt daemon (hypervisors/libvirt/inventory.py default_name).
 LOCAL_HOST = "local"
+#: What a run stored before series were recorded said of where it ran, by its backend: the host its
+#: series names when it stored none, and its image name when that is a template's (None: the run's
+#: image file or the embedded guest, from its options or fingerprint). Such runs came from these two
+#: backends only (a backend added since records its series); any other name reads as libvirt's.
+UNRECORDED_TARGET: dict[str, tuple[str, str | None]] = {"libvirt": (LOCAL_HOST, None),
+                                                        "vsphere": (UNKNOWN_VCENTER, UNKNOWN_TEMPLATE)}
 #: An image name the reduction to a name part keeps whole: lower-case ASCII letters and digits in runs
 #: joined by single hyphens (``debian-12-genericcloud-amd64``, ``rhel9``), so its part (hyphens made
 #: ``_``) names it alone. Any other name (capitals, dots, underscores, non-ASCII letters) would share
@@ -99,6 +109,8 @@ class SeriesInputs:
     disk_latency_ms: float
     #: :func:`image_name` (libvirt) or :func:`image_part` of the template's name (vSphere)
     image_name: str
+    #: each controller's disk settings asked, as JSON (``{"virtio-scsi": {"cache": "none"}}``); "" for none
+    disk_settings: str = ""
 
 
 def _part(text: str) -> str:
@@ -112,6 +124,8 @@ def _set(values: Iterable[str]) -> str:
 def default_series(i: SeriesInputs) -> str:
     """The series name derived from ``i`` (the module's docstring)."""
     disk = "file" if i.disk_backing == "file" else f"lat{i.disk_latency_ms:g}ms".replace(".", "p")
+    if i.disk_settings:
+        disk += f"_set_{hashlib.sha256(i.disk_settings.encode()).hexdigest()[:SETTINGS_HASH_CHARS]}"
     faults = _set(i.faults)
     parts = [_part(i.hypervisor) or "hypervisor", _set(i.hosts) or LOCAL_HOST, _set(i.controllers) or "none",
              *([f"inject_{faults}"] if faults else []), _part(disk), _part(i.image_name) or EMBEDDED_IMAGE]
@@ -165,11 +179,12 @@ def stored_inputs(options: Mapping[str, str], fingerprint: Mapping[str, str]) ->
     latency disk of 5 ms; the host ``local`` (a pool's host names are its fingerprint's
     ``<host>:`` prefixes); the embedded guest, unless the fingerprint's ``image`` names a file."""
     hypervisor = options.get("hypervisor") or "libvirt"
+    unknown_host, template = UNRECORDED_TARGET.get(hypervisor, UNRECORDED_TARGET["libvirt"])
     hosts = _listed(options.get("hosts"))
     if not hosts:
         hosts = tuple(sorted({k.partition(":")[0] for k in fingerprint if ":" in k}))
     if not hosts:
-        hosts = (UNKNOWN_VCENTER if hypervisor == "vsphere" else LOCAL_HOST,)
+        hosts = (unknown_host,)
     try:
         latency = float(options.get("disk_latency_ms") or DEFAULT_DISK_LATENCY_MS)
     except ValueError:
@@ -177,10 +192,8 @@ def stored_inputs(options: Mapping[str, str], fingerprint: Mapping[str, str]) ->
     image = options.get("image")
     if image in (None, "", "null"):
         image = fingerprint.get("image")
-    if hypervisor == "vsphere":
-        name = UNKNOWN_TEMPLATE
-    else:  # a file's path, or embedded:<recipe>; "unknown (...)" where the guest said nothing
-        name = image_name(image if image and ("/" in image or image.startswith(EMBEDDED_IMAGE)) else None)
+    # a file's path, or embedded:<recipe>; "unknown (...)" where the guest said nothing
+    name = template or image_name(image if image and ("/" in image or image.startswith(EMBEDDED_IMAGE)) else None)
     return SeriesInputs(hypervisor, hosts, _listed(options.get("controllers")), _listed(options.get("inject")),
                         options.get("disk_backing") or DEFAULT_DISK_BACKING, latency, name)
 

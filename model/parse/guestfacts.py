@@ -9,7 +9,7 @@ Kernels and images differ in what they have, and a missing file is a fact, not a
 
 - ``/etc/os-release`` (systemd's format, also in ``/usr/lib/os-release``): every systemd
   distribution has one; the embedded busybox guest has none, and says so through
-  ``/etc/vioconform-image`` (written by guest/image/build.py);
+  ``/etc/vioconform-image`` (written by images/build.py);
 - a driver's version: ``/sys/module/<m>/version`` (the module's ``MODULE_VERSION``), or what
   ``modinfo -F version`` says (kmod, or busybox's modinfo), else the module's ``srcversion``
   (a checksum of its source: loadable modules only), else "built-in" when

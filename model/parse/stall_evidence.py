@@ -1,7 +1,7 @@
 """What the stall-tolerance rule reads on each side: the guest's command timeout for a disk, the
 kernel log lines after a mark, and the host device model's aborts and resets (QEMU trace events).
 
-- The guest's timeout: ``key=value`` lines the guest's stall tool prints (guest/tools/stall.py):
+- The guest's timeout: ``key=value`` lines the guest's stall tool prints (guest/tools/stall_tolerance.py):
   ``io_timeout=30000`` (``/sys/block/X/queue/io_timeout``, milliseconds: Linux 5.0+ shows it only for
   a blk-mq driver with a timeout handler) and ``device_timeout=30`` (a SCSI disk's
   ``device/timeout``, seconds: the same value, as sd keeps it in the queue).

@@ -1,10 +1,11 @@
 """The rules (docs/rules/), one module per rule, free of any hypervisor or SSH import.
 
 Each rule module judges numbers measured on both sides and returns a ``RuleVerdict``
-(verdict.py): pass or fail, the problems in sentences that carry the measured and expected
-values, notes, the properties that go into the JUnit record and the figures the report draws
-(figures.py). It also declares what it records: the unit and direction of every property and
-the minimum effects ``compare`` needs (spec.py). :data:`RULE_MODULES` lists the rules;
+(model/judging/verdict.py): pass or fail, the problems in sentences that carry the measured and
+expected values, notes, the properties that go into the JUnit record and the figures the report
+draws (model/judging/figures.py). It also declares what it records: the unit and direction of every property and
+the minimum effects ``compare`` needs (model/judging/spec.py). :data:`RULE_MODULES` is every module of
+this package, found by name: a rule is picked up by being here, and nothing but rules is;
 model/across/metrics.py and model/across/moves.py collect their declarations from it;
 model/across/against_baseline.py compares any rule's numbers with a stored run (``--baseline``).
 
@@ -16,31 +17,29 @@ times it repeats (fixtures/options.py), which of its metrics follow the host CPU
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Iterable
+from typing import cast, get_type_hints
 
 from model.blame import Blame, Trail, layer_at_fault
-from model.rules import (
-    alignment,
-    buffered_direct,
-    data_integrity,
-    direct_io,
-    discard,
-    error_propagation,
-    hotplug,
-    io_size,
-    limits,
-    multi_queue,
-    queue_depth,
-    resize,
-    stall_tolerance,
-)
-from model.rules.spec import RuleModule
+from model.judging.spec import RuleModule
 
-#: Every rule module, in the order of the rules' numbers (docs/rules/): each declares what
-#: model/rules/spec.py's RuleModule lists, which mypy checks here.
-RULE_MODULES: tuple[RuleModule, ...] = (queue_depth, io_size, direct_io, buffered_direct, alignment, limits,
-                                        multi_queue, data_integrity, error_propagation, discard, resize, hotplug,
-                                        stall_tolerance)
+
+def _declared(name: str) -> RuleModule:
+    """The rule module ``model.rules.<name>``, checked at import for every name RuleModule lists (a
+    module that lacks one is a TypeError naming it: this package holds rules and nothing else)."""
+    module = importlib.import_module(f"{__name__}.{name}")
+    missing = [attr for attr in get_type_hints(RuleModule) if not hasattr(module, attr)]
+    if missing:
+        raise TypeError(f"model/rules/{name}.py declares no {', '.join(missing)}: every module of model/rules/ is "
+                        "a rule and declares what model/judging/spec.py's RuleModule lists")
+    return cast(RuleModule, module)
+
+
+#: Every rule module: every module of this package, found by name (a new rule is picked up by being
+#: here), in the order of their names.
+RULE_MODULES: tuple[RuleModule, ...] = tuple(_declared(m.name) for m in pkgutil.iter_modules(__path__))
 _BY_NAME: dict[str, RuleModule] = {m.RULE: m for m in RULE_MODULES}
 
 

@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from model.blame import Blame, BlameSettings
-from model.rules.figures import Pair, Threshold, pair_figure
-from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict, kib
+from model.judging.figures import Pair, Threshold, pair_figure
+from model.judging.spec import LOWER, PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict, kib
 
 RULE = "alignment"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on.
@@ -43,7 +43,7 @@ MAX_CROSSING_FRACTION = 0.02
 HEALTHY_START_SECTOR = 2048
 MISALIGNED_START_SECTOR = 63
 
-#: What the rule records (model/rules/spec.py): fewer requests off the grid is better; the grid and
+#: What the rule records (model/judging/spec.py): fewer requests off the grid is better; the grid and
 #: the partition's start are parameters.
 METRICS: Metrics = (
     (r"misaligned_requests|extra_stripe_requests", MetricSpec("requests", LOWER)),

@@ -21,9 +21,9 @@ from typing import Any
 
 from model.blame import BlameSettings
 from model.errors import ParseError
-from model.rules.figures import Pair, pair_figure
-from model.rules.spec import HIGHER, PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict, kib, spread
+from model.judging.figures import Pair, pair_figure
+from model.judging.spec import HIGHER, PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict, kib, spread
 
 RULE = "buffered-direct"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on.
@@ -60,7 +60,7 @@ ABS_FLOOR = {"request_bytes": 4096.0, "depth": 0.5}
 
 _MODE = r"(buffered|direct)_"  # each copy's prefix
 
-#: What the rule records (model/rules/spec.py): the medians and spreads of the host's request size and
+#: What the rule records (model/judging/spec.py): the medians and spreads of the host's request size and
 #: depth per copy mode (larger requests and depths: the regime the baseline had); the baseline's
 #: medians and the change allowed are the verdict's parameters. The suite adds where it saved a
 #: baseline (``--save-baseline``).

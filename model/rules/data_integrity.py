@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from model.blame import Blame, BlameSettings
+from model.judging.figures import Pair, Threshold, pair_figure
+from model.judging.spec import PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict
 from model.parse.fio_verify import SECTOR_BYTES, VerifyFailure, VerifySector, parse_sector
-from model.rules.figures import Pair, Threshold, pair_figure
-from model.rules.spec import PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict
 
 RULE = "data-integrity"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on. Where each block lands depends on no setting: its own evidence names the layer (a hint).
@@ -312,7 +312,7 @@ def guest_bad_blocks(failures: Sequence[VerifyFailure], offset_bytes: int = 0) -
                  for f in failures)
 
 
-#: What the rule records (model/rules/spec.py): counts of sectors and writes, the range and the run's
+#: What the rule records (model/judging/spec.py): counts of sectors and writes, the range and the run's
 #: id. All parameters: the verdict is exact (any bad sector fails), and a count is evidence, not a level.
 METRICS: Metrics = (
     (r"(host|guest)_(misplaced|lost|torn|outside|bad)_sectors|host_(guard_)?sectors_checked|host_shift_sectors"

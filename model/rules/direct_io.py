@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model.blame import BlameSettings
-from model.rules.figures import Pair, Threshold, pair_figure
-from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict, kib
+from model.judging.figures import Pair, Threshold, pair_figure
+from model.judging.spec import LOWER, PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict, kib
 
 RULE = "direct-io"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on.
@@ -43,7 +43,7 @@ MIN_FLUSHES_PER_SYNC = 1.0
 
 _RUN = r"[a-z0-9]+_"  # each counted run's prefix (w1k_, w4k_, dsync_, fsync_)
 
-#: What the rule records (model/rules/spec.py): the latency the host path adds is lower-better; the
+#: What the rule records (model/judging/spec.py): the latency the host path adds is lower-better; the
 #: write and flush counts are the evidence of the exact checks, parameters.
 METRICS: Metrics = (
     (r"latency_(guest|host|added)_(p50|min)_us", MetricSpec("us", LOWER)),

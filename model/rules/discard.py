@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model.blame import BlameSettings
-from model.rules.figures import ByteRange, RangeFigure, RangeLane
-from model.rules.spec import PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict
+from model.judging.figures import ByteRange, RangeFigure, RangeLane
+from model.judging.spec import PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict
 
 RULE = "discard"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on. The guest's discard_max_bytes (0: it passes no discard on) is the one setting a discard depends on.
@@ -53,7 +53,7 @@ EDGE_GRANULES = 2
 #: request than its length over ``discard_max_bytes``.
 EXTRA_SPLIT_REQUESTS = 1
 
-#: What the rule records (model/rules/spec.py): the disk's discard limits and, per range, where it was,
+#: What the rule records (model/judging/spec.py): the disk's discard limits and, per range, where it was,
 #: what the guest answered and what the host saw. Every number is exact (a count, a setting, a size):
 #: none is a measured quantity with a better direction.
 _RANGE = r"(aligned|unaligned|beyond_max)_"

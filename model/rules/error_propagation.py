@@ -2,7 +2,7 @@
 requests it failed, is logged by the guest's kernel at the right sector, is retried only as the
 driver documents, and is reported at once; the disk works again once the error is gone.
 
-The host makes a known range of the scratch disk fail with EIO (model/injection.py: QEMU's
+The host makes a known range of the scratch disk fail with EIO (model/error_injection.py: QEMU's
 ``blkdebug`` under the disk's block node, ``rerror``/``werror=report`` on the device), for reads
 and then for writes, while the guest reads (then writes) requests that cover the range and more
 (:data:`WORKLOAD`: fio with ``continue_on_error``, no verification). For each direction:
@@ -35,13 +35,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model.blame import Blame, BlameSettings
-from model.injection import SECTOR_BYTES, ErrorPolicy, InjectedRange, Kind
+from model.error_injection import SECTOR_BYTES, ErrorPolicy, InjectedRange, Kind
+from model.judging.figures import Pair, pair_figure
+from model.judging.spec import PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict, kib
 from model.parse.blockstats import HostRequestOutcomes
 from model.parse.fio_errors import FioErrorRun
 from model.parse.kernel_io_errors import RATELIMIT_BURST, RATELIMIT_INTERVAL_S, KernelWindow
-from model.rules.figures import Pair, pair_figure
-from model.rules.spec import PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict, kib
 
 RULE = "error-propagation"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on. No sysfs setting decides where an error goes: its own evidence names the layer (the verdict's hint).
@@ -54,7 +54,7 @@ HOST_CPU_BOUND: tuple[str, ...] = ()
 
 _KIND = r"(read|write)_"
 
-#: What the rule records (model/rules/spec.py). Every number is a count the rule checks exactly, a
+#: What the rule records (model/judging/spec.py). Every number is a count the rule checks exactly, a
 #: setting it read or a bound it derived: parameters. fio's time is judged against the bound only;
 #: under TCG it follows the host's load, so a change of it is reported as a change, not as worse.
 METRICS: Metrics = (

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model.blame import LIMIT_KEYS, Blame, BlameSettings
-from model.rules.figures import PRESENCE_LEVELS, Change, Figure, Marker, Pair, StepSeries, TimelineFigure, pair_figure
+from model.judging.figures import PRESENCE_LEVELS, Change, Figure, Marker, Pair, StepSeries, TimelineFigure, pair_figure
+from model.judging.spec import PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict
 from model.rules.limits import LimitComparison
-from model.rules.spec import PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict
 
 RULE = "hotplug"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on. Whether a new device is bound or scanned is a bus setting, not the disk's: the verdict's hint names it.

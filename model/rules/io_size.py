@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model.blame import BlameSettings
-from model.rules.figures import Pair, Threshold, pair_figure
-from model.rules.spec import HIGHER, LOWER, PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict, kib
+from model.judging.figures import Pair, Threshold, pair_figure
+from model.judging.spec import HIGHER, LOWER, PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict, kib
 
 RULE = "io-size"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on.
@@ -52,7 +52,7 @@ MAX_SPLIT_OVER_EXPECTED = 1.25
 #: gives 1.00. Fragmentation is the guest's memory state, not a fault: the bound allows it.
 PAGE_BYTES = 4096
 
-#: What the rule records (model/rules/spec.py): bigger requests at the host (fewer splits) are better;
+#: What the rule records (model/judging/spec.py): bigger requests at the host (fewer splits) are better;
 #: the expected and allowed split, the request sizes asked for and the guest's limits are parameters.
 #: The suite adds the guest's mean request size over the window.
 METRICS: Metrics = (

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from model.advertised import Advertised
 from model.blame import LIMIT_KEYS, BlameSettings, Trail, disk_trails, layer_at_fault
 from model.device_limits import ConfiguredLimits, GuestLimits
-from model.rules.spec import PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict
+from model.judging.spec import PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict
 
 RULE = "limits"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on, and that it judges
@@ -44,7 +44,7 @@ HOST_CPU_BOUND: tuple[str, ...] = ()
 ROLES = ("dut", "scratch")
 _ROLE = "(" + "|".join(ROLES) + ")_"
 
-#: What the rule records (model/rules/spec.py), as text: per disk role and limit (model/blame.py's
+#: What the rule records (model/judging/spec.py), as text: per disk role and limit (model/blame.py's
 #: LIMIT_KEYS) the guest's view, the asked ("configured") value and the hypervisor's answer, and
 #: the disk's kernel name.
 METRICS: Metrics = (

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from model.blame import BlameSettings
-from model.rules.figures import Pair, pair_figure
-from model.rules.spec import PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict
+from model.judging.figures import Pair, pair_figure
+from model.judging.spec import PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict
 
 RULE = "multi-queue"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on.
@@ -35,7 +35,7 @@ HOST_CPU_BOUND: tuple[str, ...] = ()
 #: carries 10 % is used by more than stray housekeeping.
 MIN_QUEUE_SHARE = 0.10
 
-#: What the rule records (model/rules/spec.py): the queues and CPUs, and each queue's share of the
+#: What the rule records (model/judging/spec.py): the queues and CPUs, and each queue's share of the
 #: completions as its interrupt count; all parameters (an even spread is right, not a larger count).
 METRICS: Metrics = (
     (r"configured_queues|guest_hw_queues|queues_used", MetricSpec("queues", PARAM)),

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from model.blame import Blame, BlameSettings
 from model.device_limits import DepthLimit, GuestLimits, GuestPathLimits, IoMax
-from model.rules.figures import DepthFigure, DepthGroup
-from model.rules.spec import HIGHER, PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict, kib
+from model.judging.figures import DepthFigure, DepthGroup
+from model.judging.spec import HIGHER, PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict, kib
 
 RULE = "queue-depth"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on.
@@ -85,7 +85,7 @@ HOST_DEPTH_MAX_OVER_OFFERED = 1.25
 
 _QD = r"qd\d+_"  # each offered depth's prefix (qd1_, qd32_)
 
-#: What the rule records (model/rules/spec.py): what reaches the host is the rule's point (higher is
+#: What the rule records (model/judging/spec.py): what reaches the host is the rule's point (higher is
 #: better); the bars it derived, the guest's settings and its CPU are the verdict's parameters. The
 #: suite adds each window's exact figures (``host_exact_*``: measure.window's exact_summary), its
 #: Little's-law depth and the guest's own queue limits and driver.

@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model.blame import Blame, BlameSettings
+from model.judging.figures import Change, Figure, Marker, StepSeries, TimelineFigure
+from model.judging.spec import PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict
 from model.parse.filesystem import FsSize
-from model.rules.figures import Change, Figure, Marker, StepSeries, TimelineFigure
-from model.rules.spec import PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict
 
 RULE = "resize"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on. No sysfs setting decides whether the guest learns a new size: a notice the driver acts on does.
@@ -47,7 +47,7 @@ HOST_CPU_BOUND: tuple[str, ...] = ()
 GROW_BYTES = 64 << 20
 
 _STEP = r"(grow|shrink)_"
-#: What the rule records (model/rules/spec.py). The seconds follow the host's load under TCG and
+#: What the rule records (model/judging/spec.py). The seconds follow the host's load under TCG and
 #: are judged against the bound only: parameters, like the sizes and the bound.
 METRICS: Metrics = (
     (_STEP + r"(host_from_bytes|host_to_bytes|guest_bytes)", MetricSpec("bytes", PARAM)),

@@ -31,9 +31,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model.blame import BlameSettings
+from model.judging.spec import LOWER, PARAM, Metrics, MetricSpec
+from model.judging.verdict import Number, RuleVerdict
 from model.parse.stall_evidence import CommandTimeout, HostEvent
-from model.rules.spec import LOWER, PARAM, Metrics, MetricSpec
-from model.rules.verdict import Number, RuleVerdict
 
 RULE = "stall-tolerance"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on.
@@ -78,7 +78,7 @@ HOLD_LEAK_MAX = 1
 RECOVERY_LINE = re.compile(r"abort|reset|time ?out|timed out|I/O error|blk_update_request|error|read-only|offline",
                            re.IGNORECASE)
 
-#: What the rule records (model/rules/spec.py): settings and bars are parameters; the held
+#: What the rule records (model/judging/spec.py): settings and bars are parameters; the held
 #: requests' wait and the drain after the release are lower-better; counts of what went wrong too.
 METRICS: Metrics = (
     (r"command_timeout_s|stall_s_required|hold_s", MetricSpec("s", PARAM)),

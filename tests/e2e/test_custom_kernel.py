@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.kernels import KernelUnknown, cached_deb, default_kernel, resolve
+from images.kernels import KernelUnknown, cached_deb, default_kernel, resolve
 from tests.e2e.conftest import SuiteRun
 
 

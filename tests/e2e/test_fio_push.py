@@ -14,10 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from guest.image.fio_static import StaticFio, ensure_static_fio
 from guest.tools.fio import Fio, FioJob
 from guest.tools.fio_push import FIO_BIN_DIR, FioBinary
 from guest.tools.tool import GuestTools
+from images.fio_static import StaticFio, ensure_static_fio
 from measure.disk import GuestDisk
 from measure.standalone import standalone_guest
 from model.parse.fio_json import parse_fio_run

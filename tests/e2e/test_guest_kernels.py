@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.kernels import resolve
+from images.kernels import resolve
 from tests.e2e.conftest import RunSuite, SuiteRun
 from tests.e2e.test_rules_guest import BOTH, CONFIGS, RULES
 

@@ -24,16 +24,16 @@ import numpy as np
 import pytest
 from matplotlib import image
 
-from guest.cache import build_lock, cache_dir, use_entry
+from images.cache import build_lock, cache_dir, use_entry
+from model.judging.figures import HistogramFigure, buckets
 from model.rules.discard import judge_discard
-from model.rules.figures import HistogramFigure, buckets
 from model.rules.hotplug import judge_hotplug
 from model.rules.resize import bound_for, judge_resize
 from reports.a11y import GUEST, HOST, OUTCOME_FILLS
 from reports.html import write_html
-from reports.per_test import Record, settle
+from reports.records import Record, settle
 from reports.store import Store
-from reports.trend import main as trend_main
+from reports.store.trend import main as trend_main
 from tests.model.test_discard import SCSI, WHERE, _healthy
 from tests.model.test_hotplug import BLK as HOTPLUG_BLK
 from tests.model.test_resize import _run as resize_run

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from guest.image.kernels import resolve
 from guest.tools.sysfs import DISCARD_MAX, Sysfs, shown
+from images.kernels import resolve
 from measure.disk import GuestDisk
 from measure.kept import kept_settings
 from measure.standalone import standalone_guest

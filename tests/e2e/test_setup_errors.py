@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.build import cache_root, ensure_image
+from images.build import cache_root, ensure_image
 from tests.e2e.conftest import SuiteRun
 from tests.unit.test_kernel_deb import make_deb
 

@@ -9,7 +9,7 @@ import signal
 import time
 from pathlib import Path
 
-from reports.store import STORE_CONNECT_TIMEOUT_S
+from reports.store.connection import STORE_CONNECT_TIMEOUT_S
 from tests.e2e.conftest import active_vioconform_domains, run_suite_at, start_suite
 from tests.silentserver import silent_server
 from tests.unit.test_store_safety import SIGNAL_BOUND_S

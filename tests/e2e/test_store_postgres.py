@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from bench.suite_run import active_vioconform_domains, run_suite_at
 from reports import store as store_module
-from reports.store import Store, StoreError
+from reports.store import Store, StoreError, connection
 from tests.pgserver import PASSWORD, USER, PgServer, create_database, private_postgres
 from tests.unit.test_compare_recorded import (  # noqa: F401 - collected here again, on PostgreSQL
     test_io_breakup_is_an_io_size_regression,
@@ -148,7 +148,7 @@ def test_every_connection_carries_the_statement_timeout(pg: PgServer) -> None:
         with store.engine.connect() as conn:
             shown = conn.execute(sa.text("SHOW statement_timeout")).scalar_one()
             assert conn.execute(sa.text("SHOW work_mem")).scalar_one() == "4MB"
-        assert shown == f"{store_module.STORE_STATEMENT_TIMEOUT_S:.0f}s"
+        assert shown == f"{connection.STORE_STATEMENT_TIMEOUT_S:.0f}s"
         # a statement past it ends with the server's reason, not a hang
         with pytest.raises(sa.exc.OperationalError, match="canceling statement due to statement timeout"), \
                 store.engine.connect() as conn:

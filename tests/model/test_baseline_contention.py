@@ -12,8 +12,8 @@ import pytest
 from model.across.against_baseline import against_baseline, host_contention, series_of
 from model.across.contention import HOST_CPU_BOUND, WAIT_MAX_PCT
 from model.across.moves import Series, moved_metrics
+from model.judging.verdict import RuleVerdict
 from model.parse.hostcpu import HostCpuShare, VcpuTimes, from_domain_stats
-from model.rules.verdict import RuleVerdict
 
 PASSED = RuleVerdict("queue-depth", ("measured",), ())
 #: an idle host's run (wait 6.68 %) as the baseline

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from guest.tools.errorpath import ErrorPath
+from guest.tools.error_propagation import ErrorPath
+from model.error_injection import ErrorPolicy, InjectedRange
 from model.errors import ParseError
-from model.injection import ErrorPolicy, InjectedRange
 from model.parse.blockstats import HostRequestOutcomes, parse_qmp_outcomes
 from model.parse.fio_errors import parse_fio_error_run
 from model.parse.kernel_io_errors import RATELIMIT_BURST, io_error, window_after

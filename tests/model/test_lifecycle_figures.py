@@ -1,4 +1,4 @@
-"""The lifecycle rules' figures (model/rules/figures.py's RangeFigure and TimelineFigure), built by each
+"""The lifecycle rules' figures (model/judging/figures.py's RangeFigure and TimelineFigure), built by each
 judge from its own run data: the numbers are the real runs of tests/model/test_discard.py,
 test_resize.py and test_hotplug.py."""
 
@@ -9,11 +9,11 @@ from typing import TypeVar
 
 import pytest
 
+from model.judging.figures import PRESENCE_LEVELS, Change, PairFigure, RangeFigure, TimelineFigure, size_text
+from model.judging.verdict import RuleVerdict, combine_repeats
 from model.rules.discard import RANGES, DiscardLimits, RangeSeen, judge_discard
-from model.rules.figures import PRESENCE_LEVELS, Change, PairFigure, RangeFigure, TimelineFigure, size_text
 from model.rules.hotplug import Gone, judge_hotplug
 from model.rules.resize import GROW_BYTES, bound_for, judge_resize
-from model.rules.verdict import RuleVerdict, combine_repeats
 from tests.model.test_discard import BLK, SCSI, WHERE, _healthy
 from tests.model.test_hotplug import BLK as HOTPLUG_BLK
 from tests.model.test_hotplug import BLK_SURPRISE, SCSI_OFF, SCSI_SURPRISE

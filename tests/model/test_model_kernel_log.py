@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from model.kernel_log import (
+from model.judging.verdict import RuleVerdict
+from model.kernel_log_check import (
     KERNEL_LOG_BLAME,
     MAX_QUOTED,
     InjectedErrors,
@@ -18,8 +19,7 @@ from model.kernel_log import (
     whole_disk,
     with_kernel_log,
 )
-from model.parse.kernel_log import KernelLogLine, parse_kernel_log
-from model.rules.verdict import RuleVerdict
+from model.parse.dmesg import KernelLogLine, parse_kernel_log
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "guest"
 WARNING = "WARNING: CPU: 1 PID: 20 at kernel/sched/core.c:752 update_rq_clock+0xb6/0x190"
@@ -66,7 +66,7 @@ def test_a_blocked_task_and_a_warning_fail_with_the_lines_quoted() -> None:
 
 
 def test_the_kernel_warning_faults_window_as_the_guest_tool_read_it() -> None:
-    """What guest/tools/kernel_log.py's script printed after a mark, in the fault's window (virtio-scsi guest)."""
+    """What guest/tools/kernel_log_reader.py's script printed after a mark, in the fault's window (virtio-scsi guest)."""
     text = (DATA / "kernel-log-since-warning.txt").read_text()
     head, state, body = text.split("\n", 2)
     assert (head, state) == ("VIOCONFORM-KLOG source=dmesg", "VIOCONFORM-KLOG mark=found")

@@ -6,7 +6,7 @@ import pytest
 
 from model.across.against_baseline import against_baseline, series_of
 from model.across.moves import Series
-from model.rules.verdict import RuleVerdict, combine_repeats, repeat_properties
+from model.judging.verdict import RuleVerdict, combine_repeats, repeat_properties
 
 
 def _v(passed: bool, depth: float, problem: str = "host saw 1") -> RuleVerdict:

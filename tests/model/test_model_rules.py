@@ -10,6 +10,8 @@ import pytest
 
 from model.device_limits import ConfiguredLimits, parse_guest_limits
 from model.errors import ParseError
+from model.judging.figures import PairFigure
+from model.judging.verdict import RuleVerdict
 from model.parse.proc_interrupts import parse_queue_interrupts
 from model.rules.alignment import MAX_CROSSING_FRACTION, count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import (
@@ -21,11 +23,9 @@ from model.rules.buffered_direct import (
     parse_baseline,
 )
 from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io
-from model.rules.figures import PairFigure
 from model.rules.io_size import IoSizeMeasurement, judge_io_size
 from model.rules.limits import compare_limits, judge_limits
 from model.rules.multi_queue import judge_multiqueue
-from model.rules.verdict import RuleVerdict
 
 DATA = Path(__file__).parent.parent / "data" / "guest"
 MIB = 1 << 20

@@ -3,11 +3,16 @@ the names a series may have."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from model.across.fingerprint import change_line, changes
 from model.across.series import (
+    LOCAL_HOST,
     MAX_SERIES_CHARS,
+    UNKNOWN_TEMPLATE,
+    UNKNOWN_VCENTER,
     SeriesInputs,
     default_series,
     image_name,
@@ -40,6 +45,14 @@ def test_the_default_is_the_job_and_sets_are_sets() -> None:
                                                          ("faults", ("tcq-off",)), ("disk_latency_ms", 1.0),
                                                          ("disk_backing", "file"), ("image_name", "x")]}
     assert len(every) == 6 and default_series(JOB) not in every  # each input names another job
+
+
+def test_disk_settings_name_another_series_and_none_keep_the_old_names() -> None:
+    asked = _job(disk_settings='{"virtio-scsi": {"aio": "native", "cache": "none"}}')
+    assert default_series(asked) == "libvirt_local_virtio_blk_virtio_scsi_lat5ms_set_" + hashlib.sha256(
+        asked.disk_settings.encode()).hexdigest()[:8] + "_embedded"
+    assert default_series(_job(disk_settings='{"virtio-scsi": {"cache": "none"}}')) != default_series(asked)
+    assert default_series(_job(disk_settings="")) == default_series(JOB)
 
 
 def test_the_image_is_named_never_hashed() -> None:
@@ -112,6 +125,13 @@ def test_a_run_stored_before_series_gets_its_default_from_what_it_stored() -> No
     pool = {"kvm7:qemu.version": "7.2.22", "kvm8:qemu.version": "9.2.0"}
     assert stored_inputs(options, pool).hosts == ("kvm7", "kvm8")
     assert stored_series(options, fp, given="qemu_nightly") == "qemu_nightly"
+
+
+def test_a_vsphere_run_stored_before_series_names_an_unknown_vcenter_and_template() -> None:
+    inputs = stored_inputs({"hypervisor": "vsphere", "controllers": "pvscsi", "inject": "none",
+                            "image": "/srv/img/x.qcow2"}, {"vcenter.version": "8.0"})
+    assert (inputs.hosts, inputs.image_name) == ((UNKNOWN_VCENTER,), UNKNOWN_TEMPLATE)
+    assert stored_inputs({"hypervisor": "libvirt", "controllers": "nvme"}, {}).hosts == (LOCAL_HOST,)
 
 
 def test_what_changed_names_the_build_first() -> None:

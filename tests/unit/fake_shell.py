@@ -14,6 +14,7 @@ from guest.tools.tool import GuestTools
 from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
 from hypervisors.cleanup import CleanupStack
 from measure.disk import GuestDisk
+from model.configuration import Configuration
 from model.device_limits import ConfiguredLimits, parse_guest_limits
 from model.parse.blockstats import HostBlockCounters
 from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
@@ -116,4 +117,4 @@ def fake_disk(shell: FakeShell, backend: HypervisorBackend | None = None) -> Gue
     attached = AttachedDisk(spec, "vda", ConfiguredLimits(queue_depth=256), GuestDiskId("serial", spec.serial))
     limits = parse_guest_limits((DATA / "guest" / "limits-virtio-blk.txt").read_text())
     return GuestDisk(guest, backend or FakeBackend(), GuestTools(shell, guest.name), attached, "vda", limits,
-                     "fake:virtio-blk")
+                     Configuration("fake", "virtio-blk"))

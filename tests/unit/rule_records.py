@@ -14,8 +14,9 @@ from model.across.against_baseline import against_baseline
 from model.across.moves import Series
 from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits, DepthLimit, GuestLimits, IoMax, parse_guest_limits
-from model.kernel_log import InjectedErrors, check_kernel_log, with_kernel_log
-from model.parse.kernel_log import parse_kernel_log
+from model.judging.verdict import RuleVerdict, combine_repeats
+from model.kernel_log_check import InjectedErrors, check_kernel_log, with_kernel_log
+from model.parse.dmesg import parse_kernel_log
 from model.rules.alignment import count_boundary_crossings, judge_alignment
 from model.rules.buffered_direct import judge_regime
 from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity
@@ -30,7 +31,6 @@ from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_que
 from model.rules.resize import bound_for as resize_bound
 from model.rules.resize import judge_resize
 from model.rules.stall_tolerance import judge_stall_tolerance
-from model.rules.verdict import RuleVerdict, combine_repeats
 from tests.model.test_discard import BLK, SCSI, WHERE, _healthy, _zeroes
 from tests.model.test_discard import _trim as _discard_trim
 from tests.model.test_error_propagation import HEALED, IGNORING, SCSI_BOUND, _scsi
@@ -67,7 +67,7 @@ SHARED_PROPERTIES = ("notes", "repeats", "repeats_passed", "baseline_source", "b
                      "baseline_worse", "baseline_moved", "baseline_not_judged")
 #: Written around the verdict rather than by it (so not checked against the shared code's output here).
 AROUND_THE_VERDICT = ("host_vcpu_wait_pct", "host_vcpu_run_pct", "blame", "blame_reason")
-#: What the kernel-log check adds to every rule's verdict (model/kernel_log.py, suites/kernel_log.py).
+#: What the kernel-log check adds to every rule's verdict (model/kernel_log_check.py, suites/kernel_log_watch.py).
 KERNEL_LOG_PROPERTIES = ("kernel_log_source", "kernel_log_new_lines", "kernel_log_bad_lines", "kernel_log_bad_kinds",
                          "kernel_log_expected_errors")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from guest import cache
+from images import cache
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ import pytest
 from fixtures.options import SuiteOptions
 from fixtures.outcomes import RuleFailure
 from model.across.against_baseline import BaselineMissing
-from model.rules.verdict import RuleVerdict
-from reports.baseline import resolve_baseline
-from reports.per_test import Record, RunStatus, settle
+from model.judging.verdict import RuleVerdict
+from reports.records import Record, RunStatus, settle
 from reports.store import Store, StoreError
+from reports.store.baseline import resolve_baseline
 from suites.assertions import conclude_against
 from tests.unit.test_store import BLK, QD, SERIES, SUITE, healthy, write_run
 

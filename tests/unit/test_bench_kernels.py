@@ -5,7 +5,7 @@ JUnit files name them."""
 from __future__ import annotations
 
 from bench.kernels import KernelRuns, cell, fault_missed, fault_skipped, healthy_bad, rules, tables
-from guest.image.kernels import AptKernel
+from images.kernels import AptKernel
 
 K612 = AptKernel("linux-image-6.12.118+deb12-amd64", "6.12.118-1~deb12u1")
 

@@ -9,8 +9,8 @@ import pytest
 
 from fixtures.outcomes import RuleFailure
 from model.blame import Trail
-from model.rules.verdict import RuleVerdict
-from reports.per_test import Record
+from model.judging.verdict import RuleVerdict
+from reports.records import Record
 from suites.assertions import conclude
 
 CMD_PER_LUN_1 = Trail("dut disk sda", "queue_depth", "queue depth", 128, 1, 1, 1,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from guest.cache import CacheNotWritable, cache_dir, writable_dir
-from guest.image import build
 from hypervisors.libvirt import accel
+from images import build
+from images.cache import CacheNotWritable, cache_dir, writable_dir
 
 
 def test_cache_dir_follows_xdg_cache_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The one cache lookup of every builder (guest.cache.cached_or_built): found, built once under its
+"""The one cache lookup of every builder (images.cache.cached_or_built): found, built once under its
 lock, never left half made."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from guest.cache import USED_STAMP, Entry, cached_or_built
+from images.cache import USED_STAMP, Entry, cached_or_built
 
 
 def _builder(calls: list[Path], recorded: dict[str, object]) -> Callable[[Path, Path], dict[str, object]]:

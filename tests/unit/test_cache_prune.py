@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from guest.cache import STALE_AFTER_S, USED_STAMP, last_used, prune_stale, use_entry
+from images.cache import STALE_AFTER_S, USED_STAMP, last_used, prune_stale, use_entry
 
 DAY = 86400.0
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.compare import main
+from reports.store.compare import main
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 HEALTHY, HEALTHY2 = RUNS / "20261124-191142-healthy", RUNS / "20261124-191358-healthy"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from reports.compare import main
-from reports.per_test import Record, RunStatus, settle
+from reports.records import Record, RunStatus, settle
 from reports.store import Store
+from reports.store.compare import main
 from tests.unit.test_store import BLK, QD, SERIES, SUITE, healthy, write_run
 
 TCQ_OFF = (1.0, 1.0, 1.1, 1.0)  # a tcq-off run: the host sees one request at a time whatever the guest offers

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reports.compare import main
 from reports.store import RUN_ID_KEY, parse_run_id
+from reports.store.compare import main
 from tests.unit.test_store import SUITE, healthy, write_run
 
 

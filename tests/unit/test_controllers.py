@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.build import MODULES
 from hypervisors.libvirt.controllers import (
     CONTROLLERS,
     FIRST_DISK_PCI_SLOT,
@@ -25,6 +24,7 @@ from hypervisors.libvirt.controllers import (
     layout,
 )
 from hypervisors.libvirt.trace import qemu_user
+from images.build import MODULES
 from model.disks import suite_disks
 from model.errors import HypervisorError
 from model.types import DiskSpec
@@ -163,5 +163,5 @@ def test_the_guest_loads_the_drivers_of_its_controllers_and_no_other() -> None:
     assert of("nvme", "ide", "ahci") == ["nvme", "ata_piix", "sd_mod", "ahci"]
     assert of("megasas", "megasas-gen2") == ["megaraid_sas", "sd_mod"]
     assert of() == []
-    # every controller names the driver that binds it, and the image carries each (guest/image/build.py)
+    # every controller names the driver that binds it, and the image carries each (images/build.py)
     assert set(of(*CONTROLLERS)) <= set(MODULES)

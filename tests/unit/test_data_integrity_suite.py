@@ -15,7 +15,7 @@ from tests.libvirt_python import REASON
 
 pytest.importorskip("libvirt", reason=REASON)
 
-from guest.tools.integrity import READBACK_JOB, DeviceMapper, IntegrityWrites
+from guest.tools.data_integrity import READBACK_JOB, DeviceMapper, IntegrityWrites
 from guest.tools.tool import GuestTools
 from hypervisors.base import BackingUnreadable
 from hypervisors.libvirt.backend import LibvirtBackend
@@ -25,7 +25,7 @@ from model.errors import FioError, HypervisorError
 from model.faults import FAULTS, LBA_SHIFT_SECTORS
 from model.rules.data_integrity import PLAN, Region
 from model.types import AttachedDisk, DiskSpec, GuestDiskId
-from suites.integrity import SHIFT_TARGET, once
+from suites.data_integrity import SHIFT_TARGET, once
 from suites.needs import needed
 from tests.model.test_model_integrity import window_of, written
 from tests.unit.fake_shell import DATA, FakeBackend, FakeShell, fake_disk

@@ -17,6 +17,7 @@ from guest.tools.partitioning import Partitioning
 from guest.tools.tool import GuestTools
 from hypervisors.base import Guest
 from measure.disk import DiskSkip, DriverMissing, FaultNotApplicable, GuestDisk, SettingMissing, prepare_disk
+from model.configuration import Configuration
 from model.device_limits import ConfiguredLimits
 from model.errors import HypervisorError
 from model.faults import FAULTS
@@ -60,7 +61,7 @@ def prepare(shell: FakeShell, controller: str = "mptsas1068", faults: tuple[str,
     guest = Guest("vioconform-7", SshEndpoint("127.0.0.1", 22, "root", Path("key"), "ssh-ed25519 AAAA"), (), "tcg")
     spec = DiskSpec(controller)
     attached = AttachedDisk(spec, "x", ConfiguredLimits(queue_depth=64), GuestDiskId("serial", spec.serial))
-    return prepare_disk(guest, FakeLibvirt(), GuestTools(shell, guest.name), attached, f"libvirt:{controller}",
+    return prepare_disk(guest, FakeLibvirt(), GuestTools(shell, guest.name), attached, Configuration("libvirt", controller),
                         [FAULTS[f] for f in faults], on_found=on_found)
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import configparser
 import re
 
-from fixtures.options_measure import DEFAULT_CONTROLLERS
 from hypervisors.libvirt import accel
+from hypervisors.libvirt.defaults import DEFAULTS as LIBVIRT
 from model.faults import FAULTS
 from model.rules.buffered_direct import NO_BASELINE
 from tests.unit.test_docs import DOCS, README, REFERENCE, ROOT, doc_files, rules
@@ -40,7 +40,7 @@ def test_the_architecture_page_names_every_suite_module() -> None:
 
 def test_the_docs_count_the_default_runs_rule_tests_right() -> None:
     """A default run has every rule on each default controller: 13 rules x 2 = 26 rule tests."""
-    default = len(rules()) * len(DEFAULT_CONTROLLERS["libvirt"])
+    default = len(rules()) * len(LIBVIRT.controllers)
     wrong = [f"{p.relative_to(ROOT)}:{n}: {m.group(0)}" for p in doc_files()
              for n, line in enumerate(p.read_text().splitlines(), 1)
              for m in re.finditer(r"\b\d+/(\d+) rule tests done|\bdefault (?:suite|run)'s (\d+) tests\b", line)

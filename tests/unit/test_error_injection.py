@@ -16,21 +16,21 @@ from tests.libvirt_python import REASON
 pytest.importorskip("libvirt", reason=REASON)
 
 from guest.tools.devmapper import MirrorUnavailable, SwallowingMirror
-from guest.tools.errorpath import MARK_END, ErrorPath, Timeouts
+from guest.tools.error_propagation import MARK_END, ErrorPath, Timeouts
 from guest.tools.fio import BackgroundFio, FioJob
 from guest.tools.tool import GuestTools
 from hypervisors.base import ErrorPolicyContradicted, Guest, InjectionUnavailable
 from hypervisors.libvirt.backend import LibvirtBackend
-from hypervisors.libvirt.blkdebug import BlkdebugInjector
 from hypervisors.libvirt.controllers import (
     LIBVIRT_FORMAT_OPTIONS,
     disk_devices,
     format_options,
 )
+from hypervisors.libvirt.error_propagation import BlkdebugInjector
 from model.device_limits import ConfiguredLimits
 from model.disks import suite_disks
+from model.error_injection import InjectedRange
 from model.errors import HypervisorError
-from model.injection import InjectedRange
 from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
 from tests.unit.fake_shell import FakeShell
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.build_error import ImageBuildError
 from guest.tools.fio import Fio, FioJob
 from guest.tools.fio_push import FIO_BIN_DIR, FioBinary, FioIdentity, FioPushError
 from guest.tools.tool import GuestTools, ToolMissing
+from images.build_error import ImageBuildError
 from tests.unit.fake_shell import FakeShell, Reply
 
 PUSHED = f"{FIO_BIN_DIR}/fio"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from guest.image import fio_static
-from guest.image.build_error import ImageBuildError
-from guest.image.fio_static import deb_src_sources, host_apt_sources, is_static_elf, source_version
+from images import fio_static
+from images.build_error import ImageBuildError
+from images.fio_static import deb_src_sources, host_apt_sources, is_static_elf, source_version
 
 #: Debian 12's default /etc/apt/sources.list.d/debian.sources, the mirror's name replaced.
 DEBIAN_SOURCES = """\

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.kernels import AptKernel, KernelUnknown, candidates, choose
+from images.kernels import AptKernel, KernelUnknown, candidates, choose
 from tests.unit.suite_options import errors, run_suite_options
 
 pytest_plugins = ["pytester"]

@@ -25,10 +25,12 @@ from fixtures.options_guest import (
     IMAGE_BOOT_TIMEOUT_S,
     IMAGE_MEMORY_MIB,
 )
-from fixtures.options_measure import DEFAULT_CONTROLLERS, DEFAULT_DEPTHS, DEFAULT_DISK_LATENCY_MS, DEFAULT_WINDOW_S
+from fixtures.options_measure import DEFAULT_DEPTHS, DEFAULT_DISK_LATENCY_MS
 from fixtures.options_results import DEFAULT_REPEATS, DEFAULT_REPEATS_OTHERWISE
 from fixtures.options_target import DEFAULT_LIBVIRT_URI, DEFAULT_MACHINE
+from hypervisors.libvirt.defaults import DEFAULTS as LIBVIRT
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR
+from hypervisors.vsphere.defaults import DEFAULTS as VSPHERE
 from model.across.series import SERIES_FORMAT
 from model.rules.stall_tolerance import DEFAULT_HOLD_S, DEFAULT_STALL_S
 from reports.results import DEFAULT_DIR_MODE, DEFAULT_PARENT
@@ -71,14 +73,15 @@ EXPECTED: dict[str, str] = {
     "--emulator": "libvirt's, /usr/bin/qemu-system-x86_64 on Debian",
     "--machine": DEFAULT_MACHINE,
     "--accel": "auto",
-    "--controllers": (f"{','.join(DEFAULT_CONTROLLERS['libvirt'])} on libvirt; "
-                      f"{','.join(DEFAULT_CONTROLLERS['vsphere'])} on vSphere"),
+    "--controllers": (f"{','.join(LIBVIRT.controllers)} on libvirt; "
+                      f"{','.join(VSPHERE.controllers)} on vSphere"),
     "--disk-backing": "latency",
     "--disk-latency-ms": _num(DEFAULT_DISK_LATENCY_MS),
     "--depths": ",".join(map(str, DEFAULT_DEPTHS)),
-    "--window-s": f"{_num(DEFAULT_WINDOW_S['libvirt'])} on libvirt; {_num(DEFAULT_WINDOW_S['vsphere'])} on vSphere",
+    "--window-s": f"{_num(LIBVIRT.window_s)} on libvirt; {_num(VSPHERE.window_s)} on vSphere",
     "--boot-timeout": f"{_num(EMBEDDED_BOOT_TIMEOUT_S)}; {_num(IMAGE_BOOT_TIMEOUT_S)} with --image",
     "--firmware": "bios",
+    "--reproducer": "failed",
     "--guest-memory": f"{EMBEDDED_MEMORY_MIB}; {IMAGE_MEMORY_MIB} with --image",
     "--guest-vcpus": f"{DEFAULT_VCPUS};",
     "--repeats": (f"{DEFAULT_REPEATS_OTHERWISE}; "
@@ -135,12 +138,12 @@ Check = Callable[[SuiteOptions], object]
 
 
 @pytest.mark.parametrize(("args", "got", "want"), [
-    ((), lambda o: o.window_s, DEFAULT_WINDOW_S["libvirt"]),
-    (("--hypervisor", "vsphere"), lambda o: o.window_s, DEFAULT_WINDOW_S["vsphere"]),
+    ((), lambda o: o.window_s, LIBVIRT.window_s),
+    (("--hypervisor", "vsphere"), lambda o: o.window_s, VSPHERE.window_s),
     ((), lambda o: o.repeats_for("buffered-direct"), DEFAULT_REPEATS["buffered-direct"]),
     ((), lambda o: o.repeats_for("queue-depth"), DEFAULT_REPEATS_OTHERWISE),
-    ((), lambda o: o.controllers, DEFAULT_CONTROLLERS["libvirt"]),
-    (("--hypervisor", "vsphere"), lambda o: o.controllers, DEFAULT_CONTROLLERS["vsphere"]),
+    ((), lambda o: o.controllers, LIBVIRT.controllers),
+    (("--hypervisor", "vsphere"), lambda o: o.controllers, VSPHERE.controllers),
     ((), lambda o: o.libvirt_uri, DEFAULT_LIBVIRT_URI),
     ((), lambda o: o.host_dir, str(DEFAULT_HOST_DIR)),
     ((), lambda o: o.machine, DEFAULT_MACHINE),

@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.hosts import InventoryError, hosts_from_uris, load_inventory
 from fixtures.progress import durations_of
 from hypervisors.cli import emit
+from hypervisors.libvirt.inventory import InventoryError, hosts_from_uris, load_inventory
 from model.across.against_baseline import against_baseline, series_of
-from model.rules.verdict import RuleVerdict
-from reports import compare, trend
-from reports.baseline import resolve_baseline
-from reports.store import Store, StoreError, in_memory, sqlite_file
+from model.judging.verdict import RuleVerdict
+from reports.store import Store, StoreError, compare, in_memory, sqlite_file, trend
+from reports.store.baseline import resolve_baseline
 from tests.libvirt_python import needs_libvirt
 from tests.unit.fifo_watch import fifo_readers
 from tests.unit.suite_options import errors, run_suite_options

@@ -1,4 +1,4 @@
-"""The libvirt hosts of a run: repeated --libvirt-uri and the TOML inventory (fixtures/hosts.py)."""
+"""The libvirt hosts of a run: repeated --libvirt-uri and the TOML inventory (hypervisors/libvirt/inventory.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.hosts import HostSpec, InventoryError, default_name, hosts_from_uris, load_inventory
+from hypervisors.libvirt.inventory import HostSpec, InventoryError, default_name, hosts_from_uris, load_inventory
 
 
 def test_names_come_from_the_uris() -> None:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from model.rules.figures import DepthFigure, DepthGroup, HistogramFigure, Pair, PairFigure, buckets
+from model.judging.figures import DepthFigure, DepthGroup, HistogramFigure, Pair, PairFigure, buckets
 from model.rules.io_size import IoSizeMeasurement, judge_io_size
 from model.rules.queue_depth import judge_queue_depth
 from reports.charts import depth_axis_top, depth_svg, pair_svg
 from reports.html import chart, write_html
-from reports.per_test import Record, settle
+from reports.records import Record, settle
 from tests.unit.test_queue_depth_verdict import TCQ_OFF as TCQ_OFF_POINTS
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -1,5 +1,5 @@
 """The --image digest: hashing a large image says how far it got, and an unchanged file (same path,
-size, mtime, inode) is not hashed again by the next run (guest/image/user.py)."""
+size, mtime, inode) is not hashed again by the next run (images/user.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from guest.image import user
+from images import user
 
 MIB = 1024**2
 

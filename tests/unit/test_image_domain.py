@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.cloudinit import DEFAULT_GUEST_USER
-from guest.image.seed import read_seed
-from guest.image.user import inspect_image
 from hypervisors.base import GuestLogin, GuestRequest, ImageRequest
 from hypervisors.libvirt import imageboot
 from hypervisors.libvirt.controllers import FIRST_DISK_PCI_SLOT, NET_PCI_SLOT, disk_devices
+from images.cloudinit import DEFAULT_GUEST_USER
+from images.seed import read_seed
+from images.user import inspect_image
 from model.errors import HypervisorError
 from model.types import DiskSpec
 from transport.ssh import generate_run_key

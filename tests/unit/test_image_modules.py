@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.build_error import ImageBuildError
-from guest.image.modules import closure, depends, module_name
+from images.build_error import ImageBuildError
+from images.modules import closure, depends, module_name
 
 
 def _module(root: Path, rel: str, deps: str | None, xz: bool = False) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from fixtures.options import SuiteOptions
-from model.rules.verdict import RuleVerdict
-from reports.per_test import Record
+from model.judging.verdict import RuleVerdict
+from reports.records import Record
 from suites.assertions import judge_rule, raw_dir_for
 from tests.unit.fake_shell import FakeShell, fake_disk
 

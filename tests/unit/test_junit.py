@@ -13,7 +13,7 @@ import pytest
 
 from model.rules.io_size import judge_io_size
 from reports.junit import write_junit
-from reports.per_test import Record, RunStatus, settle
+from reports.records import Record, RunStatus, settle
 from tests.unit.test_html import IO_BREAKUP
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.build import check_kernel_deb
-from guest.image.build_error import ImageBuildError
+from images.build import check_kernel_deb
+from images.build_error import ImageBuildError
 
 
 def make_deb(tmp_path: Path, package: str, files: dict[str, str]) -> Path:

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from fixtures.outcomes import RuleFailure
-from guest.tools.kernel_log import KernelLog, KernelLogUnreadable, KernelWarning
-from model.kernel_log import InjectedErrors
-from model.rules.verdict import RuleVerdict
-from reports.per_test import Record
-from suites import kernel_log
+from guest.tools.kernel_log_reader import KernelLog, KernelLogUnreadable, KernelWarning
+from model.judging.verdict import RuleVerdict
+from model.kernel_log_check import InjectedErrors
+from reports.records import Record
+from suites import kernel_log_watch
 from suites.assertions import judge_repeated
 from tests.unit.fake_shell import FakeShell, Reply, fake_disk
 from transport.ssh import GuestCommandError
@@ -75,7 +75,7 @@ def test_a_kernel_warning_during_a_passing_rule_fails_it(tmp_path: Path) -> None
     assert record.verdict.properties["kernel_log_bad_lines"] == 1
     assert record.verdict.properties["kernel_log_new_lines"] == 34
     assert record.blame == "unknown" and "kernel-log check" in record.blame_reason
-    kept = (tmp_path / kernel_log.raw_file("limits")).read_text()
+    kept = (tmp_path / kernel_log_watch.raw_file("limits")).read_text()
     assert kept.startswith("# limits on fake:virtio-blk: the guest's kernel log after the suite's mark, read with "
                            "dmesg\n") and WARNING in kept
 
@@ -97,11 +97,11 @@ def test_errors_a_rule_injects_are_its_own(tmp_path: Path) -> None:
                  + (DATA / "dmesg-6.1-io-errors.txt").read_text().split("\n", 1)[1])
     disk = fake_disk(_shell(io_errors))
     record = Record("n", "error-propagation", "fake:virtio-scsi")
-    with pytest.raises(RuntimeError, match=r"needs suites\.kernel_log\.watch first"):
-        kernel_log.expect_io_errors(record, InjectedErrors("sdb"))
+    with pytest.raises(RuntimeError, match=r"needs suites\.kernel_log_watch\.watch first"):
+        kernel_log_watch.expect_io_errors(record, InjectedErrors("sdb"))
 
     def once(_raw: Path) -> RuleVerdict:
-        kernel_log.expect_io_errors(record, InjectedErrors("sdb"))
+        kernel_log_watch.expect_io_errors(record, InjectedErrors("sdb"))
         return RuleVerdict("error-propagation", ("errors as injected",), ())
 
     judge_repeated(record, "fake:virtio-scsi", tmp_path, 1, once, exact=True, disks=(disk,))
@@ -128,10 +128,10 @@ def test_a_log_that_cannot_be_read_is_noted_not_failed(tmp_path: Path) -> None:
 def test_the_kernel_warning_faults_action(reply: Reply, skipped: str | None) -> None:
     disk = fake_disk(FakeShell(handlers=[(r"WARN_DOUBLE_CLOCK", lambda _c: reply)]))
     if skipped is None:
-        kernel_log.provoke_kernel_warning(disk)
+        kernel_log_watch.provoke_kernel_warning(disk)
         return
     with pytest.raises(pytest.skip.Exception) as e:
-        kernel_log.provoke_kernel_warning(disk)
+        kernel_log_watch.provoke_kernel_warning(disk)
     assert str(e.value) == skipped
 
 
@@ -153,7 +153,7 @@ def _name(call: ast.Call) -> str:
 @pytest.mark.parametrize("path", sorted((ROOT / "suites").glob("test_*.py")), ids=lambda p: p.stem)
 def test_every_rule_test_marks_the_kernel_log(path: Path) -> None:
     """A rule's test reaches its verdict through judge_rule or judge_repeated with its disks (which marks
-    the kernel log) or calls suites.kernel_log.watch itself before it measures: the check applies to every rule."""
+    the kernel log) or calls suites.kernel_log_watch.watch itself before it measures: the check applies to every rule."""
     calls = _calls(ast.parse(path.read_text()))
     judged = [c for c in calls if _name(c) in ("judge_rule", "judge_repeated")]
     assert judged or any(_name(c) == "watch" for c in calls), f"{path.name} never marks the guest's kernel log"

@@ -10,9 +10,11 @@ the other. Narrow Protocols in the lower layer take their place (``hypervisors.b
 The layers, lowest first: a module may import its own package and the packages listed
 below its own, never a sibling or a higher one::
 
-    model                       pure data: parse/ (foreign formats), rules/ (verdicts), across/ (across runs)
+    model                       pure data: parse/ (foreign formats), rules/ (the rules), judging/ (the verdict
+                                machinery they share), across/ (across runs)
     transport                   SSH to a guest
-    guest                       the guest image, its cache, the tools run in it
+    images                      what the host builds for a guest and caches: the embedded image, the static fio
+    guest                       the programs run in the guest (guest/tools/)
     hypervisors                 the backends
     measure                     one measured window, a guest outside pytest
     fixtures                    the pytest plugin: options, hooks, fixtures
@@ -21,9 +23,10 @@ below its own, never a sibling or a higher one::
 
 Inside ``model``, the parsers (``model.parse``) import nothing of the project but ``model.errors``
 and each other: reading a format never depends on how it is judged.
-The sub-packages of ``model`` (``model.rules``, ``model.across``, ``model.parse``) and its modules
-import one another one way too: no cycle between them, even where no module cycle closes
-(``model.across`` reads the rule modules' declarations, so the rules import nothing of it).
+The sub-packages of every package and its modules import one another one way too: no cycle between
+them, even where no module cycle closes (``model.across`` reads the rule modules' declarations, so the
+rules import nothing of it; ``reports.store`` reads ``reports.results``, which imports nothing of the
+store); and the backends (``hypervisors.libvirt``, ``hypervisors.vsphere``) import nothing of each other.
 
 ``bench`` may import anything but a test: no ``suites.test_*`` module and nothing of ``tests``. What
 a benchmark and a test share lives in a module both may import (``suites/queue_depth_points.py``,
@@ -46,21 +49,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The chain of layers, lowest first: each may import every one before it.
-CHAIN = ("model", "transport", "guest", "hypervisors", "measure", "fixtures", "suites")
+CHAIN = ("model", "transport", "images", "guest", "hypervisors", "measure", "fixtures", "suites")
 #: Package (or module) -> the packages it may import besides itself. The longest matching name wins,
 #: so a module can sit above its package. ``None``: an entry point, which may import anything.
 MAY_IMPORT: dict[str, frozenset[str] | None] = {
     **{name: frozenset(CHAIN[:i]) for i, name in enumerate(CHAIN)},
-    "fixtures": frozenset(CHAIN[:CHAIN.index("fixtures")]) | {"reports"},
+    "fixtures": frozenset(CHAIN[:CHAIN.index("fixtures")]) | {"reports", "replay"},
     "suites": frozenset(CHAIN[:CHAIN.index("suites")]) | {"reports"},
     "reports": frozenset({"model"}),
+    "replay": frozenset({"model"}),
     "bench": None, "conftest": None,
 }
 #: Packages that import no pytest (nor its internals or pluggy): the plugin is fixtures/.
-PYTEST_FREE = ("model", "reports")
+PYTEST_FREE = ("model", "reports", "replay")
 PYTEST_MODULES = ("pytest", "_pytest", "pluggy")
 #: The project's own tests import whatever they test: checked for cycles only by not being listed.
-SOURCES = ("model", "transport", "reports", "guest", "hypervisors", "measure", "fixtures", "suites", "bench",
+SOURCES = ("model", "transport", "reports", "replay", "images", "guest", "hypervisors", "measure", "fixtures", "suites", "bench",
            "conftest.py")
 
 
@@ -195,7 +199,7 @@ def test_no_import_cycle_between_modules() -> None:
 
 def test_packages_import_only_lower_layers() -> None:
     bad = upward_edges(import_graph())
-    assert not bad, "imports against the layering (model <- transport <- guest <- hypervisors <- measure <- " \
+    assert not bad, "imports against the layering (model <- transport <- images <- guest <- hypervisors <- measure <- " \
                     "fixtures <- suites; reports imports model only):\n" + "\n".join(bad)
 
 
@@ -233,6 +237,9 @@ def test_checker_resolves_relative_imports() -> None:
     ("measure.window", "hypervisors.base", True),
     ("reports.html", "hypervisors.vsphere.config", False),
     ("transport.ssh", "hypervisors.base", False),
+    ("guest.tools.fio_push", "images.fio_static", True),  # a guest tool pushes what the host built
+    ("images.build", "guest.tools.fio", False),  # the host's build runs nothing in a guest
+    ("hypervisors.libvirt.imageboot", "images.seed", True),
     ("reports.junit", "fixtures.session", False),  # reports reads typed records: the plugin is above it
     ("fixtures.session", "reports.results", True),
     ("hypervisors.libvirt.accel", "hypervisors.libvirt.backend", True),  # inside a package: cycles decide
@@ -251,37 +258,62 @@ def test_checker_finds_pytest_in_reports(tmp_path: Path) -> None:
                      "reports.junit imports _pytest.outcomes at line 1"]
 
 
-def model_part(module: str) -> str:
-    """The part of model/ a module belongs to: its sub-package (``model.rules``), else the module itself."""
+def part(module: str) -> str:
+    """The part of its package a module belongs to: its sub-package (``model.rules``, ``reports.store``,
+    ``hypervisors.libvirt``), else the module itself (``model.blame``)."""
     parts = module.split(".")
-    if parts[0] != "model" or len(parts) < 2:
-        return module
-    return ".".join(parts[:2])
+    return ".".join(parts[:2]) if len(parts) >= 2 else module
 
 
 def part_graph(graph: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
-    """The import graph of model/'s parts (:func:`model_part`), without the edges inside a part."""
+    """The import graph of the parts (:func:`part`) of every package, without the edges inside a part
+    or between packages (the chain decides those)."""
     parts: dict[str, dict[str, int]] = {}
     for importer, edges in graph.items():
-        if importer.split(".")[0] != "model":
-            continue
-        mine = parts.setdefault(model_part(importer), {})
+        mine = parts.setdefault(part(importer), {})
         for target, line in edges.items():
-            if target.split(".")[0] == "model" and model_part(target) != model_part(importer):
-                mine.setdefault(model_part(target), line)
+            if target.split(".")[0] == importer.split(".")[0] and part(target) != part(importer):
+                mine.setdefault(part(target), line)
     return parts
 
 
-def test_no_import_cycle_between_the_parts_of_model() -> None:
+def test_no_import_cycle_between_the_parts_of_a_package() -> None:
     found = cycles(part_graph(import_graph()))
-    assert not found, "sub-packages of model/ that import each other (move what one needs of the other " \
+    assert not found, "sub-packages of one package that import each other (move what one needs of the other " \
                       "out of it):\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
-def test_a_cycle_between_model_parts_is_found() -> None:
+def test_a_cycle_between_parts_is_found() -> None:
     graph = {"model.rules.a": {"model.across.b": 1}, "model.across.b": {"model.rules": 2}, "model.rules": {}}
     assert cycles(part_graph(graph)) == [["model.across", "model.rules"]]
     assert cycles(graph) == []  # no module cycle: only the parts close one
+    store = {"reports.store.engine": {"reports.results": 1}, "reports.results": {"reports.store.read": 3}}
+    assert cycles(part_graph(store)) == [["reports.results", "reports.store"]]
+
+
+#: Packages whose sub-packages are alternatives, each importing nothing of another: a machine without
+#: pyVmomi runs the libvirt backend.
+SIBLINGS = ("hypervisors",)
+
+
+def sibling_edges(graph: dict[str, dict[str, int]], siblings: set[str]) -> list[str]:
+    """Imports between two sub-packages of :data:`SIBLINGS` named in ``siblings``, as ``a imports b at line N``."""
+    def sibling(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[1] if len(parts) >= 2 and parts[0] in SIBLINGS and parts[1] in siblings else None
+
+    return [f"{importer} imports {target} at line {line}" for importer, edges in sorted(graph.items())
+            for target, line in sorted(edges.items())
+            if sibling(importer) and sibling(target) and sibling(importer) != sibling(target)]
+
+
+def test_backends_import_nothing_of_each_other() -> None:
+    backends = {p.name for top in SIBLINGS for p in (ROOT / top).iterdir() if (p / "__init__.py").is_file()}
+    assert {"libvirt", "vsphere"} <= backends
+    assert sibling_edges({"hypervisors.vsphere.x": {"hypervisors.libvirt.qmp": 4, "hypervisors.base": 5}},
+                         backends) == ["hypervisors.vsphere.x imports hypervisors.libvirt.qmp at line 4"]
+    bad = sibling_edges(import_graph(), backends)
+    assert not bad, "a backend imports another (share it through hypervisors/base.py):\n" + "\n".join(bad)
 
 
 def test_bench_imports_no_test_module() -> None:

@@ -9,14 +9,14 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from model.judging.figures import Figure, RangeFigure, RangeLane, StepSeries, TimelineFigure
 from model.rules.discard import DiscardLimits, judge_discard
-from model.rules.figures import Figure, RangeFigure, RangeLane, StepSeries, TimelineFigure
 from model.rules.hotplug import judge_hotplug
 from model.rules.resize import bound_for, judge_resize
 from reports.a11y import GUEST, HOST, NOTHING_TO_DRAW, chart_summary, chart_title
 from reports.charts import range_svg, timeline_svg
 from reports.html import chart, figure_html, write_html
-from reports.per_test import Record
+from reports.records import Record
 from tests.model.test_discard import SCSI, WHERE, _healthy
 from tests.model.test_hotplug import BLK as HOTPLUG_BLK
 from tests.model.test_hotplug import SCSI_SURPRISE

@@ -12,9 +12,9 @@ import pytest
 
 from model.across.metrics import METRICS, SHARED_METRICS, describe
 from model.across.moves import MIN_EFFECT, MIN_EFFECTS, SHARED_MIN_EFFECTS
+from model.judging.spec import Metrics
 from model.rules import RULE_MODULES
 from model.rules.queue_depth import judge_queue_depth
-from model.rules.spec import Metrics
 from tests.unit.rule_records import recorded, shared_recorded
 from tests.unit.test_queue_depth_verdict import HEALTHY
 

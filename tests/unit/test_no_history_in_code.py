@@ -31,7 +31,7 @@ PRODUCT_DIRS = ("model", "transport", "guest", "hypervisors", "measure", "fixtur
 PRODUCT_FILES = ("conftest.py", "tox.ini", "pyproject.toml", ".ci/run")
 
 #: Suffixes whose comments start with ``#``, and with ``//``; a file without a suffix is read as
-#: shell when its first line is a ``#!`` line (guest/image/init, .ci/run).
+#: shell when its first line is a ``#!`` line (images/init, .ci/run).
 HASH_COMMENT_SUFFIXES = (".sh", ".ini", ".toml", ".cfg")
 SLASH_COMMENT_SUFFIXES = (".go",)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.hosts import InventoryError, hosts_from_uris, load_inventory
+from hypervisors.libvirt.inventory import InventoryError, hosts_from_uris, load_inventory
 from tests.unit.fifo_watch import fifo_readers
 from tests.unit.suite_options import errors, opts_line, run_suite_options
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from reports import compare, trend
 from reports.results import (
     NotARegularFile,
     OutputPathError,
@@ -18,7 +17,7 @@ from reports.results import (
     open_results,
     write_atomic,
 )
-from reports.store import sqlite_file
+from reports.store import compare, sqlite_file, trend
 from tests.unit.fifo_watch import fifo_readers
 from tests.unit.suite_options import run_suite_options
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from model.rules.figures import HistogramFigure, Pair, PairFigure, buckets
+from model.judging.figures import HistogramFigure, Pair, PairFigure, buckets
 from reports.a11y import (
     BACKGROUND,
     GUEST,
@@ -28,10 +28,10 @@ from reports.a11y import (
 )
 from reports.charts import depth_svg, histogram_svg, pair_svg, verdict_grid_svg
 from reports.html import report_document, write_html
-from reports.per_test import Record, settle
+from reports.records import Record, settle
 from reports.store import Store
-from reports.trend import main as trend_main
-from reports.trend_charts import MetricLine, metric_svg
+from reports.store.trend import main as trend_main
+from reports.store.trend_charts import MetricLine, metric_svg
 from tests.unit.test_compare_recorded import HEALTHY, HEALTHY2
 from tests.unit.test_html import TCQ_OFF, TCQ_OFF_VERDICT
 

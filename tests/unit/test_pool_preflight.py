@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from fixtures import preflight
-from fixtures.hosts import HostSpec
 from fixtures.options import SuiteOptions
+from hypervisors.libvirt.inventory import HostSpec
 from model.errors import HypervisorError
 
 HOSTS = (HostSpec("a", "qemu+ssh://root@a/system"), HostSpec("b", "qemu+ssh://root@b/system"),

@@ -1,4 +1,4 @@
-"""guest.image.pvh on synthetic kernels: a bzImage wrapped around a small ELF, with and without
+"""images.pvh on synthetic kernels: a bzImage wrapped around a small ELF, with and without
 Xen's PVH entry note, in each compression the module undoes. (Every embedded guest of tests/e2e
 boots Debian's real kernel through it.)"""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.pvh import (
+from images.pvh import (
     NONE_SUFFIX,
     PVH_NAME,
     XEN_ELFNOTE_PHYS32_ENTRY,

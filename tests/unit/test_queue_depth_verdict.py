@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from model.device_limits import DepthLimit, IoMax
-from model.rules.figures import DepthFigure, DepthGroup
+from model.judging.figures import DepthFigure, DepthGroup
 from model.rules.queue_depth import (
     GUEST_CPU_BUSY_MIN_PCT,
     HOST_DEPTH_ABSOLUTE_MIN_FRACTION,

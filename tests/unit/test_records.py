@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from model.rules.verdict import Number, RuleVerdict, repeat_properties
-from reports.per_test import Record, settle
+from model.judging.verdict import Number, RuleVerdict, repeat_properties
+from reports.records import Record, settle
 
 
 def _rec(name: str, **kw: object) -> Record:
@@ -55,7 +55,7 @@ def test_a_record_keeps_its_verdict_and_measures_its_numbers_and_the_verdicts() 
 
 def test_a_records_repeats_fold_as_the_verdicts_repeats_do() -> None:
     """One folding: the numbers a test adds itself over its repeats (``NAME.rK``) get the same medians
-    and text as the verdicts' properties (model.rules.verdict.repeat_properties), a number missing from
+    and text as the verdicts' properties (model.judging.verdict.repeat_properties), a number missing from
     one repeat included."""
     per_repeat: list[dict[str, Number]] = [{"qd1_iops": 150.0, "guest_driver": "sd", "depth": 4},
                                           {"qd1_iops": 170.0, "guest_driver": "sd"},

@@ -16,11 +16,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.text import Text
 
-from model.rules.figures import DepthFigure, Pair, PairFigure, Threshold
+from model.judging.figures import DepthFigure, Pair, PairFigure, Threshold
 from model.rules.io_size import judge_io_size
 from reports.charts import THRESHOLD_LABEL, depth_svg, pair_plot, pair_svg
 from reports.html import report_document
-from reports.per_test import Record
+from reports.records import Record
 from reports.run_header import RunHeader, duration_text, header_html
 from tests.unit.test_gate_plugin import _run
 from tests.unit.test_html import IO_BREAKUP, SVG, TCQ_OFF_VERDICT, _texts

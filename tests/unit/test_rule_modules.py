@@ -1,12 +1,14 @@
 """Every rule is two files and one page, and its module declares the same interface
-(model/rules/spec.py's ``RuleModule``): ``RULE``, ``METRICS``, ``MIN_EFFECTS``, ``BLAME``,
+(model/judging/spec.py's ``RuleModule``): ``RULE``, ``METRICS``, ``MIN_EFFECTS``, ``BLAME``,
 ``DEFAULT_REPEATS``, ``REPEATABLE``, ``HOST_CPU_BOUND`` and one ``judge_*`` function that returns a
-``RuleVerdict``; model/rules/__init__.py lists every rule module; measure/ imports none."""
+``RuleVerdict``; every module of model/rules/ is a rule, and model/rules/__init__.py finds each; measure/
+imports none."""
 
 from __future__ import annotations
 
 import inspect
 import re
+import sys
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,23 +18,20 @@ import pytest
 
 from model.across.run_to_run import MIN_EFFECT_FLOOR
 from model.blame import TRAIL_KEYS, BlameSettings
+from model.judging.spec import DIRECTIONS, MetricSpec, RuleModule
+from model.judging.verdict import RuleVerdict
 from model.rules import RULE_MODULES, rule_module
-from model.rules.spec import DIRECTIONS, MetricSpec, RuleModule
-from model.rules.verdict import RuleVerdict
 from tests.unit.test_layering import import_graph
 
 ROOT = Path(__file__).resolve().parents[2]
-#: The modules of model/rules/ that are no rule: the package, the verdict, the figures, what a rule
-#: declares, and the comparison of any rule with a stored baseline.
-NOT_RULES = {"__init__", "verdict", "figures", "spec", "against_baseline"}
 
 MODULES = pytest.mark.parametrize("module", RULE_MODULES, ids=[m.RULE for m in RULE_MODULES])
 
 
-def test_every_rule_module_is_listed() -> None:
-    files = {p.stem for p in (ROOT / "model" / "rules").glob("*.py")} - NOT_RULES
+def test_every_module_of_model_rules_is_a_rule() -> None:
+    files = {p.stem for p in (ROOT / "model" / "rules").glob("*.py")} - {"__init__"}
     assert sorted(files) == sorted(m.RULE.replace("-", "_") for m in RULE_MODULES), \
-        "add the rule module to RULE_MODULES in model/rules/__init__.py (or its name to NOT_RULES here)"
+        "model/rules/ holds rules and nothing else (the verdict machinery is model/judging/)"
 
 
 @MODULES
@@ -60,9 +59,10 @@ def test_minimum_effects_are_measured_fractions(module: ModuleType) -> None:
 
 @MODULES
 def test_the_module_declares_every_name_of_the_interface(module: ModuleType) -> None:
-    """mypy checks the modules RULE_MODULES lists; this checks each at run time, by the Protocol's own names."""
+    """model/rules/__init__.py refuses a module without them at import; this checks each found, by the Protocol's
+    own names."""
     missing = [name for name in typing.get_type_hints(RuleModule) if not hasattr(module, name)]
-    assert missing == [], f"{module.__name__} declares no {', '.join(missing)} (model/rules/spec.py)"
+    assert missing == [], f"{module.__name__} declares no {', '.join(missing)} (model/judging/spec.py)"
 
 
 @MODULES
@@ -105,3 +105,14 @@ def test_measure_imports_no_rule_module() -> None:
     edges = [f"{m} imports {t}" for m, targets in import_graph().items() if m.startswith("measure")
              for t in targets if t.startswith("model.rules")]
     assert edges == []
+
+
+def test_a_module_of_model_rules_that_is_no_rule_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the package does with a module that declares less than a rule: it names what is missing."""
+    from model import rules
+
+    module = ModuleType("model.rules.not_a_rule")
+    module.RULE = "not-a-rule"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "model.rules.not_a_rule", module)
+    with pytest.raises(TypeError, match=r"model/rules/not_a_rule\.py declares no METRICS, MIN_EFFECTS, BLAME"):
+        rules._declared("not_a_rule")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from reports import compare, store, trend
-from reports.store import Store, StoreError, read_results_dir
+from reports import store
+from reports.store import Store, StoreError, compare, read_results_dir, trend
 from tests.unit.suite_options import CONFTEST, errors
 from tests.unit.test_compare_runs import TCQ_OFF
 from tests.unit.test_store import QD, SERIES, SUITE, healthy, write_run

@@ -1,4 +1,4 @@
-"""What measure/stall.py makes of fio's output after a stall and how long it waits: an I/O error fio
+"""What measure/stall_tolerance.py makes of fio's output after a stall and how long it waits: an I/O error fio
 reports is the rule's to judge (a verdict), never a harness error; output without results is fio's
 own error; the wait after the release grows with the guest's error handling only past its timeout."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guest.tools.fio import FIO_STOPPED_EXIT, FioJob, FioOutput
-from measure.stall import DRAIN_S, _fio_outcome, drain_bound_s
+from measure.stall_tolerance import DRAIN_S, _fio_outcome, drain_bound_s
 from model.errors import FioError
 
 #: Recorded: fio's output after the default 2 s hold of the virtio-scsi scratch disk (stopped by the

@@ -10,8 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from reports.junit import write_junit
-from reports.per_test import Record, RunStatus, settle
-from reports.store import Store, StoreError, main, meta_table, read_results_dir
+from reports.records import Record, RunStatus, settle
+from reports.store import Store, StoreError, main, read_results_dir
+from reports.store.schema import meta_table
 
 QD = "libvirt:virtio-scsi:latency5ms"
 BLK = "libvirt:virtio-blk:latency5ms"

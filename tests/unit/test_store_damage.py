@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from reports import compare, store, trend
-from reports.baseline import resolve_baseline
-from reports.store import SCHEMA_VERSION, Store, StoreError, parse_run_id
+from reports import store
+from reports.store import SCHEMA_VERSION, Store, StoreError, compare, parse_run_id, trend
+from reports.store.baseline import resolve_baseline
 from tests.unit.test_gate_plugin import _run
 from tests.unit.test_store import SERIES, healthy, write_run
 

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import compare, trend
-from reports.store import Store
+from reports.store import Store, compare, trend
 from tests.unit.test_gate_plugin import _run
 from tests.unit.test_store import healthy, write_run
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from reports import compare, store, trend
-from reports.store import RUN_ID_KEY, Store, StoreError, read_results_dir
+from reports import store
+from reports.store import RUN_ID_KEY, Store, StoreError, compare, connection, read_results_dir, trend
 from tests.silentserver import SilentServer
 from tests.unit.test_store import SUITE, healthy, write_run
 
@@ -44,7 +44,7 @@ def test_an_in_memory_store_is_refused(tmp_path: Path) -> None:
 
 def test_a_store_that_never_answers_ends_within_the_connect_timeout(silent_tcp: SilentServer,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store, "STORE_CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(connection, "STORE_CONNECT_TIMEOUT_S", 1.0)
     url = f"postgresql://u:pw@127.0.0.1:{silent_tcp.port}/vioconform"
     t0 = time.monotonic()
     with pytest.raises(StoreError) as e:
@@ -86,7 +86,7 @@ def test_a_sqlite_store_waits_for_a_writer_its_busy_timeout(tmp_path: Path) -> N
     try:
         with s.engine.connect() as conn:
             busy_ms = conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one()
-        assert busy_ms == store.STORE_BUSY_TIMEOUT_S * 1000
+        assert busy_ms == connection.STORE_BUSY_TIMEOUT_S * 1000
     finally:
         s.close()
 

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from reports import compare
 from reports import store as store_module
 from reports.junit import write_junit
-from reports.per_test import RunStatus
-from reports.store import Store, read_results_dir
+from reports.records import RunStatus
+from reports.store import Store, compare, read_results_dir
 from tests.unit.test_gate_plugin import _run
 from tests.unit.test_store import SUITE, healthy
 

@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from reports import compare
 from reports import store as store_module
-from reports.store import Store
+from reports.store import Store, compare, connection
 from tests.tinyfs import fill, read_only, tiny_fs
 from tests.unit.test_gate_plugin import _cases, _kind, _run
 from tests.unit.test_store import healthy, write_run
@@ -39,12 +38,12 @@ BREAK_STORE = textwrap.dedent('''
 
     import pytest
 
-    from reports import store
+    from reports.store import connection
 
     HELD = []
 
     def _lock(db):
-        store.STORE_BUSY_TIMEOUT_S = 0.5
+        connection.STORE_BUSY_TIMEOUT_S = 0.5
         conn = sqlite3.connect(db, isolation_level=None)
         conn.execute("BEGIN IMMEDIATE")  # another writer's transaction: readers go on, writers wait
         HELD.append(conn)
@@ -183,7 +182,7 @@ def test_the_tools_on_a_locked_store_say_so_and_exit_2(tmp_path: Path, monkeypat
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "s.db"
     Store(f"sqlite:///{db}").close()
-    monkeypatch.setattr(store_module, "STORE_BUSY_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(connection, "STORE_BUSY_TIMEOUT_S", 0.5)
     holder = sqlite3.connect(db, isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")
@@ -236,4 +235,4 @@ def test_a_new_store_on_a_full_disk_is_refused_and_leaves_nothing(tmp_path: Path
     ('role "ci" does not exist', "check the URL, that the database is reachable"),
 ])
 def test_what_postgresql_says_gets_its_remedy(said: str, remedy: str) -> None:
-    assert remedy in store_module._connect_remedy(sa.engine.make_url("postgresql://ci@db/nightly"), said)
+    assert remedy in connection.connect_remedy(sa.engine.make_url("postgresql://ci@db/nightly"), said)

@@ -14,7 +14,7 @@ import pytest
 from model.parse.guestfacts import disk_properties, image_properties, parse_disk_facts, parse_system_facts
 from reports.html import report_document, what_was_tested
 from reports.junit import junit_document
-from reports.per_test import Record
+from reports.records import Record
 from tests.unit.fake_shell import DATA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,8 +104,8 @@ def test_the_plugin_writes_the_fixtures_properties_into_junit_and_report(tmp_pat
 
 
 def test_two_runs_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from reports.compare import main
-    from reports.tested import side_by_side
+    from reports.store.compare import main
+    from reports.store.tested import side_by_side
 
     rec = Record("suites/test_limits.py::t[a]", "limits", "libvirt:virtio-scsi:latency5ms", outcome="passed")
     a = embedded_run()

@@ -10,7 +10,7 @@ import pytest
 
 from bench import testimage
 from bench.testimage import Partition, apt_mirror, mbr, mounts_under, recipe, recipe_hash
-from guest.image.build_error import ImageBuildError
+from images.build_error import ImageBuildError
 
 
 def test_mbr_layout_on_a_small_disk_file(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from tests.libvirt_python import AVAILABLE, REASON
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Where the tools live: the packages a user runs with ``python -m``, and the data recorders.
-PACKAGES = ("bench", "fixtures", "guest", "hypervisors", "measure", "model", "reports", "suites", "transport")
+PACKAGES = ("bench", "fixtures", "guest", "hypervisors", "images", "measure", "model", "reports", "suites", "transport")
 DATA_SCRIPTS = ROOT / "tests" / "data"
 MAIN_GUARD = 'if __name__ == "__main__":'
 #: Seconds a tool may take to print its help: the slowest import here (reports.compare, pyVmomi's
@@ -36,7 +36,8 @@ def module_tools() -> list[str]:
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             if MAIN_GUARD in path.read_text():
-                found.append(".".join(path.relative_to(ROOT).with_suffix("").parts))
+                parts = path.relative_to(ROOT).with_suffix("").parts
+                found.append(".".join(parts[:-1] if parts[-1] == "__main__" else parts))  # a package's command
     return found
 
 
@@ -91,6 +92,6 @@ def test_data_script_answers_help_without_work(script: str, tmp_path: Path) -> N
 
 def test_the_tools_are_found() -> None:
     """The discovery finds the tools the docs name (a guard written another way would hide one)."""
-    assert {"bench.testimage", "guest.image.build", "guest.image.fio_static", "reports.compare",
+    assert {"bench.testimage", "images.build", "images.fio_static", "reports.compare",
             "reports.store", "reports.trend", "bench.rules", "hypervisors.libvirt.record"} <= set(module_tools())
     assert "tests/data/record_qemu.py" in script_tools()

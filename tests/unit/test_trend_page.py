@@ -1,4 +1,4 @@
-"""The trend page (reports/trend.py) from stored runs: recorded whole runs imported into a store."""
+"""The trend page (reports/store/trend.py) from stored runs: recorded whole runs imported into a store."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from model.across.moves import Series
 from model.across.run_to_run import EFFECT_PER_CV
 from reports.store import Store
-from reports.trend import main, noise_bands
+from reports.store.trend import main, noise_bands
 from tests.unit.test_compare_recorded import HEALTHY, HEALTHY2, RUNS
 
 SVG = "{http://www.w3.org/2000/svg}"

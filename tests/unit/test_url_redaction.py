@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.hosts import InventoryError, hosts_from_uris, load_inventory
+from hypervisors.libvirt.inventory import InventoryError, hosts_from_uris, load_inventory
 from model.secret import password_holds_at, redact_url, register_url, scrub, url_passwords
 from reports.store import StoreError, checked_url, shown_url
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from guest.image import user
-from guest.image.user import Reader, UserImageError, check_image, create_overlay, inspect_image
+from images import user
+from images.user import Reader, UserImageError, check_image, create_overlay, inspect_image
 
 needs_qemu_img = pytest.mark.skipif(shutil.which("qemu-img") is None, reason="qemu-img (Debian's qemu-utils) is not installed")
 
@@ -116,7 +116,7 @@ def test_an_unreadable_image_is_named(tmp_path: Path) -> None:
         where.chmod(0o755)
         image = raw_disk(where / "secret.raw")
         image.chmod(0)
-        code = ("import sys\nfrom pathlib import Path\nfrom guest.image.user import UserImageError, _readable\n"
+        code = ("import sys\nfrom pathlib import Path\nfrom images.user import UserImageError, _readable\n"
                 "try:\n    _readable(Path(sys.argv[1]))\nexcept UserImageError as e:\n    print(e)\n")
         try:
             done = subprocess.run([SYSTEM_PYTHON, "-c", code, str(image)], user="nobody", extra_groups=[], cwd="/",

@@ -103,6 +103,6 @@ def test_a_worker_gets_the_controllers_preflight_in_plain_types() -> None:
     """What crosses execnet to a worker: the failed hosts and the baseline run's id, nothing else."""
     from fixtures import preflight
 
-    given = preflight.Outcome(None, {"loop": "libvirt host root@127.0.0.1:1 is unreachable"}).for_worker()
+    given = preflight.PreflightFindings(None, {"loop": "libvirt host root@127.0.0.1:1 is unreachable"}).for_worker()
     assert given == {"host_errors": {"loop": "libvirt host root@127.0.0.1:1 is unreachable"}, "baseline_run": None}
     assert preflight.from_worker_input(given).host_errors == given["host_errors"]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from guest.image.cloudinit import DEFAULT_GUEST_USER
 from hypervisors.vsphere.config import TARGET_EXAMPLE, ConfigError, parse_target
+from images.cloudinit import DEFAULT_GUEST_USER
 from model.errors import HypervisorError
 from model.secret import PASSWORD_ENV, Secret, scrub
 from tests.vsphere.frames import ROOT, shown_locals

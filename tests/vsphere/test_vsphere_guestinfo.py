@@ -15,10 +15,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from guest.image.cloudinit import DEFAULT_GUEST_USER
 from hypervisors.base import Guest, GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import KEY_PROPERTY, VSphereBackend
+from images.cloudinit import DEFAULT_GUEST_USER
 from model.errors import HypervisorError
 from model.types import DiskSpec
 from tests.vsphere.vsphere_sim import Sim, SimBackend, SimGuestSshd, cloud_init_documents, sim_config

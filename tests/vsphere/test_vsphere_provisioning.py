@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from pyVmomi import vim
 
-from guest.image.cloudinit import DEFAULT_GUEST_USER
 from hypervisors.base import GuestRequest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import KEY_PROPERTY, VSphereBackend
 from hypervisors.vsphere.controllers import VSPHERE_SILENT
+from images.cloudinit import DEFAULT_GUEST_USER
 from model.errors import HypervisorError
 from model.types import DiskSpec
 from tests.vsphere.vsphere_sim import Sim, SimBackend, SimGuestSshd, cloud_init_documents, sim_config

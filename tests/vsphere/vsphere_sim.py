@@ -32,11 +32,11 @@ from typing import IO, Any
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim
 
-from guest.cache import cache_dir
 from hypervisors.base import Guest
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere.backend import KEY_PROPERTY, VSphereBackend
 from hypervisors.vsphere.config import VSphereConfig
+from images.cache import cache_dir
 from model.secret import Secret
 from tests.vsphere.vsphere_sshd import LoopbackSshd
 

@@ -1,1 +1,0 @@
-"""The embedded guest image: a Debian kernel and a busybox initramfs, built and cached."""

@@ -1,0 +1,108 @@
+"""The replay's init in the guest: the embedded guest boots with ``rdinit=`` pointing at this
+script (appended to its initramfs as a second cpio archive, replay/cpio.py) instead of its own
+init (which would start SSH). It loads the disk's drivers, finds the disk under test by its serial,
+applies the run's set-up in order, runs each fio job and prints what it measured on the serial
+console, each line prefixed with :data:`PREFIX`, then powers the guest off.
+
+Lines it prints: ``DISK <name>``, ``SETUP <rc> <what>``, ``BEGIN <job>``, ``<job> <part> <line>`` for
+the parts ``fio`` (fio's JSON), ``diskstats0|1`` (/proc/diskstats before and after), ``stat0|1``
+(/proc/stat), ``uptime0|1``, ``inflight`` (samples of /sys/block/X/inflight while fio ran), then
+``END <job> <fio's exit status>``, and ``DONE`` last; before the jobs, ``path limits <line>``: the guest's
+limits on the disk's path, after the set-up.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+#: Every line the script prints for the host starts with this.
+PREFIX = "VIOC-REPLAY"
+#: Where the script sits in the guest's initramfs (the kernel's ``rdinit=``).
+SCRIPT_PATH = "vioconform-replay"
+#: Seconds the script waits for the disk to appear after its drivers load.
+DISK_WAIT_S = 30
+
+
+@dataclass(frozen=True)
+class Job:
+    """One fio run: its name and fio's arguments but the target (``--filename`` is the disk)."""
+
+    name: str
+    args: tuple[str, ...]
+
+
+def _setup_lines(setup: Sequence[Mapping[str, str]]) -> list[str]:
+    lines = []
+    for step in setup:
+        if "sysfs" in step:
+            what = f"/sys/block/$DEV/{step['sysfs']} = {step['value']}"
+            cmd = f"echo {shlex.quote(step['value'])} > /sys/block/$DEV/{step['sysfs']}"
+        else:
+            what = step["shell"]
+            cmd = step["shell"]
+        lines.append(f"( {cmd} ) >/dev/null 2>&1; say SETUP $? {shlex.quote(what)}")
+    return lines
+
+
+def _job_lines(job: Job) -> list[str]:
+    n = job.name
+    fio = " ".join(shlex.quote(a) for a in job.args)
+    return [
+        f"say BEGIN {n}",
+        "cat /proc/diskstats > /tmp/d0; cat /proc/stat > /tmp/s0; cut -d' ' -f1 /proc/uptime > /tmp/u0",
+        f"fio {fio} --filename=/dev/$DEV --output-format=json > /tmp/fio.json 2>/tmp/fio.err &",
+        "FIO=$!; : > /tmp/inflight",
+        "while kill -0 $FIO 2>/dev/null; do cat /sys/block/$DEV/inflight >> /tmp/inflight; usleep 100000; done",
+        "wait $FIO; RC=$?",
+        "cat /proc/diskstats > /tmp/d1; cat /proc/stat > /tmp/s1; cut -d' ' -f1 /proc/uptime > /tmp/u1",
+        *(f"dump {n} {part} {path}" for part, path in (
+            ("fio", "/tmp/fio.json"), ("fioerr", "/tmp/fio.err"), ("diskstats0", "/tmp/d0"),
+            ("diskstats1", "/tmp/d1"), ("stat0", "/tmp/s0"), ("stat1", "/tmp/s1"), ("uptime0", "/tmp/u0"),
+            ("uptime1", "/tmp/u1"), ("inflight", "/tmp/inflight"))),
+        f"say END {n} $RC",
+    ]
+
+
+def _path_lines(path_script: str) -> list[str]:
+    """The run's script that reads the guest's limits on the disk's path (the sysfs tool's), run on
+    the replay's disk after the set-up: its lines as the part ``path limits``."""
+    if not path_script:
+        return []
+    return ["(", path_script.replace("{disk}", "$DEV"), ") > /tmp/path 2>/dev/null", "dump path limits /tmp/path"]
+
+
+def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[str, str]],
+                 jobs: Sequence[Job], path_script: str = "") -> str:
+    """The init script: find the disk of ``serial``, apply ``setup``, read the path's limits with
+    ``path_script`` (if given), run ``jobs``, power off."""
+    # virtio_pci first, as the guest's own init loads it: every virtio device sits behind it.
+    mods = " ".join(shlex.quote(d) for d in ("virtio_pci", *(d for d in drivers if d != "virtio_pci")))
+    return "\n".join([
+        "#!/bin/busybox sh",
+        "/bin/busybox --install -s /bin",
+        "export PATH=/bin:/sbin:/usr/bin:/usr/sbin",
+        "mkdir -p /proc /sys /dev /tmp",
+        "mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev; mount -t tmpfs tmpfs /tmp",
+        f"say() {{ echo \"{PREFIX} $*\" > /dev/ttyS0; }}",
+        f"dump() {{ sed \"s/^/{PREFIX} $1 $2 /\" \"$3\" > /dev/ttyS0; }}",
+        "echo 1 > /proc/sys/kernel/printk",
+        f"for m in {mods}; do modprobe \"$m\" 2>/dev/null; done",
+        "DEV=",
+        f"for i in $(seq {DISK_WAIT_S * 10}); do",
+        "  for b in /sys/block/*; do",
+        (f"    if grep -qsw {shlex.quote(serial)} \"$b/serial\" \"$b/device/vpd_pg80\" \"$b/device/serial\"; then"
+         " DEV=${b##*/}; fi"),
+        "  done",
+        "  [ -n \"$DEV\" ] && break; usleep 100000",
+        "done",
+        "if [ -z \"$DEV\" ]; then say NODISK $(ls /sys/block | tr '\\n' ' '); poweroff -f; fi",
+        "say DISK $DEV",
+        *_setup_lines(setup),
+        *_path_lines(path_script),
+        *(line for job in jobs for line in _job_lines(job)),
+        "say DONE",
+        "sync; poweroff -f",
+        "",
+    ])

@@ -1,0 +1,131 @@
+"""The replay's QEMU: the run's exact command line (hypervisor/qemu-command.txt), made to run
+without libvirt, and one boot of it that collects both sides' evidence.
+
+From libvirt's command line it keeps the machine, CPU, memory, the controllers and disks (the
+null-co latency disk included) and drops what only libvirt had: its monitor and secrets, the
+file descriptors it passed, the network (the replay talks to the guest over the serial console),
+the serial file. It adds its own kernel command line (the guest's init is the replay's script),
+the initramfs with that script, the serial console on stdout and the trace events on.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from replay.guest_script import PREFIX, SCRIPT_PATH
+
+#: Options libvirt gives QEMU that a plain QEMU run must not have, each with its value.
+DROP_WITH_VALUE = frozenset({"-name", "-uuid", "-chardev", "-mon", "-add-fd", "-netdev", "-kernel", "-initrd",
+                             "-append", "-D", "-msg", "-serial", "-pidfile", "-sandbox"})
+DROP_ALONE = frozenset({"-S", "-no-shutdown", "-daemonize"})
+#: -device and -object values that belong to libvirt's plumbing, not to the disks.
+DROP_VALUE = re.compile(r'"qom-type":"secret"|isa-serial|virtio-net-pci|"driver":"virtio-net')
+
+
+class CannotTest(Exception):
+    """The replay cannot reach a verdict (exit 125): QEMU did not start, the guest did not boot,
+    the evidence is incomplete; the message says which."""
+
+
+def parse_command(text: str) -> list[str]:
+    """The argv of a libvirt log's command (``\\``-continued lines)."""
+    return shlex.split(text.replace("\\\n", " "))
+
+
+def plain_args(argv: Sequence[str], files: dict[str, Path]) -> list[str]:
+    """``argv`` (libvirt's, emulator first) without libvirt's plumbing; the emulator is left out.
+    A file-backed disk's ``"filename"`` is replaced by ``files[basename]``."""
+    out: list[str] = []
+    args = list(argv[1:])
+    i = 0
+    while i < len(args):
+        a = args[i]
+        value = args[i + 1] if i + 1 < len(args) else ""
+        if a in DROP_ALONE:
+            i += 1
+            continue
+        if a in DROP_WITH_VALUE or (a in ("-device", "-object") and DROP_VALUE.search(value)):
+            i += 2
+            continue
+        if a == "-blockdev":
+            value = re.sub(r'"filename":\s*"([^"]*)"',
+                           lambda m: f'"filename":"{files.get(Path(m.group(1)).name, Path(m.group(1)))}"', value)
+        out.append(a)
+        if a.startswith("-") and i + 1 < len(args) and not args[i + 1].startswith("-"):
+            out.append(value)
+            i += 2
+        else:
+            i += 1
+    return out
+
+
+def file_disks(argv: Sequence[str]) -> list[str]:
+    """The file names of the file-backed disks in ``argv`` (they are recreated, empty, for the replay)."""
+    return [Path(m).name for a in argv for m in re.findall(r'"filename":\s*"([^"]*)"', a)]
+
+
+@dataclass
+class Boot:
+    """What one boot gave: the host wall time of each marker, the guest's lines, QEMU's exit."""
+
+    lines: list[str] = field(default_factory=list)
+    marks: dict[str, float] = field(default_factory=dict)
+    exit_status: int | None = None
+    stderr: str = ""
+
+
+def replay_line(console_line: str) -> str | None:
+    """What the guest's script said on a console line (after its prefix), None for any other line."""
+    at = console_line.find(PREFIX + " ")
+    return console_line[at + len(PREFIX) + 1:].rstrip("\r\n") if at >= 0 else None
+
+
+def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path) -> Boot:
+    """Run QEMU until the guest powers off (or ``timeout_s``), its serial console on stdout: the
+    replay's lines are kept, each BEGIN and END stamped with the host's wall clock (the trace's)."""
+    out = Boot()
+    try:
+        proc = subprocess.Popen([qemu, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    except OSError as e:
+        raise CannotTest(f"QEMU did not start: {qemu}: {e.strerror or e}") from e
+    err: list[bytes] = []
+    reader = threading.Thread(target=lambda: err.append(proc.stderr.read() if proc.stderr else b""), daemon=True)
+    reader.start()
+    timer = threading.Timer(timeout_s, proc.kill)
+    timer.start()
+    try:
+        with open(console, "wb") as log:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                log.write(raw)
+                line = replay_line(raw.decode(errors="replace"))
+                if line is None:
+                    continue
+                out.lines.append(line)
+                word = line.split(" ", 2)
+                if word[0] in ("BEGIN", "END") and len(word) > 1:
+                    out.marks[f"{word[0]} {word[1]}"] = time.time()
+        out.exit_status = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(5)
+    out.stderr = b"".join(err).decode(errors="replace")
+    return out
+
+
+def replay_cmdline(run_cmdline: str) -> str:
+    """The run's kernel command line without its SSH key, with the replay's script as init, and a
+    panic that ends QEMU at once (with ``-no-reboot``) instead of waiting for the replay's timeout."""
+    kept = [w for w in run_cmdline.split() if not w.startswith(("vioconform.key=", "rdinit=", "panic="))]
+    return " ".join([*kept, f"rdinit=/{SCRIPT_PATH}", "panic=-1"])

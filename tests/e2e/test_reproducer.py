@@ -1,0 +1,99 @@
+"""Reproducer bundles on real guests: a FAILED rule's bundle, copied alone to another directory,
+replays with ``env -i PATH=/usr/bin:/bin ./replay`` (no venv, no checkout, no libvirt) to the same
+failure and exit 1; a healthy bundle (``--reproducer all``) to exit 0; a failure that came from the
+QEMU build under test (``--emulator``) to 1 on that build and 0 with ``--qemu`` at a healthy QEMU;
+``--qemu /bin/false`` to 125."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.suite_run import SuiteRun, run_suite_at
+from tests.e2e.conftest import HOST_QEMU, qemu_wrapper
+
+SCSI = "libvirt:virtio-scsi:latency5ms"
+BLK = "libvirt:virtio-blk:latency5ms"
+#: A replay boots the embedded guest and runs two 3 s fio jobs: 30-40 s under TCG here; the bound is
+#: for a replay that never ends, not a speed goal.
+REPLAY_TIMEOUT_S = 600
+
+
+def replay(bundle: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``./replay ARGS`` as a receiver runs it: from ``cwd``, with an empty environment."""
+    return subprocess.run(["env", "-i", "PATH=/usr/bin:/bin", str(bundle / "replay"), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=REPLAY_TIMEOUT_S, check=False)
+
+
+def handed_over(run: SuiteRun, case: str, to: Path) -> Path:
+    """The case's bundle as a receiver gets it: its .tar.gz alone, unpacked in ``to``."""
+    path = Path(SuiteRun.props(run.cases()[case])["reproducer"])
+    assert path.parent == run.results / "reproducers", path
+    to.mkdir()
+    with tarfile.open(path.with_name(path.name + ".tar.gz")) as tar:
+        tar.extractall(to)
+    return to / path.name
+
+
+@pytest.mark.long
+def test_a_tcq_off_failure_replays_as_the_same_failure_anywhere(tmp_path: Path) -> None:
+    run = run_suite_at(tmp_path / "r", "--controllers", "virtio-scsi", "-k", "queue_depth", "--inject", "tcq-off")
+    assert run.returncode == 1, run.output[-3000:]
+    bundle = handed_over(run, f"queue-depth[{SCSI}]", tmp_path / "vendor")
+    failure = SuiteRun.failure_text(run.cases()[f"queue-depth[{SCSI}]"])
+    assert f"reproducer: {run.results / 'reproducers' / bundle.name}" in run.output
+    assert f'href="reproducers/{bundle.name}/README.md"' in (run.results / "report.html").read_text()
+    assert (bundle / "guest" / "setup.json").read_text().count('"device/queue_depth"') == 1
+    assert "echo 1 > /sys/block/sd" in (bundle / "guest" / "commands.txt").read_text()
+    shutil.rmtree(run.results)  # nothing of the run is left but the copy
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    done = replay(bundle, elsewhere, "--out", str(tmp_path / "out"))
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    # the run's failures, in the run's words: the guest's configuration caps the depth, the host saw 1
+    cap = re.search(r"FAIL: the guest's configuration caps the depth under the offered 32: /sys/block/(sd[a-z]+)/device/"
+                    r"queue_depth = 1 \(the driver set 128\), under the device's own limit 128\.", done.stdout)
+    assert cap is not None, done.stdout[-3000:]
+    # the same words; the disk's name may differ (the HBA's two disks are probed in either order at a boot)
+    ran = re.search(r"/sys/block/(sd[a-z]+)/device/queue_depth = 1", failure)
+    assert ran is not None, failure
+    assert cap.group(0).replace(f"/{cap.group(1)}/", f"/{ran.group(1)}/") in failure, failure
+    assert "FAIL: at offered depth 32 the host saw 1.0 in flight" in done.stdout, done.stdout[-3000:]
+    assert "replay: 1 of 1 repeat(s) FAILED: FAILED (exit 1)" in done.stdout
+    false = replay(bundle, elsewhere, "--qemu", "/bin/false", "--out", str(tmp_path / "out-false"))
+    assert false.returncode == 125, false.stdout + false.stderr
+    assert "CANNOT TEST: the guest did not boot (QEMU exit 1" in false.stderr
+
+
+@pytest.fixture
+def one_command_per_lun() -> Iterator[Path]:
+    """A QEMU build under test whose virtio-scsi takes one command per LUN (the host's QEMU with
+    ``-global virtio-scsi-pci.cmd_per_lun=1``), at a path the QEMU user can read."""
+    with qemu_wrapper("qemu-cmd-per-lun-1", "-global virtio-scsi-pci.cmd_per_lun=1") as w:
+        yield w
+
+
+@pytest.mark.long
+def test_a_failure_of_the_qemu_under_test_replays_on_it_and_passes_on_a_healthy_qemu(
+        one_command_per_lun: Path, tmp_path: Path) -> None:
+    run = run_suite_at(tmp_path / "r", "--controllers", "virtio-scsi,virtio-blk", "-k", "queue_depth",
+                       "--emulator", str(one_command_per_lun), "--reproducer", "all")
+    assert run.returncode == 1, run.output[-3000:]
+    assert run.outcomes() == {f"queue-depth[{SCSI}]": "failed", f"queue-depth[{BLK}]": "passed"}, run.output[-3000:]
+    scsi = handed_over(run, f"queue-depth[{SCSI}]", tmp_path / "scsi")
+    assert (scsi / "hypervisor" / "qemu-command.txt").read_text().startswith(f"{one_command_per_lun} \\\n")
+    on_build = replay(scsi, tmp_path, "--out", str(tmp_path / "o1"))
+    assert on_build.returncode == 1, on_build.stdout[-3000:] + on_build.stderr[-2000:]
+    healthy = replay(scsi, tmp_path, "--qemu", HOST_QEMU, "--out", str(tmp_path / "o2"))
+    assert healthy.returncode == 0, healthy.stdout[-3000:] + healthy.stderr[-2000:]
+    assert "replay: 0 of 1 repeat(s) FAILED: PASSED (exit 0)" in healthy.stdout
+    blk = handed_over(run, f"queue-depth[{BLK}]", tmp_path / "blk")
+    passed = replay(blk, tmp_path, "--out", str(tmp_path / "o3"))
+    assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-2000:]
+    assert run.left_behind == []
