@@ -2,9 +2,10 @@
 
 Prints: set-up time (image cache lookup or build, libvirt connection, accelerator choice),
 boot-to-SSH time, and the time to the first verdict of the queue-depth rule on one
-controller. Goal on a 2-core TCG machine: a verdict within 60 s for the embedded guest, and
-within 90 s for a Debian cloud image (``--image``; the image's own boot under systemd and
-cloud-init takes most of it; a pushed static fio, built once, adds its copy).
+controller, from the process's own start (the interpreter and its imports included) as well as
+from the bench's first line. Goal on a 2-core TCG machine (bench/goals.py): the embedded guest's
+first verdict within 10 s of the process's start. An image of your own (``--image``) has no goal of
+its own for its first verdict: its goal is the whole default suite's (``bench.phases --test-image``).
 
     python -m bench.time_to_verdict [--controller virtio-scsi] [--uri qemu:///system]
     python -m bench.time_to_verdict --image debian-12-genericcloud-amd64.qcow2 [--firmware uefi]
@@ -14,10 +15,12 @@ cloud-init takes most of it; a pushed static fio, built once, adds its copy).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import time
 from pathlib import Path
 
+from bench.goals import FIRST_VERDICT_GOAL_S, IMAGE_SUITE_GOAL_S, against
 from bench.testimage import ensure_test_image
 from fixtures.options_guest import (
     EMBEDDED_BOOT_TIMEOUT_S,
@@ -36,9 +39,22 @@ from model.rules.queue_depth import judge_queue_depth
 from model.types import DiskSpec
 from suites.queue_depth_points import depth_point, guest_path
 
-GOAL_S = 60.0
-#: Issue goal for a Debian cloud image under TCG: boot to SSH and the first verdict.
-IMAGE_GOAL_S = 90.0
+
+def process_age_s(pid: str = "self") -> float:
+    """Seconds since the process started (its start time in /proc/PID/stat, field 22, against the
+    system's uptime; both in clock ticks of 10 ms): what a user waits, the interpreter's start and
+    the imports before the bench's first line included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    started_s = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of the whole line; the 20th after the name
+    return float(Path("/proc/uptime").read_text().split()[0]) - started_s
+
+
+def verdict_line(controller: str, passed: bool, inside_s: float, whole_s: float, image: bool) -> str:
+    """The first verdict's line: both times, and the goal for the embedded guest's (whole process)."""
+    goal = (f"no goal for an image's first verdict: the default suite's on an image is {IMAGE_SUITE_GOAL_S:.0f} s, "
+            "bench.phases --test-image" if image else against(whole_s, FIRST_VERDICT_GOAL_S))
+    return (f"first verdict ({controller}, {'pass' if passed else 'FAIL'}): {whole_s:6.1f} s from the process's "
+            f"start, {inside_s:.1f} s from the bench's first line ({goal})")
 
 
 def boot_timeline(console: str) -> list[tuple[float, str]]:
@@ -62,9 +78,9 @@ def main() -> int:
     if args.image is not None or args.test_image:
         path = args.image if args.image is not None else ensure_test_image(print).path
         request = ImageRequest(inspect_image(path), args.firmware, None)
-        build_seconds, goal = 0.0, IMAGE_GOAL_S
+        build_seconds = 0.0
     else:
-        build_seconds, goal = ensure_image(print).build_seconds, GOAL_S
+        build_seconds = ensure_image(print).build_seconds
     t_image = time.monotonic()
     # The suite's defaults for the guest's size and patience (fixtures/options.py).
     with standalone_guest([DiskSpec(args.controller, 0)], f"vioconform-bench-{int(t0)}", uri=args.uri,
@@ -77,7 +93,7 @@ def main() -> int:
             points.append(depth_point(measure(disk, FioJob(f"qd{depth}", iodepth=depth), args.window_s)))
         verdict = judge_queue_depth(points, disk.attached.configured.queue_depth,
                                     guest_path=guest_path(disk, FioJob("qd1").bs_bytes))
-        t_verdict = time.monotonic()
+        t_verdict, whole_s = time.monotonic(), process_age_s()
         guest = disk.guest
         console = guest.console_log_path.read_text(errors="replace") if guest.console_log_path else ""
     t_end = time.monotonic()
@@ -86,8 +102,7 @@ def main() -> int:
     print(f"image build (0 = cached):    {build_seconds:6.1f} s")
     print(f"image lookup, build or hash: {t_image - t0:6.1f} s")
     print(f"libvirt, accelerator, boot to SSH: {t_ssh - t_image:6.1f} s (boot alone {guest.boot_seconds:.1f} s)")
-    print(f"first verdict ({args.controller}, {'pass' if verdict.passed else 'FAIL'}): {t_verdict - t0:6.1f} s "
-          f"(goal {goal:.0f} s: {'met' if t_verdict - t0 <= goal else 'MISSED'})")
+    print(verdict_line(args.controller, verdict.passed, t_verdict - t0, whole_s, request is not None))
     print(f"teardown:                    {t_end - t_verdict:6.1f} s")
     stamps = boot_timeline(console)
     if stamps:

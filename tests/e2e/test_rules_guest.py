@@ -1,6 +1,9 @@
 """Every rule through a real guest: the healthy guest passes all of them on virtio-scsi and
 virtio-blk (and saves a baseline), and each fault fails its own rule with the numbers.
 
+The rules' own e2e files check each rule's healthy figures on this module's run of the default suite
+(their ``healthy_figures``), not on runs of their own: the same guest, options and rule, run once.
+
 Whether a fault leaves the *other* rules alone is shown by running it with every rule
 (docs/user-guide.md, "What each fault moves"; bench/rules.py); here each fault runs with its own rule only,
 to keep the project's tests short.
@@ -14,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e import test_discard, test_error_propagation, test_hotplug, test_resize, test_stall_guest
 from tests.e2e.conftest import SuiteRun, run_suite_at
 
 CONFIGS = ("libvirt:virtio-scsi:latency5ms", "libvirt:virtio-blk:latency5ms")
@@ -66,6 +70,17 @@ def test_healthy_guest_passes_every_rule(healthy: tuple[SuiteRun, Path]) -> None
     assert set(saved["configs"]) == set(CONFIGS)
     assert "JUnit XML:" in run.output and (run.results / "report.html").is_file()
     assert run.left_behind == []
+
+
+#: Each rule's own checks of its healthy figures (tests/e2e/test_<rule>.py ``healthy_figures``).
+HEALTHY_FIGURES = {"discard": test_discard.healthy_figures, "error-propagation": test_error_propagation.healthy_figures,
+                   "hotplug": test_hotplug.healthy_figures, "resize": test_resize.healthy_figures,
+                   "stall-tolerance": test_stall_guest.healthy_figures}
+
+
+@pytest.mark.parametrize("rule", HEALTHY_FIGURES)
+def test_each_rules_healthy_figures(rule: str, healthy: tuple[SuiteRun, Path]) -> None:
+    HEALTHY_FIGURES[rule](healthy[0])
 
 
 def test_the_record_says_what_was_tested(healthy: tuple[SuiteRun, Path]) -> None:
