@@ -37,6 +37,7 @@ SHARED_MODULES = {
     "tests/e2e/test_settings_kept.py": "a booted 6.12 guest",
     "tests/e2e/test_store_postgres.py": "a private PostgreSQL server",
     "tests/e2e/test_readme_commands.py": "a copy of the checkout and the .tox/suite tox makes in it",
+    "tests/structure/test_throwaway_rule.py": "a copy of the tree with a made-up rule in it",
 }
 
 #: Modules with a module-scoped fixture that costs little, made once per worker that runs the module.

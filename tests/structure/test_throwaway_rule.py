@@ -24,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 NEW = ("model/rules/throwaway.py", "suites/test_throwaway.py", "docs/rules/throwaway.md")
 
-RULE_MODULE = '''"""throwaway: a rule tests/unit/test_throwaway_rule.py makes, to show what a rule needs."""
+RULE_MODULE = '''"""throwaway: a rule tests/structure/test_throwaway_rule.py makes, to show what a rule needs."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def judge_throwaway(iops: float) -> RuleVerdict:
     return RuleVerdict(RULE, (f"{iops:g} IO/s",), problems, properties={"throwaway_iops": iops})
 '''
 
-SUITE = '''"""The throwaway rule (tests/unit/test_throwaway_rule.py): what a rule's suite file is."""
+SUITE = '''"""The throwaway rule (tests/structure/test_throwaway_rule.py): what a rule's suite file is."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_throwaway(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
 
 PAGE = """# throwaway
 
-**What it checks.** Nothing: tests/unit/test_throwaway_rule.py writes this page to show what a rule needs.
+**What it checks.** Nothing: tests/structure/test_throwaway_rule.py writes this page to show what a rule needs.
 Code: `model/rules/throwaway.py` (the verdict), `suites/test_throwaway.py` (the measurement).
 """
 
