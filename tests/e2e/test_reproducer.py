@@ -2,13 +2,14 @@
 replays with ``env -i PATH=/usr/bin:/bin ./replay`` (no venv, no checkout, no libvirt) to the same
 failure and exit 1; a healthy bundle (``--reproducer all``) to exit 0; a failure that came from the
 QEMU build under test (``--emulator``) to 1 on that build and 0 with ``--qemu`` at a healthy QEMU;
-``--qemu /bin/false`` to 125."""
+``--qemu /bin/false`` to 125; and a bisect driven by the bundle's replay over a row with a flaky build."""
 
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from bench.suite_run import SuiteRun, run_suite_at
 from tests.e2e.conftest import HOST_QEMU, qemu_wrapper
 
+ROOT = Path(__file__).resolve().parents[2]
 SCSI = "libvirt:virtio-scsi:latency5ms"
 BLK = "libvirt:virtio-blk:latency5ms"
 #: A replay boots the embedded guest and runs two 3 s fio jobs: 30-40 s under TCG here; the bound is
@@ -93,7 +95,35 @@ def test_a_failure_of_the_qemu_under_test_replays_on_it_and_passes_on_a_healthy_
     healthy = replay(scsi, tmp_path, "--qemu", HOST_QEMU, "--out", str(tmp_path / "o2"))
     assert healthy.returncode == 0, healthy.stdout[-3000:] + healthy.stderr[-2000:]
     assert "replay: 0 of 1 repeat(s) FAILED: PASSED (exit 0)" in healthy.stdout
+    bisect_through_the_replay(scsi, one_command_per_lun, tmp_path)
     blk = handed_over(run, f"queue-depth[{BLK}]", tmp_path / "blk")
     passed = replay(blk, tmp_path, "--out", str(tmp_path / "o3"))
     assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-2000:]
     assert run.left_behind == []
+
+
+def bisect_through_the_replay(bundle: Path, broken: Path, tmp_path: Path) -> None:
+    """``python -m reports.bisect --bundle`` over the host's QEMU (good), a build that breaks every
+    other boot (flaky: one of its two repeats fails) and the broken build (bad), the rule read from the
+    bundle: the flaky build is neither good nor as bad as the bad end, so the bisect names the broken
+    build or says it cannot decide, never the flaky one alone."""
+    flaky_dir = tmp_path / "flaky"
+    flaky_dir.mkdir()
+    flaky = flaky_dir / "qemu-every-other-boot"
+    flaky.write_text(f'#!/bin/bash\nn=$(cat {flaky_dir}/boots 2>/dev/null || echo 0); echo $((n + 1)) > {flaky_dir}/boots\n'
+                     f'if (( n % 2 == 0 )); then exec {HOST_QEMU} "$@" -global virtio-scsi-pci.cmd_per_lun=1; fi\n'
+                     f'exec {HOST_QEMU} "$@"\n')
+    flaky.chmod(0o755)
+    builds = tmp_path / "builds.txt"
+    builds.write_text(f"{HOST_QEMU}\n{flaky}\n{broken}\n")
+    done = subprocess.run([sys.executable, "-m", "reports.bisect", "--builds", str(builds), "--bundle", str(bundle),
+                           "--repeats", "2", "--out", str(tmp_path / "bisect")], cwd=ROOT, capture_output=True,
+                          text=True, timeout=6 * REPLAY_TIMEOUT_S, check=False)
+    said = done.stdout + done.stderr
+    assert "bisect of queue-depth over 3 builds" in said, said[-3000:]
+    assert f"first bad build: {flaky}" not in said, said[-3000:]
+    if done.returncode == 0:
+        assert f"first bad build: {broken}" in done.stdout.splitlines(), said[-3000:]
+    else:
+        assert done.returncode == 3 and "cannot decide" in said and str(flaky) in said, said[-3000:]
+    assert (tmp_path / "bisect" / "bisect.html").is_file() and (tmp_path / "bisect" / "junit.xml").is_file()
