@@ -20,6 +20,8 @@ jobs, which windows), and ``docs/rules/<rule>.md``. The rule module declares (:c
 - ``HOST_CPU_BOUND``: regular expressions over the whole name of those of its metrics that follow the
   host CPU the guest gets (IOPS, latencies); what every rule records alike, such as depths, is
   model/across/contention.py's;
+- optionally ``OPT_IN = True``: the rule is outside the default suite (the default suite's time is a
+  budget) and runs only where ``--with-rules`` names it (fixtures/opt_in.py);
 - and one public function ``judge_<...>`` that returns its verdict (model/judging/verdict.py).
 
 model/rules/__init__.py finds every module of model/rules/ (``RULE_MODULES``) and refuses one that does not

@@ -48,6 +48,17 @@ def rule_module(rule: str) -> RuleModule:
     return _BY_NAME[rule]
 
 
+def opt_in(rule: str) -> bool:
+    """Whether ``rule`` is outside the default suite (its module's optional ``OPT_IN``): it runs only
+    where ``--with-rules`` names it."""
+    return bool(getattr(_BY_NAME[rule], "OPT_IN", False))
+
+
+def opt_in_rules() -> tuple[str, ...]:
+    """The rules outside the default suite, in RULE_MODULES' order."""
+    return tuple(m.RULE for m in RULE_MODULES if opt_in(m.RULE))
+
+
 def blame(rule: str, trails: Iterable[Trail], hint: Blame | None = None) -> Blame:
     """The layer at fault for a failing verdict of ``rule`` (model/blame.py): the settings its module
     declares (``BLAME``) decide; a name no module declares depends on every setting."""
