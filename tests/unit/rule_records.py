@@ -24,6 +24,7 @@ from model.rules.direct_io import LatencyFloor, judge_direct_io
 from model.rules.discard import ZEROES_RANGE, DiscardLimits, ZeroesSeen, judge_discard
 from model.rules.error_propagation import WORKLOAD, attempts_for, bound_for, judge_error_propagation
 from model.rules.hotplug import judge_hotplug
+from model.rules.identity import ConfiguredIdentity, DeviceIdentity, GuestIdentity, judge_identity
 from model.rules.io_size import judge_io_size
 from model.rules.limits import judge_limits
 from model.rules.multi_queue import judge_multiqueue
@@ -124,6 +125,11 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                                       "exact")],
         "multi-queue": [judge_multiqueue(2, 2, 2, {0: 1024, 1: 971}, online_cpus=1)],
         "limits": _limits(),
+        # every side of every identity (what the device has included) and a mismatch
+        "identity": [judge_identity([
+            (role, ConfiguredIdentity("vioc-dut0", "5000c50015ea7100", 1 << 30, 36, "virtio-scsi"),
+             GuestIdentity("sdb", 1 << 30, "vioc-dut0", "device/vpd_pg80", "5000c50015ea71ff", "device/vpd_pg83"),
+             DeviceIdentity("vioc-dut0", "5000c50015ea71ff")) for role in ("dut", "scratch")])],
         "data-integrity": _data_integrity(),
         # healthy (every count, the driver's attempts); an unknown driver and no healed run
         "error-propagation": [judge_error_propagation(WORKLOAD, [_scsi("read"), _scsi("write")], HEALED,
