@@ -67,19 +67,19 @@ def test_healthy_disks_on_both_controllers_pass() -> None:
 def test_a_device_with_another_wwn_fails_blamed_on_the_hypervisor() -> None:
     seen = guest_identity("sdb", _seen("virtio-scsi-other-wwn-dut-sdb"))
     v = judge_identity([("dut", SCSI_DUT, seen, _qemu(SCSI_DEV, "vioc-dut0", 0x5000C50015EA71FF))])
-    assert v.problems == (f"dut disk sdb: WWN: the suite configured '5000c50015ea7100', the device has "
+    assert v.problems == ((f"dut disk sdb: WWN: the suite configured '5000c50015ea7100', the device has "
                           f"'5000c50015ea71ff' (wwn of {SCSI_DEV}, {SOURCE}), the guest sees '5000c50015ea71ff' "
-                          "[blame: hypervisor]",)
+                          "[blame: hypervisor]"),)
     assert v.hint is not None and v.hint.layer == "hypervisor"
 
 
 def test_a_serial_the_bus_cuts_is_named_as_truncation() -> None:
     seen = guest_identity("vda", _seen("virtio-blk-long-serial-dut-vda"))
     v = judge_identity([("dut", BLK_DUT, seen, _qemu(BLK_DEV, "vioc-dut2-cut-by-the-bus"))])
-    assert v.problems == (f"dut disk vda: serial: the suite configured 'vioc-dut2', the device has "
+    assert v.problems == ((f"dut disk vda: serial: the suite configured 'vioc-dut2', the device has "
                           f"'vioc-dut2-cut-by-the-bus' (serial of {BLK_DEV}, {SOURCE}), the guest sees "
                           "'vioc-dut2-cut-by-the': truncated to 20 bytes, what virtio-blk carries of a serial "
-                          "[blame: hypervisor]",)
+                          "[blame: hypervisor]"),)
     # a serial configured longer than the bus carries (the suite refuses it on libvirt) is cut too
     long = ConfiguredIdentity("vioc-dut2-cut-by-the-bus", None, GIB, 20, "virtio-blk")
     v = judge_identity([("dut", long, seen, DeviceIdentity())])
@@ -95,5 +95,5 @@ def test_what_the_device_has_names_the_layer() -> None:
     assert unsaid.hint is not None and unsaid.hint.layer == "unknown"
     small = judge_identity([("dut", ConfiguredIdentity("vioc-dut0", None, 2 * GIB, 36, "virtio-scsi"), seen,
                              DeviceIdentity())])
-    assert small.problems == ("dut disk sdb: size: the suite configured 2147483648 bytes, the guest sees 1073741824 "
-                              "[blame: unknown]",)
+    assert small.problems == (("dut disk sdb: size: the suite configured 2147483648 bytes, the guest sees 1073741824 "
+                              "[blame: unknown]"),)
