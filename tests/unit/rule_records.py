@@ -18,6 +18,7 @@ from model.judging.verdict import RuleVerdict, combine_repeats
 from model.kernel_log_check import InjectedErrors, check_kernel_log, with_kernel_log
 from model.parse.dmesg import parse_kernel_log
 from model.rules.alignment import count_boundary_crossings, judge_alignment
+from model.rules.block_size import DirectProbe, judge_block_size
 from model.rules.buffered_direct import judge_regime
 from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity
 from model.rules.direct_io import LatencyFloor, judge_direct_io
@@ -125,6 +126,13 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                                       "exact")],
         "multi-queue": [judge_multiqueue(2, 2, 2, {0: 1024, 1: 971}, online_cpus=1)],
         "limits": _limits(),
+        # the sizes as asked, advertised and seen, and each of the three reads, read and refused
+        "block-size": [judge_block_size([
+            (role, ConfiguredLimits(128, logical_block_bytes=512, physical_block_bytes=4096),
+             parse_guest_limits((DATA / "limits-virtio-scsi.txt").read_text()),
+             Advertised("QEMU", logical_block_bytes=512, physical_block_bytes=4096),
+             [DirectProbe("aligned", 0, 512), DirectProbe("short", 0, 256, 22), DirectProbe("offset", 256, 512)])
+            for role in ("dut", "scratch")])],
         # every side of every identity (what the device has included) and a mismatch
         "identity": [judge_identity([
             (role, ConfiguredIdentity("vioc-dut0", "5000c50015ea7100", 1 << 30, 36, "virtio-scsi"),
