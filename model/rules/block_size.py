@@ -30,6 +30,7 @@ from model.device_limits import ConfiguredLimits, GuestLimits
 from model.judging.spec import PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict
 from model.parse.fio_json import parse_fio_json
+from model.rules.limits import ROLES  # the same two disks of a controller
 from model.rules.limits import _problem as limit_problem
 
 RULE = "block-size"
@@ -39,7 +40,6 @@ BLAME = BlameSettings(frozenset({"logical_block_size", "physical_block_size"}), 
 DEFAULT_REPEATS = 1
 REPEATABLE = False
 HOST_CPU_BOUND: tuple[str, ...] = ()
-ROLES = ("dut", "scratch")
 _ROLE = "(" + "|".join(ROLES) + ")_"
 KEYS = ("logical_block_size", "physical_block_size")
 #: What it records, as text: per disk role each block size as asked, as the device advertises it and

@@ -26,6 +26,7 @@ from model.blame import Blame, BlameSettings, Layer
 from model.judging.spec import PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict
 from model.parse.identity_files import parse_identity_files, text_of, vpd_naa, vpd_serial, wwid_naa
+from model.rules.limits import ROLES  # the same two disks of a controller
 
 RULE = "identity"
 #: No sysfs setting of the blame trails decides it: its own evidence names the layer (``hint``).
@@ -34,7 +35,6 @@ BLAME = BlameSettings(frozenset())
 DEFAULT_REPEATS = 1
 REPEATABLE = False
 HOST_CPU_BOUND: tuple[str, ...] = ()
-ROLES = ("dut", "scratch")
 _ROLE = "(" + "|".join(ROLES) + ")_"
 #: What it records, as text: per disk role the serial, WWN and size as configured, as the device
 #: has them and as the guest sees them, and the disk's kernel name.
