@@ -126,6 +126,7 @@ def _compare(what: str, configured: str | None, device: str | None, guest: str |
     if configured is None or guest == configured:
         return None
     cut = ""
+    layer: Layer = "unknown"
     longest = device if device is not None and device != configured else configured
     if limit is not None and guest is not None and len(longest) > limit and guest == longest[:limit]:
         cut = f": truncated to {limit} bytes, what {bus} carries of a serial"
@@ -136,9 +137,9 @@ def _compare(what: str, configured: str | None, device: str | None, guest: str |
     elif device is not None:
         said, layer = f"the device has it ({said_by}), the guest's driver shows", "guest driver"
     else:
-        said, layer = "the hypervisor did not say what the device has, the guest sees", "unknown"
+        said = "the hypervisor did not say what the device has, the guest sees"
     seen = "none" if guest is None else repr(guest)
-    return f"{what}: the suite configured {configured!r}, {said} {seen}{cut}", layer  # type: ignore[return-value]
+    return f"{what}: the suite configured {configured!r}, {said} {seen}{cut}", layer
 
 
 def judge_identity(disks: Sequence[tuple[str, ConfiguredIdentity, GuestIdentity, DeviceIdentity]]) -> RuleVerdict:
