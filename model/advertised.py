@@ -150,7 +150,16 @@ def _block_reads(path: str, family: DeviceFamily) -> list[QomRead]:
                     "physical_block_bytes" if own else None, own),
             QomRead(path, "opt_io_size", None if opt_why else "optimal_io_bytes",
                     "optimal_io_bytes" if opt_why else None, opt_why),
-            QomRead(path, "write-cache", None if own else "write_cache", "write_cache" if own else None, own)]
+            QomRead(path, "write-cache", None if own else "write_cache", "write_cache" if own else None, own),
+            *_identity_reads(path, family)]
+
+
+def _identity_reads(path: str, family: DeviceFamily) -> list[QomRead]:
+    """The device's ``serial`` and, on SCSI and ATA disks, its ``wwn``: recorded, for the identity rule
+    (NVMe's serial is its controller's, not read)."""
+    if family == "nvme":
+        return []
+    return [QomRead(path, "serial")] + ([QomRead(path, "wwn")] if family != "virtio-blk" else [])
 
 
 def qom_reads(family: DeviceFamily, disk_path: str, hba_path: str | None = None) -> list[QomRead]:

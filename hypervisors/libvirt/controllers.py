@@ -271,6 +271,15 @@ def _wwn(disk: DiskSpec) -> int:
     return disk_settings.wwn_value(disk, 0x5000C50015EA7100 + disk.index)
 
 
+def disk_wwn(disk: DiskSpec) -> int | None:
+    """The WWN the disk's device gets: every SCSI disk one (the suite's, or the asked one), an ATA disk
+    the asked one; None where the device has none (virtio-blk, NVMe) or none was asked (ATA)."""
+    bus = CONTROLLERS[disk.controller].disk_bus
+    if bus == "scsi" or (bus in ("sata", "ide") and disk.settings.wwn is not None):
+        return _wwn(disk)
+    return None
+
+
 #: Every disk hands a host error to the guest (the error-propagation rule makes the scratch disk fail):
 #: QEMU's ``rerror``/``werror`` ``report``, libvirt's ``error_policy``/``rerror_policy``. QEMU's own
 #: defaults report too (``auto``: report reads, ``enospc`` writes), but say nothing of what was meant.

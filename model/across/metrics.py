@@ -47,6 +47,8 @@ class MetricInfo:
 
 #: What no single rule owns (same form as a rule module's METRICS, model/judging/spec.py).
 SHARED_METRICS: Metrics = (
+    # each disk's block sizes as asked, advertised and seen: limits' and block-size's
+    (r"(dut|scratch)_(logical|physical)_block_size_(guest|configured|advertised)", MetricSpec("", PARAM)),
     # the request count of a window or a run: io-size's and alignment's
     (r"host_requests", MetricSpec("requests", PARAM)),
     # text beside the numbers: what each came from (host_source, write_cache_source, qd32_host_source...)

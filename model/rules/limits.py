@@ -48,7 +48,8 @@ _ROLE = "(" + "|".join(ROLES) + ")_"
 #: LIMIT_KEYS) the guest's view, the asked ("configured") value and the hypervisor's answer, and
 #: the disk's kernel name.
 METRICS: Metrics = (
-    (_ROLE + "(" + "|".join(LIMIT_KEYS) + ")_(guest|configured|advertised)", MetricSpec("", PARAM)),
+    (_ROLE + "(" + "|".join(k for k in LIMIT_KEYS if not k.endswith("_block_size")) + ")_(guest|configured|advertised)",
+     MetricSpec("", PARAM)),  # the block sizes: model/across/metrics.py's SHARED_METRICS (block-size's too)
     (_ROLE + "disk", MetricSpec("", PARAM)),
 )
 #: Nothing the rule records is a measured quantity: no minimum effect to measure.

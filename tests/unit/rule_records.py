@@ -18,12 +18,14 @@ from model.judging.verdict import RuleVerdict, combine_repeats
 from model.kernel_log_check import InjectedErrors, check_kernel_log, with_kernel_log
 from model.parse.dmesg import parse_kernel_log
 from model.rules.alignment import count_boundary_crossings, judge_alignment
+from model.rules.block_size import DirectProbe, judge_block_size
 from model.rules.buffered_direct import judge_regime
 from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, judge_data_integrity
 from model.rules.direct_io import LatencyFloor, judge_direct_io
 from model.rules.discard import ZEROES_RANGE, DiscardLimits, ZeroesSeen, judge_discard
 from model.rules.error_propagation import WORKLOAD, attempts_for, bound_for, judge_error_propagation
 from model.rules.hotplug import judge_hotplug
+from model.rules.identity import ConfiguredIdentity, DeviceIdentity, GuestIdentity, judge_identity
 from model.rules.io_size import judge_io_size
 from model.rules.limits import judge_limits
 from model.rules.multi_queue import judge_multiqueue
@@ -124,6 +126,18 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                                       "exact")],
         "multi-queue": [judge_multiqueue(2, 2, 2, {0: 1024, 1: 971}, online_cpus=1)],
         "limits": _limits(),
+        # the sizes as asked, advertised and seen, and each of the three reads, read and refused
+        "block-size": [judge_block_size([
+            (role, ConfiguredLimits(128, logical_block_bytes=512, physical_block_bytes=4096),
+             parse_guest_limits((DATA / "limits-virtio-scsi.txt").read_text()),
+             Advertised("QEMU", logical_block_bytes=512, physical_block_bytes=4096),
+             [DirectProbe("aligned", 0, 512), DirectProbe("short", 0, 256, 22), DirectProbe("offset", 256, 512)])
+            for role in ("dut", "scratch")])],
+        # every side of every identity (what the device has included) and a mismatch
+        "identity": [judge_identity([
+            (role, ConfiguredIdentity("vioc-dut0", "5000c50015ea7100", 1 << 30, 36, "virtio-scsi"),
+             GuestIdentity("sdb", 1 << 30, "vioc-dut0", "device/vpd_pg80", "5000c50015ea71ff", "device/vpd_pg83"),
+             DeviceIdentity("vioc-dut0", "5000c50015ea71ff")) for role in ("dut", "scratch")])],
         "data-integrity": _data_integrity(),
         # healthy (every count, the driver's attempts); an unknown driver and no healed run
         "error-propagation": [judge_error_propagation(WORKLOAD, [_scsi("read"), _scsi("write")], HEALED,

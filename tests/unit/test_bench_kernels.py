@@ -31,7 +31,7 @@ def test_the_tables_are_kernel_by_rule_and_fault_by_kernel() -> None:
                       healthy={k: v for r in rules() for k, v in _both(r, "passed", "passed").items()},
                       faults={"tcq-off": _both("queue-depth", "failed", "skipped")}, seconds={"healthy-x": 150.4})
     md = tables([runs]).splitlines()
-    assert md[0].startswith("| kernel (package version) | guest's `uname -r` | alignment | buffered-direct |")
+    assert md[0].startswith("| kernel (package version) | guest's `uname -r` | alignment | block-size | buffered-direct |")
     assert md[2] == ("| 6.12.118+deb12-amd64 (6.12.118-1~deb12u1) | 6.12.118+deb12-amd64 | "
                      + " | ".join(["PP"] * len(rules())) + " | 150 |")
     assert md[4] == "| fault (its rule) | 6.12.118+deb12-amd64 |"

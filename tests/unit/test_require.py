@@ -82,5 +82,5 @@ def test_a_failure_is_still_1_and_a_harness_error_10(tmp_path: Path) -> None:
 def test_an_unknown_rule_is_a_usage_error_that_lists_the_rules(tmp_path: Path, value: str) -> None:
     code, out = _require(tmp_path, "--require", value)
     assert code == 4, out
-    assert "argument --require:" in out and "the rules are: alignment, buffered-direct, data-integrity, direct-io, discard" in out
+    assert "argument --require:" in out and "the rules are: alignment, block-size, buffered-direct, data-integrity, direct-io, discard" in out
     assert not list(tmp_path.glob("out*"))  # before anything is created

@@ -10,9 +10,9 @@ from tests.unit.test_help_defaults import group, rendered_help
 
 
 def test_the_repeats_help_names_the_rules_that_never_repeat() -> None:
-    assert "; limits reads settings and never repeats)" in rendered_help(group()["--repeats"])
+    assert "; block-size, identity, limits read settings and never repeat)" in rendered_help(group()["--repeats"])
 
 
 def test_a_rule_that_declares_it_never_repeats_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(io_size, "REPEATABLE", False)
-    assert "; io-size, limits read settings and never repeat)" in rendered_help(group()["--repeats"])
+    assert "; block-size, identity, io-size, limits read settings and never repeat)" in rendered_help(group()["--repeats"])

@@ -1,0 +1,50 @@
+"""block-size on real guests: the embedded guest on virtio-scsi and virtio-blk sees the block sizes
+configured and refuses O_DIRECT reads below the logical block, with 512-byte logical blocks (512/512 on
+the disk under test, 512e on the scratch disk: 512/4096) and with 4Kn (``--disk logical_block_size=4096``);
+a QEMU that gives the disk under test a 4096-byte physical block where 512 was configured (a wrapper
+around the host's QEMU rewrites the device property, which the suite never sees) fails it, blamed on the
+hypervisor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.suite_run import SuiteRun, run_suite_at
+from tests.e2e.conftest import qemu_wrapper
+
+ARGS = ("--controllers", "virtio-scsi,virtio-blk", "-k", "test_block_size")
+SCSI, BLK = "block-size[libvirt:virtio-scsi:latency5ms", "block-size[libvirt:virtio-blk:latency5ms"
+
+
+@pytest.fixture
+def physical_4096() -> Iterator[Path]:
+    """The disk under test's ``physical_block_size`` as the suite's JSON -device gives it, made 4096."""
+    with qemu_wrapper("qemu-physical-4096", rewrite=(('"physical_block_size": 512', '"physical_block_size": 4096'),)) as w:
+        yield w
+
+
+def test_512_and_4kn_pass_and_a_device_advertising_another_physical_block_fails(physical_4096: Path,
+                                                                               tmp_path: Path) -> None:
+    for sizes, args in (("512", ()), ("4Kn", ("--disk", "logical_block_size=4096"))):
+        run = run_suite_at(tmp_path / sizes, *ARGS, *args)
+        assert run.returncode == 0, run.output[-3000:]
+        assert sorted(run.outcomes().values()) == ["passed", "passed"], run.output[-3000:]
+        props = SuiteRun.props(next(c for n, c in run.cases().items() if n.startswith(SCSI)))
+        want = "512" if sizes == "512" else "4096"
+        assert props["dut_logical_block_size_guest"] == want and props["scratch_physical_block_size_guest"] == "4096"
+        assert props["dut_direct_short"] == "EINVAL: Invalid argument" and props["dut_direct_aligned"] == "read"
+        assert run.left_behind == []
+
+    run = run_suite_at(tmp_path / "fault", *ARGS, "--emulator", str(physical_4096))
+    assert run.returncode == 1, run.output[-3000:]
+    cases = run.cases()
+    for prefix in (SCSI, BLK):
+        case = next(c for n, c in cases.items() if n.startswith(prefix))
+        props = SuiteRun.props(case)
+        assert props["blame"] == "hypervisor", SuiteRun.failure_text(case)
+        assert props["dut_physical_block_size_advertised"] == "4096" and props["dut_physical_block_size_guest"] == "4096"
+        assert "physical block size: the suite asked for 512, the device advertises 4096" in SuiteRun.failure_text(case)
+    assert run.left_behind == []
