@@ -99,8 +99,11 @@ def _latency_refusal(s: DiskSettings, where: str) -> str:
 
 def check(disks: Sequence[DiskSpec], buses: dict[str, tuple[str, bool]]) -> None:
     """Raise DiskSettingsRefused for the first disk that cannot carry its settings; ``buses``: per
-    controller, its disks' bus and whether libvirt's ``<disk>`` attaches its file-backed disks."""
+    controller, its disks' bus and whether libvirt's ``<disk>`` attaches its file-backed disks; a disk on a
+    controller ``buses`` lacks is left to the check of the controllers."""
     for disk in disks:
+        if disk.controller not in buses:
+            continue  # not a controller of this backend: the backend's own check names it (a usage error)
         bus, libvirt_disks = buses[disk.controller]
         reason = refusal(disk, bus, disk.controller, libvirt_disks and disk.backing == "file")
         if reason:

@@ -39,6 +39,8 @@ BLAME = BlameSettings(frozenset({"logical_block_size", "physical_block_size"}), 
 #: It reads settings and makes three reads that do not vary: one pass, whatever --repeats says.
 DEFAULT_REPEATS = 1
 REPEATABLE = False
+#: outside the default suite (its time is a budget of 13 rules): runs where --with-rules names it
+OPT_IN = True
 HOST_CPU_BOUND: tuple[str, ...] = ()
 _ROLE = "(" + "|".join(ROLES) + ")_"
 KEYS = ("logical_block_size", "physical_block_size")

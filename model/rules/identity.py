@@ -34,6 +34,8 @@ BLAME = BlameSettings(frozenset())
 #: It reads settings, which do not vary: one read, whatever --repeats says.
 DEFAULT_REPEATS = 1
 REPEATABLE = False
+#: outside the default suite (its time is a budget of 13 rules): runs where --with-rules names it
+OPT_IN = True
 HOST_CPU_BOUND: tuple[str, ...] = ()
 _ROLE = "(" + "|".join(ROLES) + ")_"
 #: What it records, as text: per disk role the serial, WWN and size as configured, as the device

@@ -15,7 +15,7 @@ import pytest
 from bench.suite_run import SuiteRun, run_suite_at
 from tests.e2e.conftest import qemu_wrapper
 
-ARGS = ("--controllers", "virtio-scsi,virtio-blk", "-k", "test_block_size")
+ARGS = ("--controllers", "virtio-scsi,virtio-blk", "-k", "test_block_size", "--with-rules", "block-size")
 SCSI, BLK = "block-size[libvirt:virtio-scsi:latency5ms", "block-size[libvirt:virtio-blk:latency5ms"
 
 

@@ -30,7 +30,7 @@ def other_identity() -> Iterator[Path]:
 
 
 def test_healthy_passes_and_another_identity_from_the_host_fails(other_identity: Path, tmp_path: Path) -> None:
-    args = ("--controllers", "virtio-scsi,virtio-blk", "-k", "identity")
+    args = ("--controllers", "virtio-scsi,virtio-blk", "-k", "identity", "--with-rules", "identity")
     healthy = run_suite_at(tmp_path / "healthy", *args)
     assert healthy.returncode == 0, healthy.output[-3000:]
     assert healthy.outcomes() == {SCSI: "passed", BLK: "passed"}, healthy.output[-3000:]

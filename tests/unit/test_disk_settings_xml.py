@@ -177,3 +177,12 @@ def test_a_disk_whose_discards_the_host_drops_as_asked_is_no_case_for_the_discar
     with pytest.raises(DiscardUnavailable) as e:
         backend.discard_observer(guest, attached)
     assert "set up with discard=ignore (--disk, --profile): QEMU drops the guest's discards" in str(e.value)
+
+
+def test_an_unknown_controller_is_left_to_the_controllers_check() -> None:
+    """``--controllers virtio-scsi,floppy`` is the controllers' usage error ("unknown controller(s) floppy"),
+    not a KeyError in the disk settings' check, which runs first."""
+    from hypervisors.libvirt.controllers import disk_settings_refusal
+    assert disk_settings_refusal(suite_disks(["virtio-scsi", "floppy"])) == ""
+    iothread = {"floppy": DiskSettings(), "ahci": parse_disk_settings("iothread=on")}
+    assert "ahci" in disk_settings_refusal(suite_disks(["floppy", "ahci"], settings=iothread))

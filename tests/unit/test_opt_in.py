@@ -1,5 +1,6 @@
-"""--with-rules: a rule whose module says OPT_IN runs only where it names it (fixtures/opt_in.py); its
-tests are deselected otherwise and the run says which; a name that is not such a rule is refused."""
+"""--with-rules: a rule whose module says OPT_IN (identity, block-size) runs only where it names it
+(fixtures/opt_in.py); its tests are deselected otherwise and the run says which; a name that is not
+such a rule is refused."""
 
 from __future__ import annotations
 
@@ -10,41 +11,38 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.opt_in import with_rules
-from model.rules import limits
+from fixtures.options_results import with_rules
+from model.rules import opt_in_rules
 
 ROOT = Path(__file__).resolve().parents[2]
-#: A run of the suite's collection with limits made opt-in (the module's OPT_IN set before the plugin loads).
-COLLECT = """
-import sys
-import model.rules.limits
-model.rules.limits.OPT_IN = True
-import pytest
-sys.exit(pytest.main(["suites", "--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[1:]]))
-"""
 
 
 def _collected(*args: str) -> tuple[list[str], str]:
-    proc = subprocess.run([sys.executable, "-c", COLLECT, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, check=False)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           *args], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return [line for line in proc.stdout.splitlines() if line.startswith("suites/")], proc.stdout
 
 
+def test_the_rules_outside_the_default_suite_are_identity_and_block_size() -> None:
+    assert opt_in_rules() == ("block-size", "identity")
+
+
 def test_an_opt_in_rule_is_left_out_unless_named() -> None:
     tests, said = _collected()
-    assert tests and not any("test_limits" in t for t in tests)
-    assert "outside the default suite, not run: limits (add them: --with-rules limits)" in said
-    tests, _ = _collected("--with-rules", "limits")
-    assert any("test_limits" in t for t in tests) and any("test_queue_depth" in t for t in tests)
+    assert tests and not any("test_identity" in t or "test_block_size" in t for t in tests)
+    assert len({t.partition("::")[0] for t in tests}) == 13  # the default suite: 13 rules
+    assert ("outside the default suite, not run: block-size, identity (add them: --with-rules "
+            "block-size,identity)") in said
+    tests, _ = _collected("--with-rules", "identity")
+    assert any("test_identity" in t for t in tests) and not any("test_block_size" in t for t in tests)
     tests, _ = _collected("--with-rules", "all")
-    assert any("test_limits" in t for t in tests)
+    assert len({t.partition("::")[0] for t in tests}) == 15
 
 
-def test_with_rules_takes_only_rules_outside_the_default_suite(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(limits, "OPT_IN", True, raising=False)
-    assert with_rules("limits") == ("limits",) and with_rules("all") == ("limits",)
-    not_outside = "'queue-depth' is not a rule outside the default suite; the rules outside it are: limits"
+def test_with_rules_takes_only_rules_outside_the_default_suite() -> None:
+    assert with_rules("identity") == ("identity",) and with_rules("all") == ("block-size", "identity")
+    not_outside = "'queue-depth' is not a rule outside the default suite; the rules outside it are: block-size, identity"
     for text, said in (("queue-depth", not_outside), (",", "',' names no rule")):
         with pytest.raises(argparse.ArgumentTypeError) as e:
             with_rules(text)
