@@ -16,19 +16,16 @@ from hypervisors.libvirt.defaults import DEFAULTS as LIBVIRT_DEFAULTS
 from hypervisors.vsphere.defaults import DEFAULTS as VSPHERE_DEFAULTS
 from model.types import DiskSpec
 
-#: backend name -> (module:class, module:controller table, what to install when the import fails).
+#: backend name -> (module:class, module:controller table, what to install when the import fails,
+#: module:function saying why its disks cannot carry their --disk settings, "" when they can).
 #: The controller tables import no connection SDK (libvirt's is pure; vSphere's needs pyvmomi's
 #: pure-Python type library), so options are checked before, and without, the backend's SDK.
-BACKENDS: dict[str, tuple[str, str, str]] = {
+BACKENDS: dict[str, tuple[str, str, str, str]] = {
     "libvirt": ("hypervisors.libvirt.backend:LibvirtBackend", "hypervisors.libvirt.controllers:CONTROLLERS",
-                "pip install libvirt-python (needs libvirt-dev, pkg-config)"),
+                "pip install libvirt-python (needs libvirt-dev, pkg-config)",
+                "hypervisors.libvirt.controllers:disk_settings_refusal"),
     "vsphere": ("hypervisors.vsphere.backend:VSphereBackend", "hypervisors.vsphere.controllers:CONTROLLERS",
-                "pip install pyvmomi"),
-}
-#: backend name -> module:function (no SDK) saying why its disks cannot carry their --disk settings, or "".
-DISK_REFUSALS: dict[str, str] = {
-    "libvirt": "hypervisors.libvirt.controllers:disk_settings_refusal",
-    "vsphere": "hypervisors.vsphere.disk_settings:disks_refusal",
+                "pip install pyvmomi", "hypervisors.vsphere.disk_settings:disks_refusal"),
 }
 #: Each backend's defaults and naming (its ``defaults.py``, which imports no SDK), in BACKENDS' order.
 DEFAULTS: dict[str, BackendDefaults] = {d.name: d for d in (LIBVIRT_DEFAULTS, VSPHERE_DEFAULTS)}
@@ -81,5 +78,4 @@ def backend_defaults(name: str) -> BackendDefaults:
 
 def disk_settings_refusal(name: str, disks: Sequence[DiskSpec]) -> str:
     """Why backend ``name`` cannot carry ``disks``' ``--disk`` settings, or "" (without its SDK)."""
-    module_name, _, attr = DISK_REFUSALS[name].partition(":")
-    return str(getattr(importlib.import_module(module_name), attr)(disks))
+    return str(_load(name, 3)(disks))
