@@ -28,6 +28,7 @@ from model.parse.backend_writes import BackendWrite
 from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes, HostUnmapCounters
 from model.parse.hostcpu import VcpuTimes
 from model.parse.stall_evidence import HostEvent
+from model.parse.throttle_limits import ThrottleLimits
 from model.settings_seen import SettingSeen
 from model.types import AttachedDisk, DiskImageInfo, DiskSpec, HostTrace, SshEndpoint
 
@@ -356,6 +357,28 @@ class DiskHold(Protocol):
     def give_up(self) -> None: ...
 
 
+class ThrottleUnavailable(HypervisorError):
+    """The backend cannot set, lift and read back a disk's I/O limits under its running guest: the
+    throttle rule skips with this message."""
+
+
+class DiskThrottle(Protocol):
+    """One disk's I/O limits in the hypervisor's block layer, changed under the running guest (the
+    throttle rule). ``held`` reads back the limits the hypervisor holds and says where it read them
+    (``said_by``); ``set`` puts limits in place (``ThrottleLimits()``: every limit lifted);
+    ``restore`` puts back what the disk held before the rule's first ``set`` (its cleanup, a no-op
+    when nothing was set)."""
+
+    @property
+    def said_by(self) -> str: ...
+
+    def held(self) -> ThrottleLimits: ...
+
+    def set(self, limits: ThrottleLimits) -> None: ...
+
+    def restore(self) -> None: ...
+
+
 class RecoveryWatch(Protocol):
     """Watches one disk's device model for aborts, resets and cancels between ``start`` and ``stop``;
     ``watched`` says which events (or why none)."""
@@ -498,6 +521,11 @@ class HypervisorBackend(ABC):
         """A way to hold every request of ``disk`` at the host (the stall-tolerance rule). Default:
         HoldUnavailable, naming the backend."""
         raise HoldUnavailable(f"the {self.name} backend cannot hold a disk's requests at the host")
+
+    def disk_throttle(self, guest: Guest, disk: AttachedDisk) -> DiskThrottle:
+        """A way to set and lift ``disk``'s I/O limits under its running guest (the throttle rule).
+        Default: ThrottleUnavailable, naming the backend."""
+        raise ThrottleUnavailable(f"the {self.name} backend cannot change a disk's I/O limits under its running guest")
 
     def recovery_watch(self, guest: Guest, disk: AttachedDisk) -> RecoveryWatch | None:
         """The aborts and resets of ``disk``'s device model, or None where the backend cannot see them."""

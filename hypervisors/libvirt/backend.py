@@ -90,6 +90,7 @@ from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qmp import DomainQmp
 from hypervisors.libvirt.qom import read_advertised
 from hypervisors.libvirt.resize import QmpResizer
+from hypervisors.libvirt.throttle import QmpThrottle
 from images.build import KERNEL_ARGS, GuestImage, ensure_image
 from images.pvh import PVH_NAME, pvh_kernel
 from images.user import UserImageError
@@ -620,6 +621,10 @@ class LibvirtBackend(HypervisorBackend):
             self.cleanup.push("libvirt connection of the stall's hold", lambda: _close(conn))
         return stall_tolerance.ThrottleHold(DomainQmp(self._hold_conn, guest.name, disk.host_ref),
                                   lambda: self.destroy_by_name(guest.name))
+
+    def disk_throttle(self, guest: Guest, disk: AttachedDisk) -> QmpThrottle:
+        """QMP ``block_set_io_throttle`` and ``query-block`` on the disk's block backend (hypervisors/libvirt/throttle.py)."""
+        return QmpThrottle(self.channel(guest, disk))
 
     def recovery_watch(self, guest: Guest, disk: AttachedDisk) -> stall_tolerance.TraceRecoveryWatch | None:
         if guest.console_log_path is None:

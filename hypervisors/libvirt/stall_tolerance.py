@@ -24,9 +24,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import PurePath
-from typing import Any
 
 from hypervisors.libvirt.qmp import DomainQmp
+from hypervisors.libvirt.throttle import NO_LIMITS, backend_entry, set_io_throttle
 from hypervisors.libvirt.trace import EventLogWindow, LogFiles
 from model.errors import HypervisorError
 from model.parse.blockstats import HostBlockCounters
@@ -34,13 +34,11 @@ from model.parse.stall_evidence import HostEvent, parse_recovery_events
 
 log = logging.getLogger("vioconform.libvirt")
 
-#: block_set_io_throttle's six mandatory limits (QEMU 7.2), all off.
-NO_LIMITS: dict[str, object] = {"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": 0, "iops_rd": 0, "iops_wr": 0}
 #: The hold: 1 byte/s in all, the smallest limit QEMU takes. Its leaky bucket starts empty, so the
 #: first request after it may pass (0 did here); the next waits its size in seconds.
 HOLD_LIMITS: dict[str, object] = {**NO_LIMITS, "bps": 1}
 #: query-block's limit fields: any non-zero one means the disk was throttled before the suite held it.
-_LIMIT_FIELDS = ("bps", "bps_rd", "bps_wr", "iops", "iops_rd", "iops_wr")
+_LIMIT_FIELDS = tuple(NO_LIMITS)
 
 #: QEMU 7.2's trace events that show each controller's device model aborting, cancelling or
 #: resetting (model/parse/stall_evidence.py says which each is). SCSI HBAs share ``scsi_req_cancel``
@@ -58,11 +56,6 @@ RECOVERY_EVENTS: dict[str, tuple[str, ...]] = {
     "ahci": ("ahci_reset_port", "ahci_reset", "ide_cancel_dma_sync_buffered", "ide_cancel_dma_sync_remaining"),
     "ide": ("ide_reset", "ide_bus_reset_aio", "ide_cancel_dma_sync_buffered", "ide_cancel_dma_sync_remaining"),
 }
-
-
-def _error(reply: dict[str, Any]) -> str:
-    err = reply.get("error")
-    return str(err.get("desc", err)) if isinstance(err, dict) else str(err) if err else ""
 
 
 class ThrottleHold:
@@ -83,29 +76,18 @@ class ThrottleHold:
         """The QOM path or id of the device whose block backend the throttle goes on (a virtio-blk-pci
         proxy's backend is its ``virtio-backend`` child), as query-block names it."""
         if self._qdev is None:
-            dev = self.channel.device
-            path = f"/machine/peripheral/{dev}"
-            entries = self.channel.execute({"execute": "query-block"}).get("return", [])
-            for entry in entries:
-                if entry.get("qdev") in (dev, path, f"{path}/virtio-backend"):
-                    inserted = entry.get("inserted", {})
-                    limited = [k for k in _LIMIT_FIELDS if inserted.get(k)]
-                    if limited:
-                        raise HypervisorError(f"disk {dev} of {self.channel.domain} is throttled already "
-                                              f"({', '.join(f'{k}={inserted[k]}' for k in limited)}): the suite "
-                                              "holds only a disk it set up itself")
-                    self._qdev = str(entry["qdev"])
-                    break
-            else:
-                raise HypervisorError(f"QMP query-block of {self.channel.domain} lists no block backend of device "
-                                      f"{dev}; its devices: {[e.get('qdev') for e in entries]}")
+            entry = backend_entry(self.channel)
+            inserted = entry.get("inserted", {})
+            limited = [k for k in _LIMIT_FIELDS if inserted.get(k)]
+            if limited:
+                raise HypervisorError(f"disk {self.channel.device} of {self.channel.domain} is throttled already "
+                                      f"({', '.join(f'{k}={inserted[k]}' for k in limited)}): the suite "
+                                      "holds only a disk it set up itself")
+            self._qdev = str(entry["qdev"])
         return self._qdev
 
     def _throttle(self, limits: dict[str, object]) -> None:
-        reply = self.channel.execute({"execute": "block_set_io_throttle", "arguments": {"id": self.qdev(), **limits}})
-        if _error(reply):
-            raise HypervisorError(f"QMP block_set_io_throttle on {self.qdev()} of {self.channel.domain} failed: "
-                                  f"{_error(reply)}")
+        set_io_throttle(self.channel, self.qdev(), limits)
 
     def counters(self) -> HostBlockCounters:
         return self.channel.counters()

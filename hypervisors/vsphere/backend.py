@@ -41,7 +41,7 @@ from typing import ClassVar, Self
 
 from pyVmomi import vim
 
-from hypervisors.base import BackendOptions, Guest, GuestRequest, HypervisorBackend
+from hypervisors.base import BackendOptions, DiskThrottle, Guest, GuestRequest, HypervisorBackend, ThrottleUnavailable
 from hypervisors.cleanup import CleanupStack
 from hypervisors.vsphere import disk_settings as vsphere_settings
 from hypervisors.vsphere.config import (
@@ -82,6 +82,11 @@ KEY_PROPERTY = "guestinfo.vioconform.authorized_key"
 REDACTED = ("userdata",)
 #: vcsim only: a reconfigure setting this extraConfig key makes it report that guest IP.
 SIM_IP_PROPERTY = "SET.guest.ipAddress"
+#: Why the throttle rule is not judged on vSphere.
+THROTTLE_NOT_JUDGED = ("vSphere: a disk's IOPS limit (--disk iops=, its storageIOAllocation.limit) is set when the "
+                       "suite clones the VM and ESXi's storage I/O scheduler enforces it; the suite does not change it "
+                       "under a running VM, and vcsim, which it is tested against, runs no I/O to limit: the throttle "
+                       "rule is judged on libvirt only")
 
 
 def default_run_id() -> str:
@@ -296,6 +301,10 @@ class VSphereBackend(HypervisorBackend):
     def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
         """The VM's device config of the disk (hypervisors.vsphere.controllers.advertised_of)."""
         return advertised_of(devices(self.vm_of(guest)), disk.host_ref)
+
+    def disk_throttle(self, guest: Guest, disk: AttachedDisk) -> DiskThrottle:
+        """Not on vSphere (:data:`THROTTLE_NOT_JUDGED` says why): the throttle rule skips with it."""
+        raise ThrottleUnavailable(THROTTLE_NOT_JUDGED)
 
     def resizer(self, guest: Guest, disk: AttachedDisk) -> VSphereResizer:
         """Grows ``disk`` with ``ReconfigVM_Task`` (hypervisors.vsphere.lifecycle); it refuses to shrink it."""

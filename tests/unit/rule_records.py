@@ -33,6 +33,7 @@ from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_que
 from model.rules.resize import bound_for as resize_bound
 from model.rules.resize import judge_resize
 from model.rules.stall_tolerance import judge_stall_tolerance
+from model.rules.throttle import ThrottlePhase, judge_throttle
 from tests.model.test_discard import BLK, SCSI, WHERE, _healthy, _zeroes
 from tests.model.test_discard import _trim as _discard_trim
 from tests.model.test_error_propagation import HEALED, IGNORING, SCSI_BOUND, _scsi
@@ -46,6 +47,8 @@ from tests.model.test_model_stall_tolerance import SCSI_30
 from tests.model.test_resize import GROWN as RESIZE_GROWN
 from tests.model.test_resize import SCSI_GROW_LOG
 from tests.model.test_resize import _run as _resize_run
+from tests.model.test_throttle import LIMIT as THROTTLE_LIMIT
+from tests.model.test_throttle import recorded as recorded_throttle
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
 
 #: What suites/test_<rule>.py adds with record.add() besides the verdict's numbers, by rule:
@@ -133,6 +136,10 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
              Advertised("QEMU", logical_block_bytes=512, physical_block_bytes=4096),
              [DirectProbe("aligned", 0, 512), DirectProbe("short", 0, 256, 22), DirectProbe("offset", 256, 512)])
             for role in ("dut", "scratch")])],
+        # every phase measured (the lifted rate over the limit), and a phase whose fio failed
+        "throttle": [judge_throttle(recorded_throttle("phases-virtio-blk-healthy"), THROTTLE_LIMIT, "the rule"),
+                     judge_throttle([ThrottlePhase("throttled", THROTTLE_LIMIT, THROTTLE_LIMIT, "q", fio_error="EIO")],
+                                    THROTTLE_LIMIT, "the rule")],
         # every side of every identity (what the device has included) and a mismatch
         "identity": [judge_identity([
             (role, ConfiguredIdentity("vioc-dut0", "5000c50015ea7100", 1 << 30, 36, "virtio-scsi"),
