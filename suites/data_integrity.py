@@ -28,6 +28,7 @@ from model.rules.data_integrity import (
     check_backing,
     guest_bad_blocks,
     judge_data_integrity,
+    plan_for,
 )
 
 log = logging.getLogger("vioconform.data-integrity")
@@ -59,21 +60,22 @@ def once(disk: GuestDisk, store: BackingStore, mapper: DeviceMapper | None, raw:
     """One run: a fresh run id, the guards read before, the plan written and read back in the guest
     (through the shifted target under lba-shift, removed after, also on error), the host's check."""
     region = Region()
+    plan = plan_for(disk.advertised_limits.logical_block_size)  # no O_DIRECT write below the logical block
     run_id = secrets.randbits(32) | 1
     disk.tool(PageCache).drop()  # nothing of an earlier rule still on its way to the disk
     guards = (store.read(region.window_start_bytes, region.guard_bytes), store.read(region.end_bytes, region.guard_bytes))
     writer = disk.tool(IntegrityWrites)
     target, mapping = disk.device_path, ""
     log.info("%s (%s): %s run %08x: %d passes over %s, then read back; the host reads %s", disk.config_id,
-             disk.kernel_name, RULE, run_id, len(PLAN), region.describe(), store.where)
+             disk.kernel_name, RULE, run_id, len(plan), region.describe(), store.where)
     if mapper is None:
-        out = writer.run(target, PLAN, region, run_id)
+        out = writer.run(target, plan, region, run_id)
     else:
         target = mapper.create_linear(SHIFT_TARGET, disk.kernel_name, LBA_SHIFT_SECTORS)
         mapping = (f"device-mapper target {SHIFT_TARGET} ({target}: linear over {disk.device_path} from sector "
                    f"{LBA_SHIFT_SECTORS})")
         try:
-            out = writer.run(target, PLAN, region, run_id)
+            out = writer.run(target, plan, region, run_id)
         except BaseException:
             with contextlib.suppress(Exception):  # the error in flight is the one to report
                 mapper.remove(SHIFT_TARGET, check=False)
@@ -88,6 +90,6 @@ def once(disk: GuestDisk, store: BackingStore, mapper: DeviceMapper | None, raw:
     shift = LBA_SHIFT_SECTORS * SECTOR_BYTES if mapper is not None else 0
     guest = GuestCheck(target, readback.read.io_bytes, guest_bad_blocks(parse_verify_failures(out.stderr), shift),
                        failed=readback.error == VERIFY_ERROR)
-    host = check_backing(store.read(region.window_start_bytes, region.window_bytes), guards, region, PLAN, run_id,
+    host = check_backing(store.read(region.window_start_bytes, region.window_bytes), guards, region, plan, run_id,
                          store.where)
-    return judge_data_integrity(host, guest, region, PLAN, run_id, writes, mapping)
+    return judge_data_integrity(host, guest, region, plan, run_id, writes, mapping)

@@ -19,12 +19,7 @@ from guest.tools.partitioning import Partitioning, partition_name
 from measure.counted import run_counted
 from measure.disk import GuestDisk
 from model.judging.verdict import RuleVerdict
-from model.rules.alignment import (
-    HEALTHY_START_SECTOR,
-    MISALIGNED_START_SECTOR,
-    count_boundary_crossings,
-    judge_alignment,
-)
+from model.rules.alignment import SYSFS_SECTOR_BYTES, count_boundary_crossings, judge_alignment, partition_start
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
@@ -35,21 +30,24 @@ WRITES = 400
 MOUNT = "/mnt/vioc-align"
 
 
-def make_filesystem(disk: GuestDisk, parts: Partitioning, fs: Filesystem, start_sector: int) -> int:
-    """One primary partition from ``start_sector`` to the end, ext2 or xfs (4 KiB blocks) on it, mounted
-    at MOUNT with a laid-out file; returns the partition's start in bytes as the guest sees it."""
+def make_filesystem(disk: GuestDisk, parts: Partitioning, fs: Filesystem, start_sector: int,
+                    sector_bytes: int = SYSFS_SECTOR_BYTES) -> int:
+    """One primary partition from ``start_sector`` (of ``sector_bytes``, the disk's logical block: what
+    fdisk and sfdisk count in) to the end, ext2 or xfs (4 KiB blocks) on it, mounted at MOUNT with a laid-out
+    file; returns the partition's start in bytes as the guest sees it."""
     fs.unmount(MOUNT)
     parts.wipe(disk.kernel_name)
-    start = parts.create_one(disk.kernel_name, start_sector)
+    start = parts.create_one(disk.kernel_name, start_sector)  # in sysfs' 512-byte sectors
     disk.reapply_settings()  # the re-read revalidated the disk: faults and --guest-setup again
-    if start != start_sector:
-        raise RuntimeError(f"{type(parts).__name__} made the partition of {disk.device_path} start at sector {start}, "
-                           f"not {start_sector}")
+    if start * SYSFS_SECTOR_BYTES != start_sector * sector_bytes:
+        raise RuntimeError(f"{type(parts).__name__} made the partition of {disk.device_path} start at byte "
+                           f"{start * SYSFS_SECTOR_BYTES}, not {start_sector * sector_bytes} (sector {start_sector} "
+                           f"of {sector_bytes} bytes)")
     part = f"/dev/{partition_name(disk.kernel_name)}"
     fs.make(part, 4096)
     fs.mount(part, MOUNT)
     fs.lay_out_file(f"{MOUNT}/data", FILE_BYTES)
-    return start * 512
+    return start * SYSFS_SECTOR_BYTES
 
 
 def remove_filesystem(disk: GuestDisk, parts: Partitioning, fs: Filesystem) -> None:
@@ -69,11 +67,12 @@ def test_alignment(scratch_disk: GuestDisk, suite_options: SuiteOptions, record:
         pytest.skip(f"the {disk.backend.name} backend has no per-request host trace: alignment needs each "
                     "request's offset")
     parts, fs = needed(disk, Partitioning, "alignment"), needed(disk, Filesystem, "alignment")
-    start_sector = MISALIGNED_START_SECTOR if "misaligned" in suite_options.inject else HEALTHY_START_SECTOR
+    logical = disk.advertised_limits.logical_block_size
+    start_sector = partition_start("misaligned" in suite_options.inject, logical)
 
     def once(raw: Path) -> RuleVerdict:
         try:
-            start_bytes = make_filesystem(disk, parts, fs, start_sector)
+            start_bytes = make_filesystem(disk, parts, fs, start_sector, logical)
             job = FioJob("align4k", rw="randwrite", bs_bytes=4096, iodepth=4, io_bytes=4096 * WRITES,
                          size_bytes=FILE_BYTES, randseed=1, runtime_s=120)
             run = run_counted(disk, job, trace=True, raw_dir=raw, target=f"{MOUNT}/data")

@@ -1,6 +1,7 @@
 """Rule 3, direct-I/O fidelity and durability (the Oracle LGWR ``dd oflag=direct`` case).
 
-On the scratch disk (file-backed, so writes are real): small O_DIRECT writes must reach the
+On the scratch disk (file-backed, so writes are real): small O_DIRECT writes (1 and 4 KiB, none below
+the disk's logical block: a 4Kn disk gets 4 KiB only) must reach the
 host one for one; O_DSYNC writes and fsyncs must reach it as flushes (or FUA) while the device
 advertises a volatile write cache. Every run is counted whole on both sides, not sampled.
 """
@@ -17,7 +18,7 @@ from guest.tools.fio import FioJob
 from measure.counted import CountedRun, run_counted
 from measure.disk import GuestDisk
 from model.judging.verdict import RuleVerdict
-from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io
+from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io, write_sizes
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
@@ -64,10 +65,12 @@ def test_direct_io_fidelity_and_durability(scratch_disk: GuestDisk, suite_option
     def once(raw: Path) -> RuleVerdict:
         fidelity = []
         latency = None
-        for bs in (1024, 4096):
-            run = run_counted(disk, _writes(f"direct{bs // 1024}k", bs, WRITES), trace=bs == 4096, raw_dir=raw)
+        sizes = write_sizes(disk.advertised_limits.logical_block_size)  # none below the logical block
+        page = sizes[-1]
+        for bs in sizes:
+            run = run_counted(disk, _writes(f"direct{bs // 1024}k", bs, WRITES), trace=bs == page, raw_dir=raw)
             fidelity.append(OneForOne(bs, run.fio.jobs[0].write.io_count, run.host.writes, run.host.wr_bytes))
-            if bs == 4096:
+            if bs == page:
                 latency = _latency_floor(run)
         probed = disk.advertised_limits.write_cache
         configured = disk.attached.configured.write_cache
@@ -92,10 +95,10 @@ def test_direct_io_fidelity_and_durability(scratch_disk: GuestDisk, suite_option
         if not disk.backend.counts_flushes:
             skipped = f"the {disk.backend.name} backend's host counters do not count flushes"
         else:
-            run = run_counted(disk, _writes("dsync4k", 4096, WRITES // 2, sync=True), trace=True, raw_dir=raw)
+            run = run_counted(disk, _writes(f"dsync{page // 1024}k", page, WRITES // 2, sync=True), trace=True, raw_dir=raw)
             durability.append(Durability("O_DSYNC writes", run.fio.jobs[0].write.io_count, host_flushes(run)))
-            run = run_counted(disk, _writes("fsync4k", 4096, WRITES // 2, direct=False, ioengine="psync", fsync_every=1),
-                              trace=True, raw_dir=raw)
+            run = run_counted(disk, _writes(f"fsync{page // 1024}k", page, WRITES // 2, direct=False, ioengine="psync",
+                                            fsync_every=1), trace=True, raw_dir=raw)
             durability.append(Durability("fsync after each buffered write", run.fio.jobs[0].sync.io_count,
                                          host_flushes(run)))
         return judge_direct_io(fidelity, durability, volatile, cache_source, latency, skipped)

@@ -33,7 +33,6 @@ from model.rules.discard import (
     FILL_OFFSET_BYTES,
     FSTRIM_FILE_BYTES,
     FSTRIM_FS_BYTES,
-    RANGES,
     RULE,
     ZEROES_RANGE,
     DiscardLimits,
@@ -42,6 +41,7 @@ from model.rules.discard import (
     TrimSeen,
     ZeroesSeen,
     judge_discard,
+    ranges_for,
     split_max_bytes,
 )
 from reports.records import Record
@@ -143,7 +143,7 @@ def test_discard(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: R
         tool.fill(disk.device_path, FILL_OFFSET_BYTES, FILL_LENGTH_BYTES)
         seen = []
         notes = [no_trim] if no_trim else []
-        for r in RANGES:
+        for r in ranges_for(disk.advertised_limits.logical_block_size):
             lowered = split_max_bytes(limits) if r.name == "beyond_max" else None
             if lowered is None:
                 seen.append(_seen(disk, tool, observer, r, limits.max_bytes))

@@ -42,6 +42,17 @@ MAX_CROSSING_FRACTION = 0.02
 #: DOS-era sector 63 of the misaligned fault.
 HEALTHY_START_SECTOR = 2048
 MISALIGNED_START_SECTOR = 63
+#: Linux's sysfs ``start`` of a partition counts 512-byte sectors whatever the logical block size.
+SYSFS_SECTOR_BYTES = 512
+
+
+def partition_start(misaligned: bool, logical_block_bytes: int) -> int:
+    """The partition's first sector in the disk's own logical sectors, as fdisk and sfdisk count them: 1 MiB
+    in (sector 2048 of 512 bytes, 256 of a 4Kn disk's 4 KiB), or the DOS-era sector 63 of the disk's own
+    sectors (on a 4Kn disk 63 x 4 KiB: on the physical block, off the 64 KiB optimal I/O grid)."""
+    if misaligned:
+        return MISALIGNED_START_SECTOR
+    return HEALTHY_START_SECTOR * SYSFS_SECTOR_BYTES // logical_block_bytes
 
 #: What the rule records (model/judging/spec.py): fewer requests off the grid is better; the grid and
 #: the partition's start are parameters.

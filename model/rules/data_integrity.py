@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from model.blame import Blame, BlameSettings
@@ -124,6 +124,18 @@ PLAN: tuple[WritePass, ...] = (
     WritePass(4, "buffered64k", "write", 64 << 10, 1, False, 2 * MIB, 2 * MIB),
     WritePass(5, "buffered4k", "randwrite", 4 << 10, 1, False, 3 * MIB, MIB // 2, fsync_every=8),
 )
+
+
+def plan_for(logical_block_bytes: int) -> tuple[WritePass, ...]:
+    """:data:`PLAN` on a disk with this logical block: an O_DIRECT pass below it (the 1 KiB one) writes one
+    logical block at a time instead (the guest refuses O_DIRECT below the logical block with EINVAL), named
+    for it (``rand1k-as-4k`` on a 4Kn disk); every generation keeps its place."""
+    out = []
+    for p in PLAN:
+        if p.direct and p.bs_bytes < logical_block_bytes:
+            p = replace(p, bs_bytes=logical_block_bytes, name=f"{p.name}-as-{logical_block_bytes >> 10}k")
+        out.append(p)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -318,7 +330,7 @@ METRICS: Metrics = (
     (r"(host|guest)_(misplaced|lost|torn|outside|bad)_sectors|host_(guard_)?sectors_checked|host_shift_sectors"
      + r"|region_sectors", MetricSpec("sectors", PARAM)),
     (r"guest_bytes_read|region_start_bytes", MetricSpec("bytes", PARAM)),
-    ("(" + "|".join(p.name for p in PLAN) + ")_writes", MetricSpec("requests", PARAM)),
+    ("(" + "|".join(p.name for p in PLAN) + r")(-as-\d+k)?_writes", MetricSpec("requests", PARAM)),
     (r"run_id|mapping", MetricSpec("", PARAM)),
 )
 #: Nothing the rule records is a measured quantity: no minimum effect to measure.

@@ -41,6 +41,17 @@ ONE_FOR_ONE_TOLERANCE = 0.01
 #: tolerance: a sync the host never saw as a flush (or FUA) is data a power loss takes.
 MIN_FLUSHES_PER_SYNC = 1.0
 
+#: The O_DIRECT write sizes the rule counts: 1 KiB (LGWR's redo writes) and 4 KiB (a page).
+WRITE_SIZES = (1024, 4096)
+
+
+def write_sizes(logical_block_bytes: int) -> tuple[int, ...]:
+    """The write sizes on a disk with this logical block: each of :data:`WRITE_SIZES` raised to one logical
+    block, since the guest refuses O_DIRECT below it (EINVAL): (1024, 4096) on 512-byte blocks, (4096,) on
+    a 4Kn disk, whose smallest direct write is 4 KiB."""
+    return tuple(sorted({max(size, logical_block_bytes) for size in WRITE_SIZES}))
+
+
 _RUN = r"[a-z0-9]+_"  # each counted run's prefix (w1k_, w4k_, dsync_, fsync_)
 
 #: What the rule records (model/judging/spec.py): the latency the host path adds is lower-better; the

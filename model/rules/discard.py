@@ -301,6 +301,18 @@ FSTRIM_FS_BYTES = 64 * MIB
 #: The file the guest writes there (O_DIRECT), deletes and trims: 8 MiB, as the ranges' fill.
 FSTRIM_FILE_BYTES = 8 * MIB
 #: The write-zeroes range: the MiB after the fill, filled with data of its own first.
+def ranges_for(logical_block_bytes: int) -> tuple[DiscardRange, ...]:
+    """:data:`RANGES` on a disk with this logical block: the unaligned range three blocks in and five past a
+    MiB in the disk's own blocks (BLKDISCARD refuses a range off the logical block with EINVAL), so on a
+    4Kn disk it is off every granularity above 4 KiB."""
+    if logical_block_bytes <= 512:
+        return RANGES
+    aligned, _unaligned, beyond = RANGES
+    shifted = DiscardRange("unaligned", FILL_OFFSET_BYTES + 2 * MIB + 3 * logical_block_bytes,
+                           MIB + 5 * logical_block_bytes)
+    return (aligned, shifted, beyond)
+
+
 ZEROES_RANGE = DiscardRange("zeroes", FILL_OFFSET_BYTES + FILL_LENGTH_BYTES, MIB)
 
 
