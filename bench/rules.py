@@ -22,6 +22,7 @@ from pathlib import Path
 from bench.goals import EMBEDDED_SUITE_GOAL_S, against
 from bench.suite_run import run_suite_at
 from model.faults import FAULTS
+from model.rules import opt_in
 
 CONTROLLERS = "virtio-scsi,virtio-blk"
 
@@ -72,7 +73,7 @@ def main() -> int:
             raise SystemExit("no baseline was saved by the healthy run")
         print(f"\n{'fault':15} {'own rule':16} what failed (rule[configuration])")
         for name, fault in FAULTS.items():
-            took, outcomes = run_suite(work / f"fault-{name}", "--inject", name, "--baseline", str(base),
+            took, outcomes = run_suite(work / f"fault-{name}", *fault_args(name), "--baseline", str(base),
                                        "--store", "none")
             failed = sorted(n for n, o in outcomes.items() if o in ("failed", "error"))
             skipped = sorted(n for n, o in outcomes.items() if o == "skipped")
@@ -84,6 +85,13 @@ def main() -> int:
     print(f"their spread: python -m bench.noise --from-store {healthy_store}; the ramp: python -m bench.ramp "
           f"{work}/healthy*")
     return 1 if bad else 0
+
+
+def fault_args(name: str) -> tuple[str, ...]:
+    """The suite's arguments of a run with fault ``name``: its ``--inject``, and ``--with-rules`` where its own
+    rule is outside the default suite (throttle-burst's throttle), which would not run otherwise."""
+    rule = FAULTS[name].rule
+    return ("--inject", name, *(("--with-rules", rule) if opt_in(rule) else ()))
 
 
 if __name__ == "__main__":

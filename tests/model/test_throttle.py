@@ -118,3 +118,4 @@ def test_a_reply_without_whole_limits_is_a_parse_error(inserted: dict[str, objec
     with pytest.raises(ParseError) as e:
         parse_throttle(inserted, "q")
     assert str(e.value).startswith(says)
+
