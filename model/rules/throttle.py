@@ -68,19 +68,18 @@ FAULT_BURST_LENGTH_S = 60
 #: clear of it.
 RULE_IOPS = 200
 #: How far a rate under a limit may stand from it, as a fraction of the limit, either way: over it the
-#: limit is not obeyed; within it the limit bound, and the lifted rate must rise clear of it; a guest under
-#: it both with the limit and without it cannot reach it, and the return is not judged. QEMU's throttle lets a request through when its leaky bucket has room, with a
-#: bucket of a tenth of the limit where no burst is set (at most 20 requests over the limit in a window at
-#: 200 IOPS: 5 % of a 2 s window). 21 throttled windows of 2 s at 200 IOPS on virtio-scsi and virtio-blk
-#: under TCG (host load average 11-25 on 2 cores) read 0.45-1.01 of the limit on the guest's side, never
-#: over 1.01; a starved guest fell under it, not over. Lifted, 2.4-12 times the limit.
+#: limit is not obeyed; within it the limit bound, and the lifted rate must rise clear of it; a guest
+#: under it both with the limit and without it cannot reach it, and the return is not judged. QEMU's
+#: throttle keeps a bucket of a tenth of the limit where no burst is set (at most 20 requests over the
+#: limit at 200 IOPS: 5 % of a 2 s window). 22 windows of 2 s under the rule's 200 IOPS on virtio-scsi
+#: and virtio-blk under TCG (host load average 11-25 on 2 cores): the guest got 0.45-1.01 of the limit,
+#: never more (a starved guest falls under it); lifted, 2.4-11 times it.
 MARGIN = 0.15
 #: How far the guest's rate under a limit (its /proc/diskstats over the window) may stand from the
 #: host's (QMP query-blockstats over the same window), beside the requests in flight at either end (up
 #: to the offered depth): the two are read an SSH round trip apart, which under load stretches the
-#: guest's window past the host's while a starved guest's rate moves. 21 throttled windows on virtio-scsi
-#: and virtio-blk under TCG, host load average 11-25 on 2 cores: 0-19 % apart. Judged under a limit only:
-#: without one the rate is the guest CPU's alone.
+#: guest's window past the host's while a starved guest's rate moves. The same 22 windows: 0-19 % apart.
+#: Judged under a limit only: without one the rate is the guest CPU's alone.
 AGREE_MARGIN = 0.25
 
 
