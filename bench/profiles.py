@@ -6,7 +6,9 @@
 
 Each profile is one run of the suite (``--profile P``: the profile's bus and its disk settings, one
 configuration); "none" is the same run without a profile (``--controllers virtio-scsi,virtio-blk``),
-the reference. Prints a line per run as it ends, then the table: a row per rule, a column per
+the reference. A profile whose format is qcow2 (nova, virt-install) needs a disk with an image to
+format, so it runs with ``--disk-backing file`` and is compared with "none (file)", the reference run
+with that backing; the others keep the suite's default disk (the null-co latency disk). Prints a line per run as it ends, then the table: a row per rule, a column per
 profile and guest, each cell the verdict (PASS, FAIL, SKIP, ERROR; several configurations joined by
 "/"). Exits 1 when a profile failed or errored a rule that passed without a profile on the same
 guest, 0 otherwise. Writes only under a new temporary directory, which it names.
@@ -48,16 +50,30 @@ def table(columns: dict[str, dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def regressions(columns: dict[str, dict[str, str]], guest: str) -> list[str]:
-    """'profile/rule' for each rule a profile failed or errored where the run without one passed."""
-    reference = columns.get(f"none, {guest}", {})
+def regressions(columns: dict[str, dict[str, str]], references: dict[str, str]) -> list[str]:
+    """'column: rule' for each rule a profile's column failed or errored where its reference column
+    (``references``: column -> the column of the run without a profile) passed."""
     out = []
-    for col, got in columns.items():
-        if not col.endswith(f", {guest}") or col.startswith("none,"):
-            continue
-        out += [f"{col}: {rule}" for rule, v in got.items()
+    for col, ref in references.items():
+        reference = columns.get(ref, {})
+        out += [f"{col}: {rule}" for rule, v in columns.get(col, {}).items()
                 if reference.get(rule, "").startswith("PASS") and ("FAIL" in v or "ERROR" in v)]
     return out
+
+
+def plan(names: list[str], guest: str) -> list[tuple[str, list[str], str]]:
+    """(column, the suite's arguments, its reference column or "") of each run on ``guest``, the
+    references first."""
+    file_backed = [n for n in names if PROFILES[n].settings.format == "qcow2"]
+    runs = [(f"none, {guest}", ["--controllers", "virtio-scsi,virtio-blk"], "")]
+    if file_backed:
+        runs.append((f"none (file), {guest}", ["--controllers", "virtio-scsi,virtio-blk", "--disk-backing", "file"], ""))
+    for n in names:
+        if n in file_backed:
+            runs.append((f"{n} (file), {guest}", ["--profile", n, "--disk-backing", "file"], f"none (file), {guest}"))
+        else:
+            runs.append((f"{n}, {guest}", ["--profile", n], f"none, {guest}"))
+    return runs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,26 +96,28 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="vioconform-bench-profiles-"))
     print(f"results under {work}", flush=True)
     columns: dict[str, dict[str, str]] = {}
+    references: dict[str, str] = {}
     for guest, guest_args in guests.items():
-        for profile in ["none", *names]:
-            which = (["--controllers", "virtio-scsi,virtio-blk"] if profile == "none" else ["--profile", profile])
-            results = work / f"{profile}-{guest.replace(' ', '-')}"
+        for i, (col, which, ref) in enumerate(plan(names, guest)):
+            if ref:
+                references[col] = ref
             t0 = time.monotonic()
-            run = run_suite_at(results, "-q", *which, *guest_args, "--store", "none", timeout=None)
+            run = run_suite_at(work / f"{guest.replace(' ', '-')}-{i}", "-q", *which, *guest_args, "--store", "none",
+                               timeout=None)
             took = time.monotonic() - t0
             if not run.junit.exists():
                 print(run.output[-3000:], file=sys.stderr)
-                print(f"{profile} on {guest}: no JUnit file (exit {run.returncode})", flush=True)
-                columns[f"{profile}, {guest}"] = {}
+                print(f"{col}: no JUnit file (exit {run.returncode})", flush=True)
+                columns[col] = {}
                 continue
             got = verdicts(run.outcomes())
-            columns[f"{profile}, {guest}"] = got
+            columns[col] = got
             counts = {s: sum(v.split("/").count(s) for v in got.values()) for s in SHORT.values()}
-            print(f"{profile} on {guest}: {took:.0f} s, exit {run.returncode}, "
+            print(f"{col}: {took:.0f} s, exit {run.returncode}, "
                   + ", ".join(f"{n} {s}" for s, n in counts.items() if n), flush=True)
     print()
     print(table(columns))
-    bad = [r for guest in guests for r in regressions(columns, guest)]
+    bad = regressions(columns, references)
     for r in bad:
         print(f"regression: {r}")
     return 1 if bad else 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.profiles import main, regressions, table, verdicts
+from bench.profiles import main, plan, regressions, table, verdicts
 
 
 def test_verdicts_join_a_rules_configurations_in_order() -> None:
@@ -18,7 +18,8 @@ def test_a_profile_failing_what_passed_without_one_is_a_regression() -> None:
     cols = {"none, embedded": {"queue-depth": "PASS/PASS", "discard": "SKIP"},
             "nova, embedded": {"queue-depth": "FAIL", "discard": "FAIL"},
             "proxmox, embedded": {"queue-depth": "PASS", "discard": "ERROR"}}
-    assert regressions(cols, "embedded") == ["nova, embedded: queue-depth"]
+    refs = {"nova, embedded": "none, embedded", "proxmox, embedded": "none, embedded"}
+    assert regressions(cols, refs) == ["nova, embedded: queue-depth"]
     text = table(cols)
     assert text.splitlines()[0] == "| rule | none, embedded | nova, embedded | proxmox, embedded |"
     assert "| discard | SKIP | FAIL | ERROR |" in text
@@ -28,3 +29,12 @@ def test_an_unknown_profile_is_a_usage_error(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit) as e:
         main(["--profiles", "nova,vmware"])
     assert e.value.code == 2 and "vmware: no such profile" in capsys.readouterr().err
+
+
+def test_a_qcow2_profile_runs_on_a_file_and_is_compared_with_a_file_backed_run() -> None:
+    runs = plan(["nova", "proxmox"], "embedded")
+    assert [(c, r) for c, _, r in runs] == [
+        ("none, embedded", ""), ("none (file), embedded", ""),
+        ("nova (file), embedded", "none (file), embedded"), ("proxmox, embedded", "none, embedded")]
+    assert runs[2][1] == ["--profile", "nova", "--disk-backing", "file"]
+    assert [c for c, _, _ in plan(["proxmox"], "embedded")] == ["none, embedded", "proxmox, embedded"]
