@@ -1,7 +1,7 @@
 """The default rules under each platform profile: a table of verdicts, profile by rule.
 
     python -m bench.profiles                          # the embedded guest, every profile and none
-    python -m bench.profiles --test-image             # also the project's cloud-init test image
+    python -m bench.profiles --guests embedded,test-image   # also the project's cloud-init test image
     python -m bench.profiles --profiles nova,proxmox  # some profiles only
 
 Each profile is one run of the suite (``--profile P``: the profile's bus and its disk settings, one
@@ -81,15 +81,19 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profiles", default=",".join(PROFILES),
                     help=f"the profiles, comma-separated (default: all: {','.join(PROFILES)})")
-    ap.add_argument("--test-image", action="store_true",
-                    help="also run each on the project's cloud-init test image (built first if not cached)")
+    ap.add_argument("--guests", default="embedded",
+                    help="embedded, test-image or both, comma-separated (default: embedded); the test image is the "
+                         "project's cloud-init Debian 12 image, built first if not cached")
     args = ap.parse_args(argv)
+    wanted = [g.strip() for g in args.guests.split(",") if g.strip()]
+    if not wanted or set(wanted) - {"embedded", "test-image"}:
+        ap.error(f"--guests {args.guests}: give embedded, test-image or both")
     try:
         names = [p.name for p in parse_profiles(args.profiles)]
     except ProfileError as e:
         ap.error(str(e))
-    guests: dict[str, list[str]] = {"embedded": []}
-    if args.test_image:
+    guests: dict[str, list[str]] = {"embedded": []} if "embedded" in wanted else {}
+    if "test-image" in wanted:
         from bench.testimage import ensure_test_image
 
         guests["test image"] = ["--image", str(ensure_test_image(lambda m: print(m, file=sys.stderr)).path)]

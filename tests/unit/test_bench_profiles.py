@@ -38,3 +38,9 @@ def test_a_qcow2_profile_runs_on_a_file_and_is_compared_with_a_file_backed_run()
         ("nova (file), embedded", "none (file), embedded"), ("proxmox, embedded", "none, embedded")]
     assert runs[2][1] == ["--profile", "nova", "--disk-backing", "file"]
     assert [c for c, _, _ in plan(["proxmox"], "embedded")] == ["none, embedded", "proxmox, embedded"]
+
+
+def test_an_unknown_guest_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["--guests", "embedded,windows"])
+    assert e.value.code == 2 and "give embedded, test-image or both" in capsys.readouterr().err
