@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bench.goals import TRACE_COST_GOAL_PCT
-from bench.trace_profile import Sample, Share, ShareCost, perf_available, profile, qemu_pid, share_cost
+from bench.trace_profile import Interval, Sample, Share, perf_available, profile, qemu_pid, share_cost
 from guest.tools.fio import Fio, FioJob
 from guest.tools.system import WorkDir
 from hypervisors.libvirt.trace import FAMILY_EVENTS, QemuTracer
@@ -51,19 +51,6 @@ SETTLE_S = 0.3
 #: Two-sided 95 % quantiles of Student's t by degrees of freedom (beyond 30: the normal's 1.96).
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 12: 2.18,
        15: 2.13, 20: 2.09, 25: 2.06, 30: 2.04}
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A statistic of the pairs' costs (percent) and its 95 % confidence interval."""
-
-    value_pct: float
-    low_pct: float
-    high_pct: float
-
-    @property
-    def width_pct(self) -> float:
-        return self.high_pct - self.low_pct
 
 
 def pair_costs(untraced: Sequence[float], traced: Sequence[float]) -> list[float]:
@@ -189,13 +176,13 @@ def profile_line(shares: tuple[Share, Share] | None, why_not: str | None) -> str
         return f"no CPU profile: {why_not or 'the QEMU process is not on this machine'}"
     traced, untraced = shares
     try:
-        cost: ShareCost = share_cost(traced, untraced)
+        cost = share_cost(traced, untraced)
     except ValueError as e:
         return f"no CPU profile: {e}"
     return (f"tracing's share of QEMU's CPU {cost.value_pct:.2f} % (95 % interval {cost.low_pct:.2f} to "
             f"{cost.high_pct:.2f} %; in the trace path {traced.in_path} of {traced.samples} samples traced, "
             f"{untraced.in_path} of {untraced.samples} untraced) "
-            f"({verdict(Interval(cost.value_pct, cost.low_pct, cost.high_pct))})")
+            f"({verdict(cost)})")
 
 
 def main() -> int:

@@ -79,9 +79,9 @@ class Share:
 
 
 @dataclass(frozen=True)
-class ShareCost:
-    """Tracing's share of QEMU's CPU (percent): the traced profile's share less the untraced one's,
-    with the 95 % interval of that difference of two proportions."""
+class Interval:
+    """A cost (percent) and its 95 % confidence interval: the IOPS pairs' median or mean
+    (bench/trace_overhead.py), or tracing's share of QEMU's CPU (:func:`share_cost`)."""
 
     value_pct: float
     low_pct: float
@@ -92,13 +92,14 @@ class ShareCost:
         return self.high_pct - self.low_pct
 
 
-def share_cost(traced: Share, untraced: Share) -> ShareCost:
-    """The difference of the two shares and its normal-approximation interval."""
+def share_cost(traced: Share, untraced: Share) -> Interval:
+    """Tracing's share of QEMU's CPU (percent): the traced profile's share less the untraced one's,
+    with the normal-approximation 95 % interval of that difference of two proportions."""
     if traced.samples == 0 or untraced.samples == 0:
         raise ValueError("a profile without samples: perf saw no CPU time of the QEMU process")
     p1, p0 = traced.in_path / traced.samples, untraced.in_path / untraced.samples
     half = Z95 * math.sqrt(p1 * (1 - p1) / traced.samples + p0 * (1 - p0) / untraced.samples)
-    return ShareCost(100.0 * (p1 - p0), 100.0 * (p1 - p0 - half), 100.0 * (p1 - p0 + half))
+    return Interval(100.0 * (p1 - p0), 100.0 * (p1 - p0 - half), 100.0 * (p1 - p0 + half))
 
 
 def perf_available() -> str | None:
