@@ -73,24 +73,23 @@ MIN_HOLD_S = 1.0
 HOLD_LEAK_MAX = 1
 
 
-def stall_seconds(text: str) -> float:
-    """``--stall-s``: a stall above 0 s, up to :data:`MAX_STALL_S`; ValueError with the reason otherwise."""
+def stall_seconds(text: str, shortest: float = 0.0) -> float:
+    """``--stall-s``: a stall above 0 s and ``shortest`` or more (a hold: :func:`hold_seconds`), up to
+    :data:`MAX_STALL_S`; ValueError with the reason otherwise."""
     v = positive_float(text)
-    if v > MAX_STALL_S:
-        raise ValueError(
-            f"{text!r} s is above {MAX_STALL_S:g} s, the longest the suite waits on a guest: the stall-tolerance rule "
-            "could not tell a stall that long from a guest that hangs; give one such as 30 or 180")
+    problem = (f"{text!r} s is above {MAX_STALL_S:g} s, the longest the suite waits on a guest: the stall-tolerance "
+               "rule could not tell a stall that long from a guest that hangs; give one such as 30 or 180"
+               if v > MAX_STALL_S else
+               f"{text!r} s is under {shortest:g} s: the guest is asked over SSH every 0.3 s while its disk is held, "
+               "and a shorter hold shows too few answers; give 1 or more, e.g. 2" if v < shortest else "")
+    if problem:
+        raise ValueError(problem)
     return v
 
 
 def hold_seconds(text: str) -> float:
     """``--stall-hold-s``: :data:`MIN_HOLD_S` to :data:`MAX_STALL_S`; ValueError with the reason otherwise."""
-    v = stall_seconds(text)
-    if v < MIN_HOLD_S:
-        raise ValueError(f"{text!r} s is under {MIN_HOLD_S:g} s: the guest is asked over SSH every "
-                         "0.3 s while its disk is held, and a shorter hold shows too few answers; "
-                         "give 1 or more, e.g. 2")
-    return v
+    return stall_seconds(text, MIN_HOLD_S)
 
 
 #: The rule's options (model/judging/rule_option.py): the stall it judges against, and how long it holds.
