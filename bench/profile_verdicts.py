@@ -1,8 +1,8 @@
 """The default rules under each platform profile: a table of verdicts, profile by rule.
 
-    python -m bench.profiles                          # the embedded guest, every profile and none
-    python -m bench.profiles --guests embedded,test-image   # also the project's cloud-init test image
-    python -m bench.profiles --profiles nova,proxmox  # some profiles only
+    python -m bench.profile_verdicts                          # the embedded guest, every profile and none
+    python -m bench.profile_verdicts --guests embedded,test-image   # also the project's cloud-init test image
+    python -m bench.profile_verdicts --profiles nova,proxmox  # some profiles only
 
 Each profile is one run of the suite (``--profile P``: the profile's bus and its disk settings, one
 configuration); "none" is the same run without a profile (``--controllers virtio-scsi,virtio-blk``),
@@ -77,7 +77,7 @@ def plan(names: list[str], guest: str) -> list[tuple[str, list[str], str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.profiles", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m bench.profile_verdicts", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profiles", default=",".join(PROFILES),
                     help=f"the profiles, comma-separated (default: all: {','.join(PROFILES)})")

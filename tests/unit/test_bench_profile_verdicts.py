@@ -1,10 +1,10 @@
-"""bench.profiles' table: verdicts per rule, and a profile that fails what passed without one."""
+"""bench.profile_verdicts' table: verdicts per rule, and a profile that fails what passed without one."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.profiles import main, plan, regressions, table, verdicts
+from bench.profile_verdicts import main, plan, regressions, table, verdicts
 
 
 def test_verdicts_join_a_rules_configurations_in_order() -> None:
