@@ -1,0 +1,20 @@
+"""bench.rules' choice of rules for each run: the suite's --with-rules and -k as given, and a fault whose
+own rule is outside the default suite (wce-lie: write-cache) runs with that rule added."""
+
+from __future__ import annotations
+
+from bench.rules import selection
+from model.faults import FAULTS
+
+
+def test_the_runs_take_the_suites_own_selection() -> None:
+    assert selection("", "") == []
+    assert selection("write-cache", "write_cache") == ["--with-rules", "write-cache", "-k", "write_cache"]
+
+
+def test_a_fault_of_a_rule_outside_the_default_suite_adds_its_rule() -> None:
+    assert selection("", "", FAULTS["wce-lie"]) == ["--with-rules", "write-cache"]
+    assert selection("identity", "", FAULTS["wce-lie"]) == ["--with-rules", "identity,write-cache"]
+    assert selection("write-cache", "", FAULTS["wce-lie"]) == ["--with-rules", "write-cache"]
+    assert selection("all", "", FAULTS["wce-lie"]) == ["--with-rules", "all"]
+    assert selection("", "", FAULTS["flush-dropped"]) == []  # direct-io is in the default suite
