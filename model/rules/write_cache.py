@@ -46,12 +46,8 @@ from model.rules.limits import ROLES  # the same two disks of a controller
 RULE = "write-cache"
 #: The guest's write cache (model/blame.py's trail key): written after boot, it is the guest's configuration.
 BLAME = BlameSettings(frozenset({"write_cache"}))
-#: One fsync workload per disk, counted exactly: one pass unless --repeats asks for more.
-DEFAULT_REPEATS = 1
-REPEATABLE = True
 #: outside the default suite (its time is a budget of 13 rules): runs where --with-rules names it
 OPT_IN = True
-HOST_CPU_BOUND: tuple[str, ...] = ()
 _ROLE = "(" + "|".join(ROLES) + ")_"
 #: What it records per disk role: the guest's belief (now and at probe time, FUA), the host's cache
 #: (its mode and flags), the fsyncs and the flushes on each side, and the disk's kernel name.
@@ -62,6 +58,11 @@ METRICS: Metrics = (
     (_ROLE + "fsyncs|" + _ROLE + "flushes_(guest|host)", MetricSpec("requests", PARAM)),
 )
 MIN_EFFECTS: Mapping[str, float] = {}
+#: No metric follows the host's CPU: counts of flushes do not.
+HOST_CPU_BOUND: tuple[str, ...] = ()
+#: One fsync workload per disk, counted exactly: one pass unless --repeats asks for more.
+DEFAULT_REPEATS = 1
+REPEATABLE = True
 
 #: Flushes per fsync the guest must send, and the host must see of them, over a write-back cache. No
 #: tolerance: a missing flush is data a power loss takes. Measured here (Linux 6.1 guest, QEMU 7.2, 49
