@@ -51,6 +51,12 @@ def selection(with_rules: str, keyword: str, fault: Fault | None = None) -> list
     return (["--with-rules", ",".join(rules)] if rules else []) + (["-k", keyword] if keyword else [])
 
 
+def compared_with(base: Path) -> list[str]:
+    """``--baseline`` of the file the first healthy run saved; none where it saved none (rules chosen with
+    ``-k``/``--with-rules`` that record nothing a baseline holds, as write-cache's counts)."""
+    return ["--baseline", str(base)] if base.exists() else []
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.rules", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -72,7 +78,7 @@ def main() -> int:
     times = []
     bad = 0
     for i in range(args.repeats + 1):
-        extra = ["--save-baseline", str(base)] if i == 0 else ["--baseline", str(base)]
+        extra = ["--save-baseline", str(base)] if i == 0 else compared_with(base)
         took, outcomes = run_suite(work / f"healthy{i}", *extra, *chosen, "--store", healthy_store)
         times.append(took)
         failed = [n for n, o in outcomes.items() if o in ("failed", "error")]
@@ -89,13 +95,13 @@ def main() -> int:
     for name in sorted(tally):
         print(f"{name:55} {tally[name].count('passed'):>2}  ({', '.join(sorted(set(tally[name])))})")
     if args.faults:
-        if not base.exists():
+        if not base.exists() and not chosen:
             raise SystemExit("no baseline was saved by the healthy run")
         print(f"\n{'fault':15} {'own rule':16} what failed (rule[configuration])")
         for name, fault in FAULTS.items():
             if args.fault and name not in args.fault:
                 continue
-            took, outcomes = run_suite(work / f"fault-{name}", "--inject", name, "--baseline", str(base),
+            took, outcomes = run_suite(work / f"fault-{name}", "--inject", name, *compared_with(base),
                                        *selection(args.with_rules, args.keyword, fault), "--store", "none")
             failed = sorted(n for n, o in outcomes.items() if o in ("failed", "error"))
             skipped = sorted(n for n, o in outcomes.items() if o == "skipped")

@@ -1,9 +1,12 @@
 """bench.rules' choice of rules for each run: the suite's --with-rules and -k as given, and a fault whose
-own rule is outside the default suite (wce-lie: write-cache) runs with that rule added."""
+own rule is outside the default suite (wce-lie: write-cache) runs with that rule added; the first healthy
+run's baseline where it saved one."""
 
 from __future__ import annotations
 
-from bench.rules import selection
+from pathlib import Path
+
+from bench.rules import compared_with, selection
 from model.faults import FAULTS
 
 
@@ -18,3 +21,10 @@ def test_a_fault_of_a_rule_outside_the_default_suite_adds_its_rule() -> None:
     assert selection("write-cache", "", FAULTS["wce-lie"]) == ["--with-rules", "write-cache"]
     assert selection("all", "", FAULTS["wce-lie"]) == ["--with-rules", "all"]
     assert selection("", "", FAULTS["flush-dropped"]) == []  # direct-io is in the default suite
+
+
+def test_later_runs_compare_with_the_baseline_only_where_one_was_saved(tmp_path: Path) -> None:
+    base = tmp_path / "baseline.json"
+    assert compared_with(base) == []  # -k write_cache: the suite saved no baseline (exit 4 when given one)
+    base.write_text("{}")
+    assert compared_with(base) == ["--baseline", str(base)]
