@@ -4,10 +4,14 @@ run's baseline where it saved one."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from bench.rules import compared_with, selection
 from model.faults import FAULTS
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_runs_take_the_suites_own_selection() -> None:
@@ -28,3 +32,11 @@ def test_later_runs_compare_with_the_baseline_only_where_one_was_saved(tmp_path:
     assert compared_with(base) == []  # -k write_cache: the suite saved no baseline (exit 4 when given one)
     base.write_text("{}")
     assert compared_with(base) == ["--baseline", str(base)]
+
+
+def test_an_unknown_fault_is_refused_before_any_run() -> None:
+    done = subprocess.run([sys.executable, "-m", "bench.rules", "--faults", "--fault", "wce-lies"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "argument --fault: invalid choice: 'wce-lies' (choose from" in done.stderr and "'wce-lie'" in done.stderr
+    assert done.stdout == ""  # no run started
