@@ -606,6 +606,11 @@ class LibvirtBackend(HypervisorBackend):
         if disk.spec.settings.discard == "ignore":
             raise DiscardUnavailable(f"{disk.spec.label} is set up with discard=ignore (--disk, --profile): QEMU drops "
                                      "the guest's discards before the file, as asked")
+        if disk.spec.settings.format not in (None, "raw"):
+            raise DiscardUnavailable(f"{disk.spec.label} is a {disk.spec.settings.format} image: its file's offsets are "
+                                     "not the guest's (the allocation is read at the guest's offsets), and qcow2 hands "
+                                     "the file the discards of whole allocated clusters only (the suite judges raw "
+                                     "files only)")
         if guest.console_log_path is None:
             raise DiscardUnavailable(f"the run directory of guest {guest.name} is unknown: its disk files cannot be found")
         stage = self.stage(guest.console_log_path.parent)
