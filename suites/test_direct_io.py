@@ -14,7 +14,7 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
-from measure.counted import CountedRun, run_counted
+from measure.counted import CountedRun, host_flushes, run_counted
 from measure.disk import GuestDisk
 from model.judging.verdict import RuleVerdict
 from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io
@@ -43,14 +43,6 @@ def _latency_floor(run: CountedRun) -> LatencyFloor | None:
         return None
     return LatencyFloor(guest_p50_us=w.clat_percentiles_us.get(50.0, w.clat_mean_us), host_p50_us=statistics.median(host),
                         guest_min_us=min(w.clat_percentiles_us.values()), host_min_us=min(host))
-
-
-def host_flushes(run: CountedRun) -> int:
-    """Flushes the host saw: its counter, or the trace where that has more. QEMU 7.2 counts SCSI
-    FUA writes and virtio-blk flushes in query-blockstats but not NVMe's flushes (measured:
-    49 traced, 0 counted), and traces no virtio-blk flush; the larger of the two is right for each."""
-    traced = sum(r.is_flush for r in run.host_trace.requests) if run.host_trace is not None else 0
-    return max(run.host.flushes, traced)
 
 
 @pytest.mark.rule("direct-io")

@@ -38,6 +38,7 @@ from hypervisors.base import (
     Guest,
     GuestRequest,
     HoldUnavailable,
+    HostCacheUnavailable,
     HotplugUnavailable,
     HypervisorBackend,
     ImageRequest,
@@ -54,6 +55,7 @@ from hypervisors.libvirt import (
     leftovers,
     machine,
     qemulog,
+    qom,
     settings_check,
     stall_tolerance,
     trace,
@@ -88,13 +90,13 @@ from hypervisors.libvirt.hotplug import LibvirtHotplugDisk, hotplug_spec, hotplu
 from hypervisors.libvirt.leftovers import METADATA_NS, destroy
 from hypervisors.libvirt.machine import DEFAULT_MACHINE
 from hypervisors.libvirt.qmp import DomainQmp
-from hypervisors.libvirt.qom import read_advertised
 from hypervisors.libvirt.resize import QmpResizer
 from images.build import KERNEL_ARGS, GuestImage, ensure_image
 from images.pvh import PVH_NAME, pvh_kernel
 from images.user import UserImageError
 from model.advertised import Advertised
 from model.errors import HypervisorError, ParseError
+from model.host_cache import HostCache
 from model.parse.blockstats import HostBlockCounters
 from model.parse.hostcpu import VcpuTimes, from_domain_stats
 from model.settings_seen import SettingSeen
@@ -531,7 +533,15 @@ class LibvirtBackend(HypervisorBackend):
 
     def advertised(self, guest: Guest, disk: AttachedDisk) -> Advertised:
         """QEMU's answer: QMP ``qom-get`` on the disk's device and its HBA (hypervisors/libvirt/qom.py)."""
-        return read_advertised(self.conn, guest.name, disk.spec)
+        return qom.read_advertised(self.conn, guest.name, disk.spec)
+
+    def host_cache(self, guest: Guest, disk: AttachedDisk) -> HostCache:
+        """QMP ``query-block``'s cache of the disk's block backend, as QEMU has it now (hypervisors/libvirt/qom.py)."""
+        cache = qom.host_cache(self.conn, guest.name, device_id(disk.spec))
+        if cache is None:
+            raise HostCacheUnavailable(f"QEMU's query-block lists no block backend of {disk.spec.label} "
+                                       f"(device {device_id(disk.spec)}): its cache cannot be read")
+        return cache
 
     def disk_settings_seen(self, guest: Guest) -> dict[DiskSpec, list[SettingSeen]]:
         """Live domain XML, QMP query-block and qom-get (hypervisors/libvirt/settings_check.py)."""

@@ -104,6 +104,7 @@ def test_every_fault_is_a_sysfs_setting_the_tool_accepts() -> None:
     assert shell.commands == ["echo 1 > /sys/block/sdb/device/queue_depth",
                               "echo 64 > /sys/block/sdb/queue/max_sectors_kb",
                               "echo 'write through' > /sys/block/sdb/queue/write_cache",
+                              "echo 'write through' > /sys/block/sdb/queue/write_cache",  # wce-lie
                               "echo 0 > /sys/block/sdb/queue/read_ahead_kb",
                               "echo 5000 > /sys/block/sdb/queue/io_timeout",
                               "echo 0 > /sys/block/sdb/queue/discard_max_bytes"]

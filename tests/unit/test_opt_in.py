@@ -25,7 +25,7 @@ def _collected(*args: str) -> tuple[list[str], str]:
 
 
 def test_the_rules_outside_the_default_suite_are_identity_and_block_size() -> None:
-    assert opt_in_rules() == ("block-size", "identity")
+    assert opt_in_rules() == ("block-size", "identity", "write-cache")
 
 
 def test_an_opt_in_rule_is_left_out_unless_named() -> None:
@@ -33,17 +33,17 @@ def test_an_opt_in_rule_is_left_out_unless_named() -> None:
     tests, said = _collected()
     assert tests and not any("test_identity" in t or "test_block_size" in t for t in tests)
     assert len({t.partition("::")[0] for t in tests}) == 13  # the default suite: 13 rules
-    assert ("outside the default suite, not run: block-size, identity (add them: --with-rules "
-            "block-size,identity)") in said
+    assert ("outside the default suite, not run: block-size, identity, write-cache (add them: --with-rules "
+            "block-size,identity,write-cache)") in said
     tests, _ = _collected("--with-rules", "identity")
     assert any("test_identity" in t for t in tests) and not any("test_block_size" in t for t in tests)
     tests, _ = _collected("--with-rules", "all")
-    assert len({t.partition("::")[0] for t in tests}) == 15
+    assert len({t.partition("::")[0] for t in tests}) == 13 + len(opt_in_rules())
 
 
 def test_with_rules_takes_only_rules_outside_the_default_suite() -> None:
-    assert with_rules("identity") == ("identity",) and with_rules("all") == ("block-size", "identity")
-    not_outside = "'queue-depth' is not a rule outside the default suite; the rules outside it are: block-size, identity"
+    assert with_rules("identity") == ("identity",) and with_rules("all") == ("block-size", "identity", "write-cache")
+    not_outside = "'queue-depth' is not a rule outside the default suite; the rules outside it are: block-size, identity, write-cache"
     for text, said in (("queue-depth", not_outside), (",", "',' names no rule")):
         with pytest.raises(argparse.ArgumentTypeError) as e:
             with_rules(text)
