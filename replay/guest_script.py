@@ -8,7 +8,9 @@ Lines it prints: ``DISK <name>``, ``SETUP <rc> <what>``, ``BEGIN <job>``, ``<job
 the parts ``fio`` (fio's JSON), ``diskstats0|1`` (/proc/diskstats before and after), ``stat0|1``
 (/proc/stat), ``uptime0|1``, ``inflight`` (samples of /sys/block/X/inflight while fio ran), then
 ``END <job> <fio's exit status>``, and ``DONE`` last; before the jobs, ``path limits <line>``: the guest's
-limits on the disk's path, after the set-up.
+limits on the disk's path, and ``disk limits <line>``: the disk's limits, both after the set-up. A counted
+job prints ``COUNT <job> before`` before fio starts and ``COUNT <job> after`` after it ends, and waits
+each time for a line on its console: the host reads QEMU's counters of the disk in between.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ PREFIX = "VIOC-REPLAY"
 SCRIPT_PATH = "vioconform-replay"
 #: Seconds the script waits for the disk to appear after its drivers load.
 DISK_WAIT_S = 30
+#: Seconds a counted job waits for the host's answer before it goes on without it (the host's
+#: counters are then missing, and the replay says the evidence is incomplete).
+COUNT_WAIT_S = 60
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,8 @@ class Job:
 
     name: str
     args: tuple[str, ...]
+    #: the host reads QEMU's counters of the disk right before and after the job
+    counted: bool = False
 
 
 def _setup_lines(setup: Sequence[Mapping[str, str]]) -> list[str]:
@@ -49,13 +56,17 @@ def _setup_lines(setup: Sequence[Mapping[str, str]]) -> list[str]:
 def _job_lines(job: Job) -> list[str]:
     n = job.name
     fio = " ".join(shlex.quote(a) for a in job.args)
+    count = [f"say COUNT {n} before; read -t {COUNT_WAIT_S} _ <&3"] if job.counted else []
+    counted = [f"say COUNT {n} after; read -t {COUNT_WAIT_S} _ <&3"] if job.counted else []
     return [
         f"say BEGIN {n}",
         "cat /proc/diskstats > /tmp/d0; cat /proc/stat > /tmp/s0; cut -d' ' -f1 /proc/uptime > /tmp/u0",
+        *count,
         f"fio {fio} --filename=/dev/$DEV --output-format=json > /tmp/fio.json 2>/tmp/fio.err &",
         "FIO=$!; : > /tmp/inflight",
         "while kill -0 $FIO 2>/dev/null; do cat /sys/block/$DEV/inflight >> /tmp/inflight; usleep 100000; done",
         "wait $FIO; RC=$?",
+        *counted,
         "cat /proc/diskstats > /tmp/d1; cat /proc/stat > /tmp/s1; cut -d' ' -f1 /proc/uptime > /tmp/u1",
         *(f"dump {n} {part} {path}" for part, path in (
             ("fio", "/tmp/fio.json"), ("fioerr", "/tmp/fio.err"), ("diskstats0", "/tmp/d0"),
@@ -65,18 +76,18 @@ def _job_lines(job: Job) -> list[str]:
     ]
 
 
-def _path_lines(path_script: str) -> list[str]:
-    """The run's script that reads the guest's limits on the disk's path (the sysfs tool's), run on
-    the replay's disk after the set-up: its lines as the part ``path limits``."""
-    if not path_script:
+def _read_lines(script: str, part: str) -> list[str]:
+    """One of the run's scripts that read the disk's sysfs (the sysfs tool's), run on the replay's disk
+    after the set-up: its lines as the part ``part`` (``path limits``, ``disk limits``)."""
+    if not script:
         return []
-    return ["(", path_script.replace("{disk}", "$DEV"), ") > /tmp/path 2>/dev/null", "dump path limits /tmp/path"]
+    return ["(", script.replace("{disk}", "$DEV"), ") > /tmp/read 2>/dev/null", f"dump {part} /tmp/read"]
 
 
 def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[str, str]],
-                 jobs: Sequence[Job], path_script: str = "") -> str:
+                 jobs: Sequence[Job], path_script: str = "", limits_script: str = "") -> str:
     """The init script: find the disk of ``serial``, apply ``setup``, read the path's limits with
-    ``path_script`` (if given), run ``jobs``, power off."""
+    ``path_script`` and the disk's with ``limits_script`` (each if given), run ``jobs``, power off."""
     # virtio_pci first, as the guest's own init loads it: every virtio device sits behind it.
     mods = " ".join(shlex.quote(d) for d in ("virtio_pci", *(d for d in drivers if d != "virtio_pci")))
     return "\n".join([
@@ -87,6 +98,8 @@ def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[st
         "mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev; mount -t tmpfs tmpfs /tmp",
         f"say() {{ echo \"{PREFIX} $*\" > /dev/ttyS0; }}",
         f"dump() {{ sed \"s/^/{PREFIX} $1 $2 /\" \"$3\" > /dev/ttyS0; }}",
+        # the console held open for reading: the host's answers to COUNT wait in it until read
+        *(["exec 3</dev/ttyS0", "stty -echo <&3 2>/dev/null"] if any(j.counted for j in jobs) else []),
         "echo 1 > /proc/sys/kernel/printk",
         f"for m in {mods}; do modprobe \"$m\" 2>/dev/null; done",
         "DEV=",
@@ -100,7 +113,8 @@ def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[st
         "if [ -z \"$DEV\" ]; then say NODISK $(ls /sys/block | tr '\\n' ' '); poweroff -f; fi",
         "say DISK $DEV",
         *_setup_lines(setup),
-        *_path_lines(path_script),
+        *_read_lines(path_script, "path limits"),
+        *_read_lines(limits_script, "disk limits"),
         *(line for job in jobs for line in _job_lines(job)),
         "say DONE",
         "sync; poweroff -f",
