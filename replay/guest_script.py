@@ -10,7 +10,9 @@ the parts ``fio`` (fio's JSON), ``diskstats0|1`` (/proc/diskstats before and aft
 ``END <job> <fio's exit status>``, and ``DONE`` last; before the jobs, ``path limits <line>``: the guest's
 limits on the disk's path, and ``disk limits <line>``: the disk's limits, both after the set-up. A counted
 job prints ``COUNT <job> before`` before fio starts and ``COUNT <job> after`` after it ends, and waits
-each time for a line on its console: the host reads QEMU's counters of the disk in between.
+each time for a line on its console: the host reads QEMU's counters of the disk in between. As in the
+run, the kernel log is marked after the set-up and what the kernel logged after the mark is printed
+last, as ``kernel log <line>`` (``dmesg -r``'s lines), for the kernel-log check.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from dataclasses import dataclass
 PREFIX = "VIOC-REPLAY"
 #: Where the script sits in the guest's initramfs (the kernel's ``rdinit=``).
 SCRIPT_PATH = "vioconform-replay"
+#: The replay's mark in the guest's kernel log (a notice: under the console's level, off the console).
+KLOG_MARK = "vioconform-replay: kernel-log mark"
 #: Seconds the script waits for the disk to appear after its drivers load.
 DISK_WAIT_S = 30
 #: Seconds a counted job waits for the host's answer before it goes on without it (the host's
@@ -115,7 +119,9 @@ def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[st
         *_setup_lines(setup),
         *_read_lines(path_script, "path limits"),
         *_read_lines(limits_script, "disk limits"),
+        f"echo '<5>{KLOG_MARK}' > /dev/kmsg",
         *(line for job in jobs for line in _job_lines(job)),
+        f"dmesg -r | sed '1,/{KLOG_MARK}/d' > /tmp/klog; dump kernel log /tmp/klog",
         "say DONE",
         "sync; poweroff -f",
         "",

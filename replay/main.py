@@ -17,6 +17,8 @@ from pathlib import Path
 
 from model.errors import ParseError
 from model.judging.verdict import RuleVerdict
+from model.kernel_log_check import check_kernel_log, unread, with_kernel_log
+from model.parse.dmesg import parse_kernel_log
 from model.parse.qemutrace import parse_qemu_trace
 from replay.cpio import newc_archive
 from replay.guest_script import SCRIPT_PATH, guest_script
@@ -152,7 +154,17 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
         requests = parse_qemu_trace(trace, str(out / "qemu-trace.log"))
     except (OSError, ParseError) as e:
         raise CannotTest(f"QEMU's trace could not be read: {e}") from e
-    return rule.judge(Replayed(config, outputs, requests, device, path_text, limits_text, b.counters))
+    verdict = rule.judge(Replayed(config, outputs, requests, device, path_text, limits_text, b.counters))
+    return kernel_log_checked(verdict, b)
+
+
+def kernel_log_checked(verdict: RuleVerdict, b: Boot) -> RuleVerdict:
+    """The verdict with the kernel-log check, as the run judges every rule: what the guest's kernel
+    logged from the set-up's end to the jobs' (model.kernel_log_check)."""
+    if "DONE" not in b.lines:
+        return with_kernel_log(verdict, unread("dmesg", "the guest did not get to print its kernel log"))
+    text = "\n".join(line.removeprefix("kernel log ") for line in b.lines if line.startswith("kernel log "))
+    return with_kernel_log(verdict, check_kernel_log(parse_kernel_log(text, "dmesg"), "dmesg"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from model.errors import ParseError
 from model.parse.blockstats import HostCountersDelta, parse_qmp_blockstats
 from model.parse.fio_json import FioJob, parse_fio_json
 from model.parse.qemutrace import TracedRequest
+from replay.guest_script import Job
 from replay.qemu import CannotTest
 from replay.rules import JobOutput, Replayed
 
@@ -94,3 +95,10 @@ def counted(r: Replayed, job: str) -> HostCountersDelta:
 def _missing(key: str) -> NoReturn:
     raise CannotTest(f"the bundle's configuration.json has no {key} (a bundle of an older run): the replay "
                      "cannot judge this rule from it")
+
+
+def fio(name: str, counted: bool = False, **options: object) -> Job:
+    """A fio job from fio's own option names: ``fio("io1m", rw="randread", bs=1 << 20)`` runs
+    ``fio --name=io1m --rw=randread --bs=1048576`` (a True option alone: ``time_based=True``)."""
+    args = [f"--name={name}", *(f"--{k}" if v is True else f"--{k}={v}" for k, v in options.items())]
+    return Job(name, tuple(args), counted)

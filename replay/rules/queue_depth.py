@@ -18,7 +18,7 @@ from model.rules.queue_depth import RULE, DepthPoint, DeviceSaid, GuestPath, jud
 from replay.guest_script import Job
 from replay.qemu import CannotTest
 from replay.rules import Replayed, ReplayRule
-from replay.rules.common import RAMP_S, fio_job, part, window
+from replay.rules.common import RAMP_S, fio, fio_job, part, window
 
 #: The rule's request size (suites/test_queue_depth.py's BS_BYTES).
 BS_BYTES = 4096
@@ -31,9 +31,8 @@ def jobs(config: Mapping[str, object]) -> list[Job]:
     depths = m.get("depths") or [1, 32]
     span = float(str(m.get("window_s") or 2.0))
     assert isinstance(depths, list)
-    return [Job(f"qd{d}", (f"--name=qd{d}", "--rw=randread", f"--bs={BS_BYTES}", f"--iodepth={d}", "--numjobs=1",
-                           "--ioengine=libaio", "--direct=1", "--time_based", f"--runtime={RAMP_S + span:g}s",
-                           "--group_reporting")) for d in depths]
+    return [fio(f"qd{d}", rw="randread", bs=BS_BYTES, iodepth=d, numjobs=1, ioengine="libaio", direct=1,
+                time_based=True, runtime=f"{RAMP_S + span:g}s", group_reporting=True) for d in depths]
 
 
 def depth_point(r: Replayed, job: str) -> DepthPoint:
