@@ -42,6 +42,12 @@ class Job:
     args: tuple[str, ...]
     #: the host reads QEMU's counters of the disk right before and after the job
     counted: bool = False
+    #: shell lines run before the job starts (a filesystem made, a file laid out): their output is the
+    #: job's part ``prepared``; they may call ``apply_setup`` (the run's set-up again, as after a re-read).
+    #: A job without fio (no ``args``) runs them alone, between its BEGIN and END.
+    prepare: str = ""
+    #: fio's file: the disk, or a file on it
+    target: str = "/dev/$DEV"
 
 
 def _setup_lines(setup: Sequence[Mapping[str, str]]) -> list[str]:
@@ -59,14 +65,19 @@ def _setup_lines(setup: Sequence[Mapping[str, str]]) -> list[str]:
 
 def _job_lines(job: Job) -> list[str]:
     n = job.name
+    if not job.args:  # no fio: the preparation alone, between the job's marks
+        return [f"say BEGIN {n}", f"(\n{job.prepare}\n) > /tmp/prep 2>&1; RC=$?", f"dump {n} prepared /tmp/prep",
+                f"say END {n} $RC"]
     fio = " ".join(shlex.quote(a) for a in job.args)
     count = [f"say COUNT {n} before; read -t {COUNT_WAIT_S} _ <&3"] if job.counted else []
     counted = [f"say COUNT {n} after; read -t {COUNT_WAIT_S} _ <&3"] if job.counted else []
+    prepare = [f"(\n{job.prepare}\n) > /tmp/prep 2>&1", f"dump {n} prepared /tmp/prep"] if job.prepare else []
     return [
+        *prepare,
         f"say BEGIN {n}",
         "cat /proc/diskstats > /tmp/d0; cat /proc/stat > /tmp/s0; cut -d' ' -f1 /proc/uptime > /tmp/u0",
         *count,
-        f"fio {fio} --filename=/dev/$DEV --output-format=json > /tmp/fio.json 2>/tmp/fio.err &",
+        f"fio {fio} --filename={job.target} --output-format=json > /tmp/fio.json 2>/tmp/fio.err &",
         "FIO=$!; : > /tmp/inflight",
         "while kill -0 $FIO 2>/dev/null; do cat /sys/block/$DEV/inflight >> /tmp/inflight; usleep 100000; done",
         "wait $FIO; RC=$?",
@@ -88,10 +99,20 @@ def _read_lines(script: str, part: str) -> list[str]:
     return ["(", script.replace("{disk}", "$DEV"), ") > /tmp/read 2>/dev/null", f"dump {part} /tmp/read"]
 
 
+def _probe_lines(serials: Sequence[str], limits_script: str) -> list[str]:
+    """Each disk's limits as its driver set them, before the set-up (the run's probe): part ``probed <serial>``."""
+    if not limits_script:
+        return []
+    return [line for s in serials for line in (
+        f"P=$(wait_disk {shlex.quote(s)})", "if [ -n \"$P\" ]; then (",
+        limits_script.replace("{disk}", "$P"), f") > /tmp/read 2>/dev/null; dump probed {shlex.quote(s)} /tmp/read; fi")]
+
+
 def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[str, str]],
-                 jobs: Sequence[Job], path_script: str = "", limits_script: str = "") -> str:
-    """The init script: find the disk of ``serial``, apply ``setup``, read the path's limits with
-    ``path_script`` and the disk's with ``limits_script`` (each if given), run ``jobs``, power off."""
+                 jobs: Sequence[Job], path_script: str = "", limits_script: str = "", probe: Sequence[str] = ()) -> str:
+    """The init script: find the disk of ``serial``, apply ``setup`` (the shell function ``apply_setup``), read the path's limits with
+    ``path_script`` and the disk's with ``limits_script`` (each if given), run ``jobs``, power off. The
+    limits of the disks of ``probe`` (serials) are read before the set-up, as the run probed them."""
     # virtio_pci first, as the guest's own init loads it: every virtio device sits behind it.
     mods = " ".join(shlex.quote(d) for d in ("virtio_pci", *(d for d in drivers if d != "virtio_pci")))
     return "\n".join([
@@ -106,17 +127,16 @@ def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[st
         *(["exec 3</dev/ttyS0", "stty -echo <&3 2>/dev/null"] if any(j.counted for j in jobs) else []),
         "echo 1 > /proc/sys/kernel/printk",
         f"for m in {mods}; do modprobe \"$m\" 2>/dev/null; done",
-        "DEV=",
-        f"for i in $(seq {DISK_WAIT_S * 10}); do",
-        "  for b in /sys/block/*; do",
-        (f"    if grep -qsw {shlex.quote(serial)} \"$b/serial\" \"$b/device/vpd_pg80\" \"$b/device/serial\"; then"
-         " DEV=${b##*/}; fi"),
-        "  done",
-        "  [ -n \"$DEV\" ] && break; usleep 100000",
-        "done",
+        "find_disk() { for b in /sys/block/*; do",
+        "  grep -qsw \"$1\" \"$b/serial\" \"$b/device/vpd_pg80\" \"$b/device/serial\" && echo ${b##*/}; done; }",
+        (f"wait_disk() {{ for i in $(seq {DISK_WAIT_S * 10}); do d=$(find_disk \"$1\"); "
+         "[ -n \"$d\" ] && echo $d && return; usleep 100000; done; }"),
+        f"DEV=$(wait_disk {shlex.quote(serial)})",
         "if [ -z \"$DEV\" ]; then say NODISK $(ls /sys/block | tr '\\n' ' '); poweroff -f; fi",
         "say DISK $DEV",
-        *_setup_lines(setup),
+        *_probe_lines(probe, limits_script),
+        "apply_setup() {", ":", *_setup_lines(setup), "}",
+        "apply_setup",
         *_read_lines(path_script, "path limits"),
         *_read_lines(limits_script, "disk limits"),
         f"echo '<5>{KLOG_MARK}' > /dev/kmsg",

@@ -123,8 +123,10 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
     serial = str(disk.get("serial")) if isinstance(disk, dict) else "vioc-dut0"
     cmdline = str(config.get("kernel_cmdline", ""))
     drivers = next((w.split("=", 1)[1].split(",") for w in cmdline.split() if w.startswith("vioconform.drivers=")), [])
+    disks = config.get("disks")
+    probe = [str(d.get("serial")) for d in disks if isinstance(d, dict)] if isinstance(disks, list) else []
     script = guest_script(serial, drivers, setup, jobs, str(config.get("path_script") or ""),
-                          str(config.get("limits_script") or "")).encode()
+                          str(config.get("limits_script") or ""), probe).encode()
     # The script's archive first, uncompressed (as the kernel's early microcode archive is): the
     # kernel unpacks it, skips its zero padding and unpacks the compressed image after it.
     (out / "initrd-replay.img").write_bytes(newc_archive([(SCRIPT_PATH, 0o100755, script)]) + initrd)
@@ -154,7 +156,13 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
         requests = parse_qemu_trace(trace, str(out / "qemu-trace.log"))
     except (OSError, ParseError) as e:
         raise CannotTest(f"QEMU's trace could not be read: {e}") from e
-    verdict = rule.judge(Replayed(config, outputs, requests, device, path_text, limits_text, b.counters))
+    probed: dict[str, list[str]] = {}
+    for line in b.lines:
+        if line.startswith("probed "):
+            serial, _, text = line.removeprefix("probed ").partition(" ")
+            probed.setdefault(serial, []).append(text)
+    verdict = rule.judge(Replayed(config, outputs, requests, device, path_text, limits_text, b.counters,
+                                  {k: "\n".join(v) for k, v in probed.items()}))
     return kernel_log_checked(verdict, b)
 
 

@@ -36,7 +36,8 @@ class Replayed:
     the guest's limits on the disk's path and its limits (both read after the set-up, as the sysfs
     tool's ``key=value`` lines; "" where the bundle has no script for them), and QEMU's
     ``query-blockstats`` replies around the counted jobs (``"<job> before"``, ``"<job> after"``: the
-    host's monotonic clock in ns when it was read, and the reply)."""
+    host's monotonic clock in ns when it was read, and the reply), and each disk's limits read before
+    the set-up (as the run probed them), by serial."""
 
     config: Mapping[str, object]
     outputs: Mapping[str, JobOutput]
@@ -45,6 +46,7 @@ class Replayed:
     path_text: str = ""
     limits_text: str = ""
     counters: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    probed: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

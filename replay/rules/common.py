@@ -97,8 +97,10 @@ def _missing(key: str) -> NoReturn:
                      "cannot judge this rule from it")
 
 
-def fio(name: str, counted: bool = False, **options: object) -> Job:
-    """A fio job from fio's own option names: ``fio("io1m", rw="randread", bs=1 << 20)`` runs
-    ``fio --name=io1m --rw=randread --bs=1048576`` (a True option alone: ``time_based=True``)."""
+def fio(name: str, options: Mapping[str, object], counted: bool = False, prepare: str = "",
+        target: str = "/dev/$DEV") -> Job:
+    """A fio job from fio's own option names: ``fio("io1m", {"rw": "randread", "bs": 1 << 20})`` runs
+    ``fio --name=io1m --rw=randread --bs=1048576`` (a True option alone: ``{"time_based": True}``);
+    ``counted``, ``prepare`` and ``target`` are the Job's."""
     args = [f"--name={name}", *(f"--{k}" if v is True else f"--{k}={v}" for k, v in options.items())]
-    return Job(name, tuple(args), counted)
+    return Job(name, tuple(args), counted, prepare, target)

@@ -25,9 +25,9 @@ DSYNC, FSYNC = "dsync4k", "fsync4k"
 
 
 def _writes(name: str, bs: int, n: int, **options: object) -> Job:
-    return fio(name, counted=True, **{"rw": "randwrite", "bs": bs, "iodepth": 1, "numjobs": 1, "ioengine": "libaio",
-                                      "direct": 1, "runtime": "120s", "group_reporting": True, "size": REGION_BYTES,
-                                      "io_size": bs * n, "randseed": 1, **options})
+    return fio(name, {"rw": "randwrite", "bs": bs, "iodepth": 1, "numjobs": 1, "ioengine": "libaio", "direct": 1,
+                      "runtime": "120s", "group_reporting": True, "size": REGION_BYTES, "io_size": bs * n,
+                      "randseed": 1, **options}, counted=True)
 
 
 def jobs(config: Mapping[str, object]) -> list[Job]:

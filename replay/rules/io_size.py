@@ -23,8 +23,8 @@ JOB = "io1m"
 def jobs(config: Mapping[str, object]) -> list[Job]:
     measure = config.get("measure")
     span = float(str(measure.get("window_s") or 2.0)) if isinstance(measure, dict) else 2.0
-    return [fio(JOB, rw="randread", bs=REQUEST_BYTES, iodepth=DEPTH, numjobs=1, ioengine="libaio", direct=1,
-                time_based=True, runtime=f"{RAMP_S + span:g}s", group_reporting=True)]
+    return [fio(JOB, {"rw": "randread", "bs": REQUEST_BYTES, "iodepth": DEPTH, "numjobs": 1, "ioengine": "libaio",
+                      "direct": 1, "time_based": True, "runtime": f"{RAMP_S + span:g}s", "group_reporting": True})]
 
 
 def judge(r: Replayed) -> RuleVerdict:

@@ -31,8 +31,9 @@ def jobs(config: Mapping[str, object]) -> list[Job]:
     depths = m.get("depths") or [1, 32]
     span = float(str(m.get("window_s") or 2.0))
     assert isinstance(depths, list)
-    return [fio(f"qd{d}", rw="randread", bs=BS_BYTES, iodepth=d, numjobs=1, ioengine="libaio", direct=1,
-                time_based=True, runtime=f"{RAMP_S + span:g}s", group_reporting=True) for d in depths]
+    return [fio(f"qd{d}", {"rw": "randread", "bs": BS_BYTES, "iodepth": d, "numjobs": 1, "ioengine": "libaio",
+                           "direct": 1, "time_based": True, "runtime": f"{RAMP_S + span:g}s", "group_reporting": True})
+            for d in depths]
 
 
 def depth_point(r: Replayed, job: str) -> DepthPoint:

@@ -160,3 +160,64 @@ def test_a_counted_job_waits_for_the_host_around_fio_on_its_console() -> None:
                                        "say END direct1k")]
     assert order == sorted(order)
     assert "exec 3<" not in guest_script("s", [], [], replay_rule("io-size").jobs({}))
+
+
+# --- alignment and limits -------------------------------------------------------------------------------
+
+def _alignment(start: int, offset: int) -> Replayed:
+    prepared = f"start={start}\nfs=ext2\nlaid=out\n"
+    out = JobOutput({"prepared": prepared}, 100.0, 110.0, 0)
+    requests = [TracedRequest(int(101e6) + i, int(101e6) + i + 9, True, False, (offset + i * 4096) // 512, 4096, 1)
+                for i in range(400)]
+    config = {"probed_limits": PROBED.__dict__, "measure": {"inject": ["misaligned"] if start == 63 else []},
+              "configured_limits": {"queue_depth": 128, "physical_block_bytes": 4096, "optimal_io_bytes": 65536}}
+    return Replayed(config, {"align4k": out}, requests, "sdb")
+
+
+def test_alignment_counts_the_traced_writes_against_the_devices_grid_from_the_runs_partition() -> None:
+    assert RULES["alignment"].judge(_alignment(2048, 1 << 20)).passed
+    broken = RULES["alignment"].judge(_alignment(63, 63 * 512))
+    assert not broken.passed
+    assert broken.problems[0].startswith("400 of 400 host requests (100%) cross a physical-block or optimal-I/O boundary")
+    assert "\n--rw=randwrite" not in replay_rule("alignment").jobs({})[0].prepare
+    assert "S=63\n" in replay_rule("alignment").jobs({"measure": {"inject": ["misaligned"]}})[0].prepare
+
+
+def test_a_partition_the_guest_did_not_make_as_the_run_did_is_cannot_test() -> None:
+    r = _alignment(2048, 1 << 20)
+    with pytest.raises(CannotTest, match="did not make the run's partition \\(from sector 63\\)"):
+        RULES["alignment"].judge(Replayed({**r.config, "measure": {"inject": ["misaligned"]}}, r.outputs, r.requests, "sdb"))
+
+
+def _limits(max_sectors_kb: int, warned: str | None = None) -> Replayed:
+    disks = [{"role": "dut", "serial": "vioc-dut0", "configured_limits": {"queue_depth": 128},
+              "advertised": {"source": "QEMU 7.2", "queue_depth": 128, "said_by": {"queue_depth": "cmd_per_lun 128"},
+                             "unsaid": {}, "properties": [{"owner": "/m", "name": "cmd_per_lun", "value": "128"}],
+                             "notes": [], "unavailable": ""}},
+             {"role": "scratch", "serial": "vioc-dut1", "configured_limits": {"queue_depth": 128}, "advertised": None}]
+    outputs = {} if warned is None else {"kernel-warning": JobOutput({"prepared": warned}, 1.0, 2.0, 0)}
+    return Replayed({"disks": disks}, outputs, [], "sda", probed={"vioc-dut0": LIMITS.format(kb=max_sectors_kb),
+                                                                  "vioc-dut1": LIMITS.format(kb=1280)})
+
+
+def test_limits_judges_each_disk_as_probed_before_the_set_up() -> None:
+    verdict = RULES["limits"].judge(_limits(1280))
+    assert verdict.passed, verdict.explain()
+    assert verdict.properties["dut_queue_depth_advertised"] == "128"
+    assert RULES["limits"].judge(_limits(1280, "warned")).passed  # the warning is the kernel-log check's to find
+    with pytest.raises(CannotTest, match="the guest's kernel did not warn as in the run \\(no cpu1\\)"):
+        RULES["limits"].judge(_limits(1280, "no cpu1"))
+
+
+def test_limits_replays_the_kernel_warning_action_only_where_the_run_injected_it() -> None:
+    assert replay_rule("limits").jobs({"measure": {"inject": []}}) == []
+    job = replay_rule("limits").jobs({"measure": {"inject": ["kernel-warning"]}, "scripts": {"kernel_warning": "x"}})
+    assert (job[0].args, job[0].prepare) == ((), "x")
+    with pytest.raises(CannotTest, match="no script for it"):
+        replay_rule("limits").jobs({"measure": {"inject": ["kernel-warning"]}})
+    script = guest_script("vioc-dut0", [], [{"sysfs": "queue/max_sectors_kb", "value": "64"}], job,
+                          limits_script="echo name={disk}", probe=["vioc-dut0", "vioc-dut1"])
+    order = [script.index(s) for s in ("P=$(wait_disk vioc-dut0)", "dump probed vioc-dut0", "dump probed vioc-dut1",
+                                       "queue/max_sectors_kb", "kernel-log mark", "say BEGIN kernel-warning\n(\nx\n)",
+                                       "say END kernel-warning $RC", "dmesg -r")]
+    assert order == sorted(order)
