@@ -121,6 +121,10 @@ def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[st
         "export PATH=/bin:/sbin:/usr/bin:/usr/sbin",
         "mkdir -p /proc /sys /dev /tmp",
         "mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev; mount -t tmpfs tmpfs /tmp",
+        # as the guest's own init (images/init): debugfs for the kernel-warning fault; ext4 (which mounts
+        # ext2 too) loaded by the kernel's own modprobe when a rule first mounts a filesystem
+        "mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null",
+        "echo /bin/modprobe > /proc/sys/kernel/modprobe; echo ext4 > /etc/filesystems",
         f"say() {{ echo \"{PREFIX} $*\" > /dev/ttyS0; }}",
         f"dump() {{ sed \"s/^/{PREFIX} $1 $2 /\" \"$3\" > /dev/ttyS0; }}",
         # the console held open for reading: the host's answers to COUNT wait in it until read

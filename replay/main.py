@@ -108,6 +108,11 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
     """One boot of the bundle's guest, its set-up and jobs, judged; CannotTest where it cannot be."""
     rule = replay_rule(str(config.get("rule")))
     jobs = rule.jobs(config)
+    if (bundle / "guest" / "image.json").is_file() and not (bundle / "guest" / "initrd.img").is_file():
+        raise CannotTest("the run booted a user's image (--image; guest/image.json names it): the replay boots only "
+                         "the embedded guest, whose init it replaces with its own script, so far. The bundle holds "
+                         "the image's path, size and sha256, QEMU's command line, the guest's commands and the "
+                         "evidence for a replay by hand")
     try:
         argv = parse_command((bundle / "hypervisor" / "qemu-command.txt").read_text())
         initrd = (bundle / "guest" / "initrd.img").read_bytes()

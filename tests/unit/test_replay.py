@@ -162,6 +162,15 @@ def test_a_rule_the_replay_cannot_judge_exits_125(tmp_path: Path, capsys: pytest
     assert "cannot judge rule hotplug yet" in capsys.readouterr().err
 
 
+def test_a_bundle_of_a_users_image_exits_125_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bundle = _fake_bundle(tmp_path / "b")
+    (bundle / "guest" / "initrd.img").unlink()
+    (bundle / "guest" / "vmlinuz").unlink()
+    (bundle / "guest" / "image.json").write_text('{"path": "/images/x.qcow2", "sha256": "ab"}')
+    assert cli.main(["--bundle", str(bundle), "--qemu", "/bin/false", "--out", str(tmp_path / "o")]) == 125
+    assert "the run booted a user's image (--image; guest/image.json names it)" in capsys.readouterr().err
+
+
 def test_a_fault_of_the_replay_itself_is_cannot_test_never_a_failure(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """A damaged bundle (setup.json an object, not a list) breaks the replay itself: 125, which a
