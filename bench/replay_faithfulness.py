@@ -54,9 +54,13 @@ def handed_over(run: SuiteRun, case: str, to: Path) -> Path:
 
 
 def failures(text: str) -> set[str]:
-    """The ``FAIL:`` lines of a verdict with every number replaced by ``N``: the same failure in the
-    same words, whatever the figures (a replay's 100 syncs against the run's 99)."""
-    return {re.sub(r"\d+(\.\d+)?", "N", line.strip()) for line in text.splitlines() if line.strip().startswith("FAIL:")}
+    """The ``FAIL:`` lines of a verdict with every number replaced by ``N``, every disk name by ``DISK``
+    and every run of spaces by one: the same failure in the same words, whatever the figures (a
+    replay's 100 syncs against the run's 99, a kernel line's time stamp) and the disk's name (a SCSI
+    HBA's two disks are probed in either order at a boot)."""
+    def same(line: str) -> str:
+        return re.sub(r"\s+", " ", re.sub(r"\d+(\.\d+)?", "N", re.sub(r"\b(sd|vd)[a-z]+\b", "DISK", line.strip())))
+    return {same(line) for line in text.splitlines() if line.strip().startswith("FAIL:")}
 
 
 def case_name(rule: str, controller: str) -> str:

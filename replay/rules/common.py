@@ -6,7 +6,7 @@ the host's counters over a counted job.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from model.device_limits import ConfiguredLimits, GuestLimits, parse_guest_limits
 from model.errors import ParseError
@@ -17,6 +17,7 @@ from replay.guest_script import Job
 from replay.qemu import CannotTest
 from replay.rules import JobOutput, Replayed
 
+L = TypeVar("L", GuestLimits, ConfiguredLimits)
 #: Seconds fio runs before the part of its run the replay judges (its ramp), in a time-based job.
 RAMP_S = 1.0
 
@@ -49,22 +50,24 @@ def window(requests: list[TracedRequest], out: JobOutput, ramp_s: float = RAMP_S
     return [r for r in requests if start_us <= r.start_us <= end_us]
 
 
+def _from_config(config: Mapping[str, object], key: str, kind: type[L]) -> L:
+    value = config.get(key)
+    if not isinstance(value, dict):
+        _missing(key)
+    try:
+        return kind(**value)
+    except TypeError as e:
+        raise CannotTest(f"the bundle's {key} could not be read: {e}") from e
+
+
 def probed_limits(config: Mapping[str, object]) -> GuestLimits:
     """The disk's limits as its driver set them when the run found it (what the device advertised)."""
-    probed = config.get("probed_limits")
-    try:
-        return GuestLimits(**probed) if isinstance(probed, dict) else _missing("probed_limits")
-    except TypeError as e:
-        raise CannotTest(f"the bundle's probed limits could not be read: {e}") from e
+    return _from_config(config, "probed_limits", GuestLimits)
 
 
 def configured_limits(config: Mapping[str, object]) -> ConfiguredLimits:
     """What the run asked the hypervisor for, for the disk."""
-    asked = config.get("configured_limits")
-    try:
-        return ConfiguredLimits(**asked) if isinstance(asked, dict) else _missing("configured_limits")
-    except TypeError as e:
-        raise CannotTest(f"the bundle's configured limits could not be read: {e}") from e
+    return _from_config(config, "configured_limits", ConfiguredLimits)
 
 
 def guest_limits(r: Replayed) -> GuestLimits:

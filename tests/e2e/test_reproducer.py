@@ -3,7 +3,7 @@ replays with ``env -i PATH=/usr/bin:/bin ./replay`` (no venv, no checkout, no li
 failure and exit 1; a healthy bundle (``--reproducer all``) to exit 0; a failure that came from the
 QEMU build under test (``--emulator``) to 1 on that build and 0 with ``--qemu`` at a healthy QEMU;
 ``--qemu /bin/false`` to 125; and a bisect driven by the bundle's replay over a row with a flaky build;
-and the same for every rule the replay judges beyond queue-depth (io-size, direct-io, alignment): the
+and the same for every rule the replay judges beyond queue-depth (io-size, direct-io, alignment, limits): the
 bundles of a run with their faults replay to 1 with the run's failures, those of a healthy run to 0."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SCSI = "libvirt:virtio-scsi:latency5ms"
 BLK = "libvirt:virtio-blk:latency5ms"
 #: The rules the replay judges beyond queue-depth whose faults one guest carries at once (one faulted
 #: run and one healthy run cover them all).
-GUEST_RULES = ("io-size", "direct-io", "alignment")
+GUEST_RULES = ("io-size", "direct-io", "alignment", "limits")
 
 
 @pytest.mark.long
@@ -117,8 +117,9 @@ def bisect_through_the_replay(bundle: Path, broken: Path, tmp_path: Path) -> Non
 
 @pytest.mark.long
 def test_each_rules_bundle_replays_to_the_runs_verdict_anywhere(tmp_path: Path) -> None:
-    """One run with io-breakup, flush-dropped and misaligned fails io-size, direct-io and alignment;
-    each bundle, copied alone elsewhere, replays to 1 with the run's FAIL lines (their figures aside).
+    """One run with io-breakup, flush-dropped, misaligned and kernel-warning fails io-size, direct-io,
+    alignment and limits; each bundle, copied alone elsewhere, replays to 1 with the run's FAIL lines
+    (their figures and disk names aside).
     A healthy run's bundles (``--reproducer all``) replay to 0."""
     faulty, healthy = suite_runs(list(GUEST_RULES), "virtio-scsi", tmp_path)
     for run, outcome, code in ((faulty, "failed", 1), (healthy, "passed", 0)):

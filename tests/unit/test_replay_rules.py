@@ -221,3 +221,11 @@ def test_limits_replays_the_kernel_warning_action_only_where_the_run_injected_it
                                        "queue/max_sectors_kb", "kernel-log mark", "say BEGIN kernel-warning\n(\nx\n)",
                                        "say END kernel-warning $RC", "dmesg -r")]
     assert order == sorted(order)
+
+
+def test_the_same_failure_is_the_same_words_whatever_the_figures_and_the_disks_name() -> None:
+    from bench.replay_faithfulness import failures
+    run = "x\nFAIL: 99 syncs returned on /sys/block/sdb/queue\nFAIL: [   23.998856] WARNING: CPU: 1\n  FAIL: a\n"
+    replayed = "FAIL: 100 syncs returned on /sys/block/sda/queue\nFAIL: [  123.9] WARNING: CPU: 1\nFAIL: a\n"
+    assert failures(run) == failures(replayed) and len(failures(run)) == 3
+    assert failures("FAIL: 99 flushes") != failures("FAIL: 99 writes") and failures("no failure") == set()
