@@ -15,11 +15,13 @@ disagreed with its run.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +118,10 @@ def replay_case(run: SuiteRun, rule: str, controller: str, fault: str, replays: 
     return cell
 
 
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
 TABLE_HEAD = ("| rule | controller | bundle of the run | run | replay's exit codes | replays |\n"
               "|---|---|---|---|---|---|")
 
@@ -132,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"the replay does not judge {', '.join(unknown)}; it judges {', '.join(sorted(RULES))}")
     work = Path(tempfile.mkdtemp(prefix="vioconform-bench-replay-"))
+    began, load = time.strftime("%Y-%m-%d %H:%M %Z"), [_load()]
     cells = []
     for controller in args.controllers.split(","):
         faulty, healthy = suite_runs(rules, controller, work)
@@ -140,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             if fault and fault not in CANNOT_CARRY.get(controller, ()):
                 cells.append(replay_case(faulty, rule, controller, fault, args.replays, work / f"{controller}-{rule}-f"))
             cells.append(replay_case(healthy, rule, controller, "", args.replays, work / f"{controller}-{rule}-h"))
+            load.append(_load())
     print(TABLE_HEAD)
     for cell in cells:
         print(cell.row())
@@ -147,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     for c in disagree:
         print(f"DISAGREES: {c.rule} on {c.controller} ({c.fault or 'healthy'}): run {c.run}, replays {c.exits}, "
               f"same FAIL lines {c.same_words}", file=sys.stderr)
-    print(f"work directory: {work}", file=sys.stderr)
+    print(f"measured from {began} to {time.strftime('%H:%M %Z')}, 1-minute load average {min(load)}-{max(load)} "
+          f"on {os.cpu_count()} cores; work directory: {work}", file=sys.stderr)
     return 1 if disagree else 0
 
 
