@@ -150,6 +150,8 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
         window = sum(float(a.split("=")[1].rstrip("s")) for j in jobs for a in j.args if a.startswith("--runtime="))
         b = boot(qemu or argv[0], args, BOOT_ALLOWANCE_S + window + 15 * len(jobs), out / "console.log", qmp)
     (out / "marks.json").write_text(json.dumps(b.marks, indent=1) + "\n")  # host wall times of each job
+    if b.counters:  # QEMU's counters around each counted job: the host's side of its verdict
+        (out / "counters.json").write_text(json.dumps(b.counters, indent=1) + "\n")
     device, outputs = guest_outputs(b, [j.name for j in jobs])
     path_text, limits_text = (
         "\n".join(line.removeprefix(p) for line in b.lines if line.startswith(p)) for p in ("path limits ", "disk limits "))
