@@ -20,7 +20,7 @@ from model.rules.alignment import (
 from replay.guest_script import Job
 from replay.qemu import CannotTest
 from replay.rules import Replayed, ReplayRule
-from replay.rules.common import configured_limits, fio, output, part, probed_limits, window
+from replay.rules.evidence import configured_limits, fio, output, part, probed_limits, window
 
 #: The file and the writes (suites/test_alignment.py's FILE_BYTES, WRITES, MOUNT).
 FILE_BYTES = 32 << 20

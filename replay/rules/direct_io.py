@@ -14,7 +14,7 @@ from model.judging.verdict import RuleVerdict
 from model.rules.direct_io import RULE, Durability, OneForOne, judge_direct_io, latency_floor, write_cache
 from replay.guest_script import Job
 from replay.rules import Replayed, ReplayRule
-from replay.rules.common import configured_limits, counted, fio, fio_job, guest_limits, output, probed_limits, window
+from replay.rules.evidence import configured_limits, counted, fio, fio_job, guest_limits, output, probed_limits, window
 
 #: Writes per one-for-one run and the region they land in (suites/test_direct_io.py's WRITES, REGION_BYTES).
 WRITES = 200

@@ -13,7 +13,7 @@ from model.judging.verdict import RuleVerdict
 from model.rules.io_size import REQUEST_BYTES, RULE, IoSizeMeasurement, judge_io_size, max_transfer
 from replay.guest_script import Job
 from replay.rules import Replayed, ReplayRule
-from replay.rules.common import RAMP_S, configured_limits, fio, fio_job, guest_limits, output, probed_limits, window
+from replay.rules.evidence import RAMP_S, configured_limits, fio, fio_job, guest_limits, output, probed_limits, window
 
 #: Requests in flight (suites/test_io_size.py's DEPTH).
 DEPTH = 4

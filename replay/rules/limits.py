@@ -18,7 +18,7 @@ from model.rules.limits import RULE, judge_limits
 from replay.guest_script import Job
 from replay.qemu import CannotTest
 from replay.rules import Replayed, ReplayRule
-from replay.rules.common import output, part
+from replay.rules.evidence import output, part
 
 JOB = "kernel-warning"
 

@@ -18,7 +18,7 @@ from model.rules.queue_depth import RULE, DepthPoint, DeviceSaid, GuestPath, jud
 from replay.guest_script import Job
 from replay.qemu import CannotTest
 from replay.rules import Replayed, ReplayRule
-from replay.rules.common import RAMP_S, fio, fio_job, part, window
+from replay.rules.evidence import RAMP_S, fio, fio_job, part, window
 
 #: The rule's request size (suites/test_queue_depth.py's BS_BYTES).
 BS_BYTES = 4096

@@ -21,7 +21,7 @@ from replay.rules import RULES, JobOutput, Replayed, replay_rule
 from replay.rules import direct_io as replay_direct_io
 from replay.rules import io_size as replay_io_size
 from replay.rules import queue_depth as replay_queue_depth
-from replay.rules.common import counted
+from replay.rules.evidence import counted
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SUITES = Path(__file__).resolve().parents[2] / "suites"

@@ -1,6 +1,6 @@
-"""What the rules' replays share: a job's parts read with the error that names them, the traced
-requests of a job's window, the guest's limits (as probed in the run, and as read in the replay),
-the host's counters over a counted job.
+"""The evidence one boot gave, as the rules' replays read it: a job's parts read with the error that
+names them, the traced requests of a job's window, the guest's limits (as probed in the run, and as
+read in the replay), the host's counters over a counted job; and the fio jobs the rules run.
 """
 
 from __future__ import annotations
