@@ -229,3 +229,11 @@ def test_the_same_failure_is_the_same_words_whatever_the_figures_and_the_disks_n
     replayed = "FAIL: 100 syncs returned on /sys/block/sda/queue\nFAIL: [  123.9] WARNING: CPU: 1\nFAIL: a\n"
     assert failures(run) == failures(replayed) and len(failures(run)) == 3
     assert failures("FAIL: 99 flushes") != failures("FAIL: 99 writes") and failures("no failure") == set()
+
+
+def test_a_cell_agrees_when_every_replay_reached_the_runs_verdict() -> None:
+    from bench.replay_faithfulness import Cell
+    failed = Cell("io-size", "virtio-scsi", "io-breakup", "failed", [1, 1], [True, False])
+    assert failed.agrees and failed.row() == "| io-size | virtio-scsi | io-breakup | FAILED | 1, 1 | 1 of 2 | 2 |"
+    assert not Cell("io-size", "virtio-blk", "", "passed", [0, 125], [True, True]).agrees
+    assert not Cell("io-size", "virtio-blk", "", "error", [], []).agrees
