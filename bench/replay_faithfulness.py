@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     for c in disagree:
         print(f"DISAGREES: {c.rule} on {c.controller} ({c.fault or 'healthy'}): run {c.run}, replays {c.exits}",
               file=sys.stderr)
-    print(f"measured from {began} to {time.strftime('%H:%M %Z')}, 1-minute load average {min(load)}-{max(load)} "
+    print(f"measured from {began} to {time.strftime('%H:%M %Z')}, 1-minute load average {min(load):.1f}-{max(load):.1f} "
           f"on {os.cpu_count()} cores; work directory: {work}", file=sys.stderr)
     return 1 if disagree else 0
 
