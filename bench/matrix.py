@@ -15,7 +15,8 @@ import os
 import sys
 import time
 
-from fixtures.options_measure import _depths, _window_s
+from fixtures.argtypes import argument_type
+from fixtures.options_measure import _window_s
 from guest.tools.fio import FioJob
 from hypervisors.libvirt.controllers import CONTROLLERS
 from images.build import ensure_image
@@ -24,7 +25,7 @@ from measure.standalone import standalone_guest
 from measure.window import measure
 from model.disks import suite_disks
 from model.errors import FioError, HypervisorError
-from model.rules.queue_depth import judge_queue_depth
+from model.rules.queue_depth import DEFAULT_DEPTHS, judge_queue_depth, offered_depths
 from suites.queue_depth_points import depth_point, guest_path
 
 GOAL_S = 300.0
@@ -36,7 +37,7 @@ def main() -> int:
     ap.add_argument("--controllers", default=",".join(CONTROLLERS))
     ap.add_argument("--uri", default="qemu:///system")
     ap.add_argument("--window-s", type=_window_s, default=3.0)  # the suite's checks of these values
-    ap.add_argument("--depths", type=_depths, default=(1, 32))
+    ap.add_argument("--depths", type=argument_type(offered_depths), default=DEFAULT_DEPTHS)
     args = ap.parse_args()
     try:
         return _matrix(args)

@@ -3,6 +3,7 @@
 Runs the default suite (every rule on virtio-scsi and virtio-blk, one guest) as a user does and
 prints, from the run's ``phases.json``: boot, set-up, fio start, ramp, measured window, fio stop, the kernel-log check,
 teardown and everything else (``other``: settings reads, cache drops, SSH round trips), in seconds,
+then each test's guest commands (``commands``) and the seconds they took (``cmd-s``, across the phases),
 and the run's wall time.
 
     python -m bench.phases [--controllers virtio-scsi,virtio-blk] [-k EXPR] [--markdown] [extra suite args]
@@ -21,9 +22,11 @@ from pathlib import Path
 from bench.goals import against, suite_goal_s
 from bench.suite_run import run_suite_at
 from bench.testimage import ensure_test_image
-from measure.phase_times import PHASES
+from measure.phase_times import COMMAND_S, COMMANDS, PHASES
 
-COLUMNS = (*PHASES, "other", "total")
+COLUMNS = (*PHASES, "other", "total", COMMANDS, COMMAND_S)
+#: The columns' headings where they are not their keys.
+HEADINGS = {COMMANDS: "commands", COMMAND_S: "cmd-s"}
 DEFAULT_CONTROLLERS = "virtio-scsi,virtio-blk"
 
 
@@ -47,14 +50,14 @@ def render(rows: dict[str, dict[str, float]], wall_s: float, markdown: bool) -> 
     sums = {c: sum(r[c] for r in rows.values()) for c in COLUMNS}
     lines = []
     if markdown:
-        lines.append("| test | " + " | ".join(COLUMNS) + " |")
+        lines.append("| test | " + " | ".join(HEADINGS.get(c, c) for c in COLUMNS) + " |")
         lines.append("|---|" + "---:|" * len(COLUMNS))
         for key in sorted(rows):
             lines.append(f"| {key} | " + " | ".join(f"{rows[key][c]:.1f}" for c in COLUMNS) + " |")
         lines.append("| **sum** | " + " | ".join(f"**{sums[c]:.1f}**" for c in COLUMNS) + " |")
     else:
         width = max((len(k) for k in rows), default=10)
-        lines.append(f"{'test':<{width}} " + " ".join(f"{c:>8}" for c in COLUMNS))
+        lines.append(f"{'test':<{width}} " + " ".join(f"{HEADINGS.get(c, c):>8}" for c in COLUMNS))
         for key in sorted(rows):
             lines.append(f"{key:<{width}} " + " ".join(f"{rows[key][c]:8.1f}" for c in COLUMNS))
         lines.append(f"{'sum':<{width}} " + " ".join(f"{sums[c]:8.1f}" for c in COLUMNS))

@@ -16,7 +16,13 @@ costs with a bootstrap 95 % confidence interval, and the mean with Student's t i
 (bench/goals.py, 3 %) is met when the median's interval lies at or under it and is narrower than
 it, missed when it lies above it, and unresolved otherwise (more pairs narrow it).
 
-    python -m bench.trace_overhead [--pairs 20] [--slice-s 2]
+Beside it, with the fio run still going, a CPU profile of the QEMU process (bench/trace_profile.py,
+``--profile-s`` seconds each way, untraced-traced-traced-untraced): the share of QEMU's CPU in the
+trace backend's path, which is what tracing costs where QEMU's CPU limits the IOPS (TCG), with the
+interval of that share. It sees 1 % on a host too busy for the IOPS pairs to, and it says where the
+cost goes (the events' formatting, the log file's writes).
+
+    python -m bench.trace_overhead [--pairs 20] [--slice-s 2] [--profile-s 20]
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bench.goals import TRACE_COST_GOAL_PCT
+from bench.trace_profile import Interval, Sample, Share, perf_available, profile, qemu_pid, share_cost
 from guest.tools.fio import Fio, FioJob
 from guest.tools.system import WorkDir
 from hypervisors.libvirt.trace import FAMILY_EVENTS, QemuTracer
@@ -44,19 +51,6 @@ SETTLE_S = 0.3
 #: Two-sided 95 % quantiles of Student's t by degrees of freedom (beyond 30: the normal's 1.96).
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 12: 2.18,
        15: 2.13, 20: 2.09, 25: 2.06, 30: 2.04}
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A statistic of the pairs' costs (percent) and its 95 % confidence interval."""
-
-    value_pct: float
-    low_pct: float
-    high_pct: float
-
-    @property
-    def width_pct(self) -> float:
-        return self.high_pct - self.low_pct
 
 
 def pair_costs(untraced: Sequence[float], traced: Sequence[float]) -> list[float]:
@@ -126,8 +120,28 @@ def quiet_pairs(untraced: Sequence[Slice], traced: Sequence[Slice]) -> tuple[lis
     return [u for u, _ in keep], [t for _, t in keep]
 
 
-def measure_pairs(disk: GuestDisk, pairs: int, slice_s: float) -> tuple[list[Slice], list[Slice]]:
-    """Untraced and traced slices of each pair, from one fio run at depth 32."""
+@dataclass(frozen=True)
+class Measured:
+    """One controller's slices, and its CPU profile's shares (traced, untraced) where one was taken."""
+
+    untraced: list[Slice]
+    traced: list[Slice]
+    profile: tuple[Share, Share] | None
+
+
+def profile_shares(pid: int, switch: Callable[[bool], None], profile_s: float) -> tuple[Share, Share]:
+    """QEMU's CPU profile traced and untraced, ABBA in halves of ``profile_s`` each way."""
+    samples: dict[bool, list[Sample]] = {False: [], True: []}
+    for on in (False, True, True, False):
+        switch(on)
+        time.sleep(SETTLE_S)
+        samples[on] += profile(pid, profile_s / 2)
+    return Share.of(samples[True]), Share.of(samples[False])
+
+
+def measure_pairs(disk: GuestDisk, pairs: int, slice_s: float, profile_s: float = 0.0) -> Measured:
+    """Untraced and traced slices of each pair, then (``profile_s`` > 0) the CPU profiles, from one
+    fio run at depth 32."""
     tracer = disk.backend.request_tracer(disk.guest, disk.attached)
     if not isinstance(tracer, QemuTracer):
         raise SystemExit(f"{disk.config_id}: no QEMU trace events here")
@@ -138,7 +152,8 @@ def measure_pairs(disk: GuestDisk, pairs: int, slice_s: float) -> tuple[list[Sli
         for event in events:
             channel.execute({"execute": "trace-event-set-state", "arguments": {"name": event, "enable": on}})
 
-    runtime = pairs * 2 * (slice_s + SETTLE_S + 0.5) + 30
+    pid = qemu_pid(disk.guest.name) if profile_s > 0 else None
+    runtime = pairs * 2 * (slice_s + SETTLE_S + 0.5) + (2 * profile_s + 10 if pid else 0) + 30
     job = FioJob("trace-overhead", iodepth=32, runtime_s=runtime)
     run = disk.tool(Fio).start(job, disk.device_path, disk.tool(WorkDir).ensure(), f"vioc-overhead-{disk.kernel_name}")
     untraced: list[Slice] = []
@@ -148,10 +163,26 @@ def measure_pairs(disk: GuestDisk, pairs: int, slice_s: float) -> tuple[list[Sli
         for p in range(pairs):
             for on in order(p):
                 (traced if on else untraced).append(slice_iops(disk, switch, on, slice_s))
+        shares = profile_shares(pid, switch, profile_s) if pid else None
     finally:
         switch(False)
         run.abandon()
-    return untraced, traced
+    return Measured(untraced, traced, shares)
+
+
+def profile_line(shares: tuple[Share, Share] | None, why_not: str | None) -> str:
+    """The profile's figure beside the goal, or why there is none."""
+    if shares is None:
+        return f"no CPU profile: {why_not or 'the QEMU process is not on this machine'}"
+    traced, untraced = shares
+    try:
+        cost = share_cost(traced, untraced)
+    except ValueError as e:
+        return f"no CPU profile: {e}"
+    return (f"tracing's share of QEMU's CPU {cost.value_pct:.2f} % (95 % interval {cost.low_pct:.2f} to "
+            f"{cost.high_pct:.2f} %; in the trace path {traced.in_path} of {traced.samples} samples traced, "
+            f"{untraced.in_path} of {untraced.samples} untraced) "
+            f"({verdict(cost)})")
 
 
 def main() -> int:
@@ -159,24 +190,28 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=20, help="untraced/traced pairs per controller (at least 2)")
     ap.add_argument("--slice-s", type=float, default=2.0, help="seconds each slice is counted")
+    ap.add_argument("--profile-s", type=float, default=20.0,
+                    help="seconds of QEMU's CPU profile each way, traced and untraced (0: none)")
     args = ap.parse_args()
     if args.pairs < 2:
         ap.error("--pairs: at least 2 (an interval needs two pairs)")
+    why_not = perf_available() if args.profile_s > 0 else "--profile-s 0"
     specs = (DiskSpec("virtio-scsi", 0), DiskSpec("virtio-blk", 1))
     rows = []
     with standalone_guest(specs, "vioconform-bench-trace") as (_, disks):
         print(f"accelerator: {disks[0].guest.accel}")  # TCG's and KVM's figures are kept apart
         for disk in disks:
-            rows.append((disk.attached.spec.controller, *measure_pairs(disk, args.pairs, args.slice_s)))
-    for controller, untraced_slices, traced_slices in rows:
-        waits = [s.vcpu_wait_pct for s in (*untraced_slices, *traced_slices) if s.vcpu_wait_pct is not None]
-        print(f"{controller}: {len(untraced_slices)} pairs of {args.slice_s:g} s slices at depth 32; the guest's vCPUs "
+            rows.append((disk.attached.spec.controller,
+                         measure_pairs(disk, args.pairs, args.slice_s, 0.0 if why_not else args.profile_s)))
+    for controller, m in rows:
+        waits = [s.vcpu_wait_pct for s in (*m.untraced, *m.traced) if s.vcpu_wait_pct is not None]
+        print(f"{controller}: {len(m.untraced)} pairs of {args.slice_s:g} s slices at depth 32; the guest's vCPUs "
               f"waited {statistics.median(waits) if waits else float('nan'):.1f} % of a slice for the host's CPU "
               f"(median; {WAIT_MAX_PCT:g} % at most in a quiet pair)")
-        for what, (plain, traced) in (("all pairs", ([s.iops for s in untraced_slices],
-                                                     [s.iops for s in traced_slices])),
-                                      ("quiet pairs", quiet_pairs(untraced_slices, traced_slices))):
+        for what, (plain, traced) in (("all pairs", ([s.iops for s in m.untraced], [s.iops for s in m.traced])),
+                                      ("quiet pairs", quiet_pairs(m.untraced, m.traced))):
             print(f"  {what}: {report(plain, traced)}")
+        print(f"  {profile_line(m.profile, why_not)}")
     return 0
 
 

@@ -24,6 +24,7 @@ from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits
 from model.error_injection import ErrorPolicy, InjectedRange
 from model.errors import HypervisorError
+from model.host_cache import HostCache
 from model.parse.backend_writes import BackendWrite
 from model.parse.blockstats import HostBlockCounters, HostRequestOutcomes, HostUnmapCounters
 from model.parse.hostcpu import VcpuTimes
@@ -289,6 +290,12 @@ class HotplugDisk(Protocol):
     def present(self) -> bool: ...
 
     def remove(self) -> None: ...
+
+
+class HostCacheUnavailable(HypervisorError):
+    """The backend cannot say what the host's cache does with a disk's writes (the write-cache rule skips)."""
+
+
 class DiscardUnavailable(HypervisorError):
     """The backend cannot watch this disk's discards on the host (its backing cannot release space, or
     the backend has no counters for it): the discard rule skips with this message."""
@@ -484,6 +491,12 @@ class HypervisorBackend(ABC):
         ``qom-get`` on the device; vSphere: the VM's device config), asked before the rules run; a
         limit it does not say is None. HypervisorError where it cannot be asked. Default: nothing said."""
         return Advertised(unavailable=f"the {self.name} backend cannot say what a device advertises")
+
+    def host_cache(self, guest: Guest, disk: AttachedDisk) -> HostCache:
+        """What the host's block layer does with ``disk``'s writes now (model/host_cache.py: a volatile
+        write cache, O_DIRECT, flushes dropped), for the write-cache rule; HostCacheUnavailable, with the
+        reason, where the backend cannot say. Default: it cannot."""
+        raise HostCacheUnavailable(f"the {self.name} backend cannot say what the host's cache does with a disk's writes")
 
     def vcpu_times(self, guest: Guest) -> VcpuTimes | None:
         """The guest's vCPU threads' cumulative run and run-queue wait times on the host

@@ -15,7 +15,11 @@ The phases, as the code marks them with ``with phase(NAME):``
 - ``teardown``: the session's cleanup (the guest destroyed, its files removed).
 
 Whatever a test spends outside these (the rules' own settings reads, cache drops, SSH round trips)
-is its ``other`` time: the test's duration less its phases. The suite writes the table to
+is its ``other`` time: the test's duration less its phases. Across all of them, each test's row also
+counts its guest commands (``guest-commands``) and their seconds (``guest-command-s``, each from the
+command's start to its result: the SSH round trip, and the ``sudo`` of a login that is not root, with
+the command's own work), whichever phase they fell in: what a guest whose every command costs more (a
+full distribution under TCG) pays per command. The suite writes the table to
 ``phases.json`` in the results directory (``phases.<worker>.json`` under pytest-xdist). Beside
 ``total`` (the test's whole duration), the first test of each process has ``once``: its set-up's
 seconds, the session's one-off costs (build, boot, the KVM probe) that no later test pays again
@@ -34,6 +38,9 @@ from pathlib import Path
 PHASES = ("build", "boot", "set-up", "start", "ramp", "window", "stop", "kernel-log", "teardown")
 #: Time spent before any test began (the session's set-up before the first test, rare) or after the last.
 SESSION = "(session)"
+#: The keys of a test's guest commands: how many ran, and their seconds (inside and outside the phases).
+COMMANDS = "guest-commands"
+COMMAND_S = "guest-command-s"
 #: The key of the seconds of the first test's set-up (the session's one-offs) in its row.
 ONCE = "once"
 
@@ -72,6 +79,14 @@ def phase(name: str) -> Iterator[None]:
         with _lock:
             row = _table.setdefault(_current, {})
             row[name] = row.get(name, 0.0) + took
+
+
+def add_command(seconds: float) -> None:
+    """One guest command of the current test ran, taking ``seconds`` (the transport calls this)."""
+    with _lock:
+        row = _table.setdefault(_current, {})
+        row[COMMANDS] = row.get(COMMANDS, 0.0) + 1
+        row[COMMAND_S] = row.get(COMMAND_S, 0.0) + seconds
 
 
 def table() -> dict[str, dict[str, float]]:

@@ -8,7 +8,11 @@ Lines it prints: ``DISK <name>``, ``SETUP <rc> <what>``, ``BEGIN <job>``, ``<job
 the parts ``fio`` (fio's JSON), ``diskstats0|1`` (/proc/diskstats before and after), ``stat0|1``
 (/proc/stat), ``uptime0|1``, ``inflight`` (samples of /sys/block/X/inflight while fio ran), then
 ``END <job> <fio's exit status>``, and ``DONE`` last; before the jobs, ``path limits <line>``: the guest's
-limits on the disk's path, after the set-up.
+limits on the disk's path, and ``disk limits <line>``: the disk's limits, both after the set-up. A counted
+job prints ``COUNT <job> before`` before fio starts and ``COUNT <job> after`` after it ends, and waits
+each time for a line on its console: the host reads QEMU's counters of the disk in between. As in the
+run, the kernel log is marked after the set-up and what the kernel logged after the mark is printed
+last, as ``kernel log <line>`` (``dmesg -r``'s lines), for the kernel-log check.
 """
 
 from __future__ import annotations
@@ -21,8 +25,13 @@ from dataclasses import dataclass
 PREFIX = "VIOC-REPLAY"
 #: Where the script sits in the guest's initramfs (the kernel's ``rdinit=``).
 SCRIPT_PATH = "vioconform-replay"
+#: The replay's mark in the guest's kernel log (a notice: under the console's level, off the console).
+KLOG_MARK = "vioconform-replay: kernel-log mark"
 #: Seconds the script waits for the disk to appear after its drivers load.
 DISK_WAIT_S = 30
+#: Seconds a counted job waits for the host's answer before it goes on without it (the host's
+#: counters are then missing, and the replay says the evidence is incomplete).
+COUNT_WAIT_S = 60
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,14 @@ class Job:
 
     name: str
     args: tuple[str, ...]
+    #: the host reads QEMU's counters of the disk right before and after the job
+    counted: bool = False
+    #: shell lines run before the job starts (a filesystem made, a file laid out): their output is the
+    #: job's part ``prepared``; they may call ``apply_setup`` (the run's set-up again, as after a re-read).
+    #: A job without fio (no ``args``) runs them alone, between its BEGIN and END.
+    prepare: str = ""
+    #: fio's file: the disk, or a file on it
+    target: str = "/dev/$DEV"
 
 
 def _setup_lines(setup: Sequence[Mapping[str, str]]) -> list[str]:
@@ -48,14 +65,23 @@ def _setup_lines(setup: Sequence[Mapping[str, str]]) -> list[str]:
 
 def _job_lines(job: Job) -> list[str]:
     n = job.name
+    if not job.args:  # no fio: the preparation alone, between the job's marks
+        return [f"say BEGIN {n}", f"(\n{job.prepare}\n) > /tmp/prep 2>&1; RC=$?", f"dump {n} prepared /tmp/prep",
+                f"say END {n} $RC"]
     fio = " ".join(shlex.quote(a) for a in job.args)
+    count = [f"say COUNT {n} before; read -t {COUNT_WAIT_S} _ <&3"] if job.counted else []
+    counted = [f"say COUNT {n} after; read -t {COUNT_WAIT_S} _ <&3"] if job.counted else []
+    prepare = [f"(\n{job.prepare}\n) > /tmp/prep 2>&1", f"dump {n} prepared /tmp/prep"] if job.prepare else []
     return [
+        *prepare,
         f"say BEGIN {n}",
         "cat /proc/diskstats > /tmp/d0; cat /proc/stat > /tmp/s0; cut -d' ' -f1 /proc/uptime > /tmp/u0",
-        f"fio {fio} --filename=/dev/$DEV --output-format=json > /tmp/fio.json 2>/tmp/fio.err &",
+        *count,
+        f"fio {fio} --filename={job.target} --output-format=json > /tmp/fio.json 2>/tmp/fio.err &",
         "FIO=$!; : > /tmp/inflight",
         "while kill -0 $FIO 2>/dev/null; do cat /sys/block/$DEV/inflight >> /tmp/inflight; usleep 100000; done",
         "wait $FIO; RC=$?",
+        *counted,
         "cat /proc/diskstats > /tmp/d1; cat /proc/stat > /tmp/s1; cut -d' ' -f1 /proc/uptime > /tmp/u1",
         *(f"dump {n} {part} {path}" for part, path in (
             ("fio", "/tmp/fio.json"), ("fioerr", "/tmp/fio.err"), ("diskstats0", "/tmp/d0"),
@@ -65,18 +91,28 @@ def _job_lines(job: Job) -> list[str]:
     ]
 
 
-def _path_lines(path_script: str) -> list[str]:
-    """The run's script that reads the guest's limits on the disk's path (the sysfs tool's), run on
-    the replay's disk after the set-up: its lines as the part ``path limits``."""
-    if not path_script:
+def _read_lines(script: str, part: str) -> list[str]:
+    """One of the run's scripts that read the disk's sysfs (the sysfs tool's), run on the replay's disk
+    after the set-up: its lines as the part ``part`` (``path limits``, ``disk limits``)."""
+    if not script:
         return []
-    return ["(", path_script.replace("{disk}", "$DEV"), ") > /tmp/path 2>/dev/null", "dump path limits /tmp/path"]
+    return ["(", script.replace("{disk}", "$DEV"), ") > /tmp/read 2>/dev/null", f"dump {part} /tmp/read"]
+
+
+def _probe_lines(serials: Sequence[str], limits_script: str) -> list[str]:
+    """Each disk's limits as its driver set them, before the set-up (the run's probe): part ``probed <serial>``."""
+    if not limits_script:
+        return []
+    return [line for s in serials for line in (
+        f"P=$(wait_disk {shlex.quote(s)})", "if [ -n \"$P\" ]; then (",
+        limits_script.replace("{disk}", "$P"), f") > /tmp/read 2>/dev/null; dump probed {shlex.quote(s)} /tmp/read; fi")]
 
 
 def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[str, str]],
-                 jobs: Sequence[Job], path_script: str = "") -> str:
-    """The init script: find the disk of ``serial``, apply ``setup``, read the path's limits with
-    ``path_script`` (if given), run ``jobs``, power off."""
+                 jobs: Sequence[Job], path_script: str = "", limits_script: str = "", probe: Sequence[str] = ()) -> str:
+    """The init script: find the disk of ``serial``, apply ``setup`` (the shell function ``apply_setup``), read the path's limits with
+    ``path_script`` and the disk's with ``limits_script`` (each if given), run ``jobs``, power off. The
+    limits of the disks of ``probe`` (serials) are read before the set-up, as the run probed them."""
     # virtio_pci first, as the guest's own init loads it: every virtio device sits behind it.
     mods = " ".join(shlex.quote(d) for d in ("virtio_pci", *(d for d in drivers if d != "virtio_pci")))
     return "\n".join([
@@ -85,23 +121,31 @@ def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[st
         "export PATH=/bin:/sbin:/usr/bin:/usr/sbin",
         "mkdir -p /proc /sys /dev /tmp",
         "mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev; mount -t tmpfs tmpfs /tmp",
+        # as the guest's own init (images/init): debugfs for the kernel-warning fault; ext4 (which mounts
+        # ext2 too) loaded by the kernel's own modprobe when a rule first mounts a filesystem
+        "mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null",
+        "echo /bin/modprobe > /proc/sys/kernel/modprobe; echo ext4 > /etc/filesystems",
         f"say() {{ echo \"{PREFIX} $*\" > /dev/ttyS0; }}",
         f"dump() {{ sed \"s/^/{PREFIX} $1 $2 /\" \"$3\" > /dev/ttyS0; }}",
+        # the console held open for reading: the host's answers to COUNT wait in it until read
+        *(["exec 3</dev/ttyS0", "stty -echo <&3 2>/dev/null"] if any(j.counted for j in jobs) else []),
         "echo 1 > /proc/sys/kernel/printk",
         f"for m in {mods}; do modprobe \"$m\" 2>/dev/null; done",
-        "DEV=",
-        f"for i in $(seq {DISK_WAIT_S * 10}); do",
-        "  for b in /sys/block/*; do",
-        (f"    if grep -qsw {shlex.quote(serial)} \"$b/serial\" \"$b/device/vpd_pg80\" \"$b/device/serial\"; then"
-         " DEV=${b##*/}; fi"),
-        "  done",
-        "  [ -n \"$DEV\" ] && break; usleep 100000",
-        "done",
+        "find_disk() { for b in /sys/block/*; do",
+        "  grep -qsw \"$1\" \"$b/serial\" \"$b/device/vpd_pg80\" \"$b/device/serial\" && echo ${b##*/}; done; }",
+        (f"wait_disk() {{ for i in $(seq {DISK_WAIT_S * 10}); do d=$(find_disk \"$1\"); "
+         "[ -n \"$d\" ] && echo $d && return; usleep 100000; done; }"),
+        f"DEV=$(wait_disk {shlex.quote(serial)})",
         "if [ -z \"$DEV\" ]; then say NODISK $(ls /sys/block | tr '\\n' ' '); poweroff -f; fi",
         "say DISK $DEV",
-        *_setup_lines(setup),
-        *_path_lines(path_script),
+        *_probe_lines(probe, limits_script),
+        "apply_setup() {", ":", *_setup_lines(setup), "}",
+        "apply_setup",
+        *_read_lines(path_script, "path limits"),
+        *_read_lines(limits_script, "disk limits"),
+        f"echo '<5>{KLOG_MARK}' > /dev/kmsg",
         *(line for job in jobs for line in _job_lines(job)),
+        f"dmesg -r | sed '1,/{KLOG_MARK}/d' > /tmp/klog; dump kernel log /tmp/klog",
         "say DONE",
         "sync; poweroff -f",
         "",

@@ -17,11 +17,14 @@ from pathlib import Path
 
 from model.errors import ParseError
 from model.judging.verdict import RuleVerdict
+from model.kernel_log_check import check_kernel_log, unread, with_kernel_log
+from model.parse.dmesg import parse_kernel_log
 from model.parse.qemutrace import parse_qemu_trace
 from replay.cpio import newc_archive
 from replay.guest_script import SCRIPT_PATH, guest_script
-from replay.judge import JobOutput, jobs_for, judge
 from replay.qemu import Boot, CannotTest, boot, file_disks, parse_command, plain_args, replay_cmdline
+from replay.qmp import Qmp
+from replay.rules import JobOutput, Replayed, replay_rule
 
 PASS, FAIL, CANNOT_TEST = 0, 1, 125
 #: Seconds a boot may take beyond its fio jobs (TCG boots the embedded guest in 10-20 s).
@@ -103,9 +106,13 @@ def guest_outputs(b: Boot, names: Sequence[str]) -> tuple[str, dict[str, JobOutp
 
 def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: Path) -> RuleVerdict:
     """One boot of the bundle's guest, its set-up and jobs, judged; CannotTest where it cannot be."""
-    rule = str(config.get("rule"))
-    measure = config.get("measure")
-    jobs = jobs_for(rule, measure if isinstance(measure, dict) else {})
+    rule = replay_rule(str(config.get("rule")))
+    jobs = rule.jobs(config)
+    if (bundle / "guest" / "image.json").is_file() and not (bundle / "guest" / "initrd.img").is_file():
+        raise CannotTest("the run booted a user's image (--image; guest/image.json names it): the replay boots only "
+                         "the embedded guest, whose init it replaces with its own script, so far. The bundle holds "
+                         "the image's path, size and sha256, QEMU's command line, the guest's commands and the "
+                         "evidence for a replay by hand")
     try:
         argv = parse_command((bundle / "hypervisor" / "qemu-command.txt").read_text())
         initrd = (bundle / "guest" / "initrd.img").read_bytes()
@@ -121,7 +128,10 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
     serial = str(disk.get("serial")) if isinstance(disk, dict) else "vioc-dut0"
     cmdline = str(config.get("kernel_cmdline", ""))
     drivers = next((w.split("=", 1)[1].split(",") for w in cmdline.split() if w.startswith("vioconform.drivers=")), [])
-    script = guest_script(serial, drivers, setup, jobs, str(config.get("path_script") or "")).encode()
+    disks = config.get("disks")
+    probe = [str(d.get("serial")) for d in disks if isinstance(d, dict)] if isinstance(disks, list) else []
+    script = guest_script(serial, drivers, setup, jobs, str(config.get("path_script") or ""),
+                          str(config.get("limits_script") or ""), probe).encode()
     # The script's archive first, uncompressed (as the kernel's early microcode archive is): the
     # kernel unpacks it, skips its zero padding and unpacks the compressed image after it.
     (out / "initrd-replay.img").write_bytes(newc_archive([(SCRIPT_PATH, 0o100755, script)]) + initrd)
@@ -131,12 +141,20 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
             "-initrd", str(out / "initrd-replay.img"), "-append", replay_cmdline(cmdline),
             "-serial", "stdio", "-no-reboot", "-msg", "timestamp=on", "-D", str(out / "qemu-trace.log"),
             *(a for e in events for a in ("-trace", f"enable={e}"))]
-    (out / "qemu-command.txt").write_text(" ".join([qemu or argv[0], *args]) + "\n")
-    window = sum(float(a.split("=")[1].rstrip("s")) for j in jobs for a in j.args if a.startswith("--runtime="))
-    b = boot(qemu or argv[0], args, BOOT_ALLOWANCE_S + window + 15 * len(jobs), out / "console.log")
+    with tempfile.TemporaryDirectory(prefix="vioc-qmp-") as sockets:  # short: a socket's path has 107 bytes
+        qmp = None
+        if any(j.counted for j in jobs):
+            qmp = Qmp(Path(sockets) / "qmp.sock")
+            args += ["-qmp", f"unix:{qmp.path},server=on,wait=off"]
+        (out / "qemu-command.txt").write_text(" ".join([qemu or argv[0], *args]) + "\n")
+        window = sum(float(a.split("=")[1].rstrip("s")) for j in jobs for a in j.args if a.startswith("--runtime="))
+        b = boot(qemu or argv[0], args, BOOT_ALLOWANCE_S + window + 15 * len(jobs), out / "console.log", qmp)
     (out / "marks.json").write_text(json.dumps(b.marks, indent=1) + "\n")  # host wall times of each job
+    if b.counters:  # QEMU's counters around each counted job: the host's side of its verdict
+        (out / "counters.json").write_text(json.dumps(b.counters, indent=1) + "\n")
     device, outputs = guest_outputs(b, [j.name for j in jobs])
-    path_text = "\n".join(line.removeprefix("path limits ") for line in b.lines if line.startswith("path limits "))
+    path_text, limits_text = (
+        "\n".join(line.removeprefix(p) for line in b.lines if line.startswith(p)) for p in ("path limits ", "disk limits "))
     if device != config.get("kernel_name") and any("shell" in s for s in setup):
         raise CannotTest(f"the disk is {device} in the replay and was {config.get('kernel_name')} in the run: "
                          "the run's --guest-setup commands name it")
@@ -145,7 +163,23 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
         requests = parse_qemu_trace(trace, str(out / "qemu-trace.log"))
     except (OSError, ParseError) as e:
         raise CannotTest(f"QEMU's trace could not be read: {e}") from e
-    return judge(rule, config, outputs, requests, device, path_text)
+    probed: dict[str, list[str]] = {}
+    for line in b.lines:
+        if line.startswith("probed "):
+            serial, _, text = line.removeprefix("probed ").partition(" ")
+            probed.setdefault(serial, []).append(text)
+    verdict = rule.judge(Replayed(config, outputs, requests, device, path_text, limits_text, b.counters,
+                                  {k: "\n".join(v) for k, v in probed.items()}))
+    return kernel_log_checked(verdict, b)
+
+
+def kernel_log_checked(verdict: RuleVerdict, b: Boot) -> RuleVerdict:
+    """The verdict with the kernel-log check, as the run judges every rule: what the guest's kernel
+    logged from the set-up's end to the jobs' (model.kernel_log_check)."""
+    if "DONE" not in b.lines:
+        return with_kernel_log(verdict, unread("dmesg", "the guest did not get to print its kernel log"))
+    text = "\n".join(line.removeprefix("kernel log ") for line in b.lines if line.startswith("kernel log "))
+    return with_kernel_log(verdict, check_kernel_log(parse_kernel_log(text, "dmesg"), "dmesg"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,8 @@ the initramfs with that script, the serial console on stdout and the trace event
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 import shlex
 import subprocess
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from replay.guest_script import PREFIX, SCRIPT_PATH
+from replay.qmp import Qmp, QmpError
 
 #: Options libvirt gives QEMU that a plain QEMU run must not have, each with its value.
 DROP_WITH_VALUE = frozenset({"-name", "-uuid", "-chardev", "-mon", "-add-fd", "-netdev", "-kernel", "-initrd",
@@ -79,6 +82,9 @@ class Boot:
     marks: dict[str, float] = field(default_factory=dict)
     exit_status: int | None = None
     stderr: str = ""
+    #: QEMU's ``query-blockstats`` at each ``COUNT <job> <when>`` line: "<job> <when>" -> (the host's
+    #: monotonic clock in ns, the reply as JSON)
+    counters: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def replay_line(console_line: str) -> str | None:
@@ -87,12 +93,14 @@ def replay_line(console_line: str) -> str | None:
     return console_line[at + len(PREFIX) + 1:].rstrip("\r\n") if at >= 0 else None
 
 
-def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path) -> Boot:
-    """Run QEMU until the guest powers off (or ``timeout_s``), its serial console on stdout: the
-    replay's lines are kept, each BEGIN and END stamped with the host's wall clock (the trace's)."""
+def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path, qmp: Qmp | None = None) -> Boot:
+    """Run QEMU until the guest powers off (or ``timeout_s``), its serial console on stdio: the
+    replay's lines are kept, each BEGIN and END stamped with the host's wall clock (the trace's). At
+    each ``COUNT`` line the disk's counters are read from ``qmp`` (QEMU's monitor, given in ``args``)
+    and the guest, which waits for it, is answered with a line on its console."""
     out = Boot()
     try:
-        proc = subprocess.Popen([qemu, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        proc = subprocess.Popen([qemu, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
     except OSError as e:
         raise CannotTest(f"QEMU did not start: {qemu}: {e.strerror or e}") from e
@@ -113,15 +121,38 @@ def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path) -> Boo
                 word = line.split(" ", 2)
                 if word[0] in ("BEGIN", "END") and len(word) > 1:
                     out.marks[f"{word[0]} {word[1]}"] = time.time()
+                elif word[0] == "COUNT" and len(word) > 2:
+                    _count(proc, qmp, out, f"{word[1]} {word[2]}")
         out.exit_status = proc.wait()
     finally:
         timer.cancel()
+        if qmp is not None:
+            qmp.close()
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         reader.join(5)
     out.stderr = b"".join(err).decode(errors="replace")
     return out
+
+
+def _count(proc: subprocess.Popen[bytes], qmp: Qmp | None, out: Boot, key: str) -> None:
+    """The counters at ``key``, then the guest's answer (it waits for a line before it goes on)."""
+    if qmp is not None:
+        try:
+            out.counters[key] = (time.monotonic_ns(), json.dumps(qmp.execute("query-blockstats")))
+        except QmpError as e:
+            out.counters.pop(key, None)
+            out.lines.append(f"QMP {key}: {e}")
+    if proc.stdin is not None:
+        try:
+            proc.stdin.write(b"\n")
+            proc.stdin.flush()
+        except OSError:
+            pass  # QEMU has gone: its exit says why
 
 
 def replay_cmdline(run_cmdline: str) -> str:

@@ -1,4 +1,5 @@
-"""JUnit XML with junit-xml: one test case per rule and configuration, numbers as properties.
+"""JUnit XML with junit-xml: one test case per rule and configuration, numbers as properties. It writes
+a run's data as reports/run_data.py builds it, which the run hands to the results store too.
 
 junit-xml 1.9 writes properties only per suite; the measured numbers belong to each test
 case (as pytest's own JUnit writer puts them), so they are added to the document after.
@@ -33,17 +34,10 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from reports.records import Record, RunStatus, raw_dir, section_id
 from reports.results import DEFAULT_DIR_MODE, file_mode, write_atomic
+from reports.run_data import INCOMPLETE_CASE, BuiltRun, CaseData, attribute, build_run
 
 #: The HTML report's file name in a results directory (fixtures/finish.py writes it there).
 REPORT_NAME = "report.html"
-
-
-def _body(r: Record) -> str:
-    """The whole text of a failure or error: its message, then what pytest reported if that adds to it."""
-    details = r.details.strip()
-    if not details or r.message.strip() in details:
-        return details or r.message
-    return f"{r.message}\n\n{details}"
 
 
 def where(r: Record, results_dir: Path) -> str:
@@ -52,67 +46,62 @@ def where(r: Record, results_dir: Path) -> str:
             f"raw data: {raw_dir(results_dir, r.config)}")
 
 
-def _case(r: Record, results_dir: Path | None) -> TestCase:
-    case = TestCase(name=f"{r.rule}[{r.config}]", classname=f"vioconform.{r.rule}",
-                    elapsed_sec=round(r.duration_s, 3), file=r.nodeid.split("::")[0],
+def _case(c: CaseData, results_dir: Path | None) -> TestCase:
+    r = c.record
+    case = TestCase(name=c.name, classname=c.classname, elapsed_sec=c.elapsed_s, file=r.nodeid.split("::")[0],
                     stdout=where(r, results_dir) if results_dir is not None else None)
-    outcome = r.outcome or "error"  # an undecided record is never a pass
-    if outcome == "failed":
-        case.add_failure_info(message=r.headline, output=_body(r))
-    elif outcome == "error":
-        case.add_error_info(message=r.headline or "no outcome recorded", output=_body(r))
-    elif outcome in ("skipped", "not run"):
-        case.add_skipped_info(message=r.message)
+    if c.tag == "failure":
+        case.add_failure_info(message=c.message, output=c.body)
+    elif c.tag == "error":
+        case.add_error_info(message=c.message, output=c.body)
+    elif c.tag == "skipped":
+        case.add_skipped_info(message=c.message)
     return case
 
 
-def case_properties(r: Record) -> dict[str, str]:
-    """A case's properties: its measured numbers, a failure's ``blame`` and ``blame_reason``, and
-    ``reproducer``, its reproducer bundle's directory where one was written."""
-    props = {k: str(v) for k, v in r.measured().items()}
-    if r.outcome == "failed":
-        props["blame"] = r.blame or "unknown"
-        props["blame_reason"] = r.blame_reason or "the rule failed outside its verdict: no layer was judged"
-    if r.reproducer:
-        props["reproducer"] = r.reproducer
-    return props
-
-
-def junit_document(records: Iterable[Record], suite_name: str = "vioconform",
-                   suite_properties: dict[str, str] | None = None, status: RunStatus | None = None,
-                   results_dir: Path | None = None, started: dt.datetime | None = None,
-                   hostname: str | None = None) -> str:
-    recs = list(records)
-    cases = [_case(r, results_dir) for r in recs]
-    props = dict(suite_properties or {})
-    if status is not None:
-        props.update(status.properties())
-        if not status.complete:
-            run = TestCase(name="run[incomplete]", classname="vioconform.run")
-            run.add_error_info(message=status.banner(), error_type="incomplete")
-            cases.append(run)
-    stamp = started.astimezone(dt.UTC).isoformat(timespec="seconds") if started is not None else None
-    text = to_xml_report_string([TestSuite(suite_name, cases, properties=props or None, timestamp=stamp,
-                                           hostname=hostname)], encoding="utf-8")
+def run_document(run: BuiltRun, suite_name: str = "vioconform", results_dir: Path | None = None) -> str:
+    """The JUnit document of a run's data (reports/run_data.py: what the store is handed too)."""
+    cases = [_case(c, results_dir) for c in run.cases]
+    if run.incomplete:
+        assert run.status is not None
+        name, classname = INCOMPLETE_CASE
+        incomplete = TestCase(name=name, classname=classname)
+        incomplete.add_error_info(message=attribute(run.status.banner()), error_type="incomplete")
+        cases.append(incomplete)
+    text = to_xml_report_string([TestSuite(suite_name, cases, properties=run.suite_properties or None,
+                                           timestamp=run.timestamp, hostname=run.hostname)], encoding="utf-8")
     root = ET.fromstring(text)
-    for elem, r in zip(root.iter("testcase"), recs, strict=False):  # run[incomplete], if any, comes last
-        measured = case_properties(r)
-        if measured:
+    for elem, c in zip(root.iter("testcase"), run.cases, strict=False):  # run[incomplete], if any, comes last
+        if c.properties:
             case_props = ET.Element("properties")
-            for k, v in sorted(measured.items()):
+            for k, v in sorted(c.properties.items()):
                 ET.SubElement(case_props, "property", {"name": k, "value": v})
             elem.insert(0, case_props)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode")
 
 
+def junit_document(records: Iterable[Record], suite_name: str = "vioconform",
+                   suite_properties: dict[str, str] | None = None, status: RunStatus | None = None,
+                   results_dir: Path | None = None, started: dt.datetime | None = None,
+                   hostname: str | None = None) -> str:
+    return run_document(build_run(records, suite_properties, status, started, hostname), suite_name, results_dir)
+
+
+def write_run_junit(run: BuiltRun, path: Path, mode: int = file_mode(DEFAULT_DIR_MODE),
+                    results_dir: Path | None = None, suite_name: str = "vioconform") -> Path:
+    """Write the JUnit file of a run's data atomically (see :func:`reports.results.write_atomic`).
+    ``results_dir``: the run's results directory, which each case's ``system-out`` points into."""
+    return write_atomic(path, '<?xml version="1.0" encoding="utf-8"?>\n'
+                        + run_document(run, suite_name, results_dir) + "\n", mode)
+
+
 def write_junit(records: Iterable[Record], path: Path, suite_name: str = "vioconform",
                 suite_properties: dict[str, str] | None = None, status: RunStatus | None = None,
                 mode: int = file_mode(DEFAULT_DIR_MODE), results_dir: Path | None = None,
                 started: dt.datetime | None = None, hostname: str | None = None) -> Path:
-    """Write the JUnit file atomically (see :func:`reports.results.write_atomic`). ``results_dir``:
-    the run's results directory, which each case's ``system-out`` points into; ``started`` (aware)
-    and ``hostname``: the run's start and machine, the suite's ``timestamp`` and ``hostname``."""
-    return write_atomic(path, '<?xml version="1.0" encoding="utf-8"?>\n'
-                        + junit_document(records, suite_name, suite_properties, status, results_dir, started,
-                                         hostname) + "\n", mode)
+    """Write the JUnit file of ``records`` (:func:`write_run_junit` of :func:`reports.run_data.build_run`);
+    ``started`` (aware) and ``hostname``: the run's start and machine, the suite's ``timestamp`` and
+    ``hostname``."""
+    return write_run_junit(build_run(records, suite_properties, status, started, hostname), path, mode, results_dir,
+                           suite_name)

@@ -8,17 +8,24 @@ advertises a volatile write cache. Every run is counted whole on both sides, not
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 
 import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.fio import FioJob
-from measure.counted import CountedRun, run_counted
+from measure.counted import CountedRun, host_flushes, run_counted
 from measure.disk import GuestDisk
 from model.judging.verdict import RuleVerdict
-from model.rules.direct_io import Durability, LatencyFloor, OneForOne, judge_direct_io, write_sizes
+from model.rules.direct_io import (
+    Durability,
+    LatencyFloor,
+    OneForOne,
+    judge_direct_io,
+    latency_floor,
+    write_cache,
+    write_sizes,
+)
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
@@ -36,22 +43,11 @@ def _writes(name: str, bs: int, n: int, **kw: object) -> FioJob:
 
 
 def _latency_floor(run: CountedRun) -> LatencyFloor | None:
-    if run.host_trace is None or not run.host_trace.requests:
+    if run.host_trace is None:
         return None
-    host = [r.latency_us for r in run.host_trace.requests if r.is_write]
     w = run.fio.jobs[0].write
-    if not host or not w.clat_percentiles_us:
-        return None
-    return LatencyFloor(guest_p50_us=w.clat_percentiles_us.get(50.0, w.clat_mean_us), host_p50_us=statistics.median(host),
-                        guest_min_us=min(w.clat_percentiles_us.values()), host_min_us=min(host))
-
-
-def host_flushes(run: CountedRun) -> int:
-    """Flushes the host saw: its counter, or the trace where that has more. QEMU 7.2 counts SCSI
-    FUA writes and virtio-blk flushes in query-blockstats but not NVMe's flushes (measured:
-    49 traced, 0 counted), and traces no virtio-blk flush; the larger of the two is right for each."""
-    traced = sum(r.is_flush for r in run.host_trace.requests) if run.host_trace is not None else 0
-    return max(run.host.flushes, traced)
+    return latency_floor(w.clat_percentiles_us, w.clat_mean_us, [r.latency_us for r in run.host_trace.requests
+                                                                  if r.is_write])
 
 
 @pytest.mark.rule("direct-io")
@@ -72,24 +68,10 @@ def test_direct_io_fidelity_and_durability(scratch_disk: GuestDisk, suite_option
             fidelity.append(OneForOne(bs, run.fio.jobs[0].write.io_count, run.host.writes, run.host.wr_bytes))
             if bs == page:
                 latency = _latency_floor(run)
-        probed = disk.advertised_limits.write_cache
-        configured = disk.attached.configured.write_cache
         said = disk.advertised.write_cache if disk.advertised is not None else None
-        # The device's cache as the hypervisor says it advertises it, else as asked, else as the guest probed it.
-        volatile = said if said is not None else bool(configured) if configured is not None else probed == "write back"
-        if said is not None and disk.advertised is not None:
-            cache_source = (f"the device advertises {'write back' if said else 'write through'} "
-                            f"({disk.advertised.said_by.get('write_cache', '')})")
-        elif configured is not None:
-            cache_source = (f"the suite asked for {'write back' if configured else 'write through'} (the hypervisor did "
-                            "not say what the device advertises)")
-        else:
-            cache_source = "unknown to the hypervisor"
-        cache_source += f"; guest probed {probed!r}"
-        if disk.limits.write_cache != probed:
-            cache_source += f", now {disk.limits.write_cache!r}"
-        if disk.limits.fua is not None:
-            cache_source += f"; guest sends FUA writes: {'yes' if disk.limits.fua else 'no (flushes instead)'}"
+        said_by = disk.advertised.said_by.get("write_cache", "") if disk.advertised is not None else ""
+        volatile, cache_source = write_cache(said, said_by, disk.attached.configured.write_cache,
+                                             disk.advertised_limits.write_cache, disk.limits.write_cache, disk.limits.fua)
         durability = []
         skipped = None
         if not disk.backend.counts_flushes:

@@ -33,6 +33,7 @@ from model.rules.hotplug import (
     GONE_BOUND_S,
     RULE,
     SEEN_BOUND_S,
+    SURPRISE_REMOVAL,
     Gone,
     HotplugRun,
     Seen,
@@ -149,7 +150,7 @@ def test_hotplug(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
                     pytest.skip(f"--inject hotplug-off cannot apply on {disk.config_id}: the guest's kernel has no {path}")
                 restore = (path, was)
                 watch.write(path, value)
-            return judge_hotplug(_add_and_remove(disk, hot, watch, record, raw, suite_options.surprise_removal))
+            return judge_hotplug(_add_and_remove(disk, hot, watch, record, raw, suite_options.option(SURPRISE_REMOVAL)))
         except HotplugUnavailable as e:
             pytest.skip(f"{RULE} cannot run on {disk.config_id}: {e}")
         finally:

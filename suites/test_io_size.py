@@ -20,6 +20,7 @@ from measure.window import measure, save_measurement
 from model.judging.figures import histogram_figure
 from model.judging.verdict import RuleVerdict
 from model.rules.io_size import REQUEST_BYTES, IoSizeMeasurement, judge_io_size
+from model.rules.io_size import max_transfer as max_transfer_of
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
@@ -43,14 +44,8 @@ def _measure_and_judge(disk: GuestDisk, suite_options: SuiteOptions, record: Rec
     m = measure(disk, FioJob("io1m", rw="randread", bs_bytes=REQUEST_BYTES, iodepth=DEPTH), suite_options.window_s,
                 raw_dir=raw)
     save_measurement(m, raw / "io-size.json")
-    probed = disk.advertised_limits
-    configured = disk.attached.configured.max_transfer_bytes
-    # What the device advertised: the guest's max_sectors_kb as its driver set it at probe time
-    # (min(max_hw_sectors_kb, the kernel's 1280 KiB default)), and the hypervisor's own limit if it sets one.
-    max_transfer = probed.max_sectors_kb * 1024
-    source = f"max_sectors_kb {probed.max_sectors_kb} as probed"
-    if configured and configured < max_transfer:
-        max_transfer, source = configured, "the hypervisor's configured maximum transfer"
+    max_transfer, source = max_transfer_of(disk.advertised_limits.max_sectors_kb,
+                                           disk.attached.configured.max_transfer_bytes)
     if m.host_trace is not None and m.host_trace.requests:
         sizes = [r.length_bytes for r in m.host_trace.requests if not r.is_flush]
         host_mean, host_p50, host_n, host_source = (statistics.fmean(sizes), statistics.median(sizes), len(sizes),

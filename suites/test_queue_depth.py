@@ -23,7 +23,7 @@ from measure.disk import GuestDisk
 from measure.window import measure, save_measurement
 from model.judging.figures import histogram_figure
 from model.judging.verdict import RuleVerdict
-from model.rules.queue_depth import DeviceSaid, judge_queue_depth
+from model.rules.queue_depth import DEPTHS, REQUIRE_QUEUING, DeviceSaid, judge_queue_depth
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
@@ -49,7 +49,7 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
         # --guest-setup applied): a limit under the offered depth fails the rule by itself, and
         # any denies the allowance for a guest that could not keep its queue full.
         path = guest_path(disk, BS_BYTES)
-        for depth in suite_options.depths:
+        for depth in suite_options.option(DEPTHS):
             m = measure(disk, FioJob(f"qd{depth}", rw="randread", bs_bytes=BS_BYTES, iodepth=depth),
                         suite_options.window_s, raw_dir=raw)
             save_measurement(m, raw / f"queue-depth-qd{depth}.json")
@@ -58,7 +58,7 @@ def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, r
             points.append(depth_point(m))
             windows.append(histogram_figure(f"queue-depth, offered depth {depth}", m.fio.jobs[0], m.host_trace,
                                             m.host_trace_gap))
-        verdict = judge_queue_depth(points, disk.attached.configured.queue_depth, suite_options.require_queuing, path,
+        verdict = judge_queue_depth(points, disk.attached.configured.queue_depth, suite_options.option(REQUIRE_QUEUING), path,
                                     advertised)
         return dataclasses.replace(verdict, figures=(*verdict.figures, *windows))
 

@@ -15,7 +15,15 @@ from hypervisors.base import DiskHold, HoldUnavailable
 from measure.disk import GuestDisk
 from measure.stall_tolerance import StallMeasurement, drain_bound_s, measure_stall
 from model.judging.verdict import RuleVerdict
-from model.rules.stall_tolerance import StallRun, hold_problem, judge_stall_tolerance, judged, recovery_lines
+from model.rules.stall_tolerance import (
+    STALL_HOLD_S,
+    STALL_S,
+    StallRun,
+    hold_problem,
+    judge_stall_tolerance,
+    judged,
+    recovery_lines,
+)
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
@@ -48,17 +56,17 @@ def test_stall_tolerance(scratch_disk: GuestDisk, suite_options: SuiteOptions, r
         hold, not_run = disk.backend.disk_hold(disk.guest, disk.attached), ""
     except HoldUnavailable as e:
         hold, not_run = None, str(e)
-    hold_s = suite_options.stall_hold_s
+    hold_s = suite_options.option(STALL_HOLD_S)
 
     def once(raw: Path) -> RuleVerdict:
         timeout = stall.command_timeout(disk.kernel_name, disk.limits.driver)
         if hold is None:
-            return judge_stall_tolerance(timeout, suite_options.stall_s, None, not_run)
+            return judge_stall_tolerance(timeout, suite_options.option(STALL_S), None, not_run)
         run = stall_run(measure_stall(disk, hold, hold_s, drain_bound_s(hold_s, timeout.timeout_s), raw))
         problem = hold_problem(run, judged(timeout, run))
         if problem is not None:
             raise StallNotHeld(f"stall-tolerance on {disk.config_id}: {problem}")
-        return judge_stall_tolerance(timeout, suite_options.stall_s, run)
+        return judge_stall_tolerance(timeout, suite_options.option(STALL_S), run)
 
     # A timeout under the bar and an error in a stall the guest should not notice are exact: every repeat must pass.
     judge_rule(record, suite_options, once, exact=True, baseline=stored_baseline, disks=(disk,))

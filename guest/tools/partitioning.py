@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from guest.tools.sysfs import Sysfs, valid_disk
 from guest.tools.tool import GuestTool
-from transport.ssh import CommandResult
+from transport.ssh import GuestCommandError
 
 
 def partition_name(disk: str) -> str:
@@ -35,32 +35,46 @@ class Partitioning(GuestTool):
         raise NotImplementedError
 
     def wipe(self, disk: str) -> None:
-        """Zero the disk's first MiB (any partition table) and have the kernel re-read it."""
-        self._run(f"dd if=/dev/zero of=/dev/{valid_disk(disk)} bs=1M count=1 oflag=direct 2>/dev/null")
-        self.reread(disk)
+        """Zero the disk's first MiB (any partition table) and have the kernel re-read it (one command)."""
+        self._run(f"dd if=/dev/zero of=/dev/{valid_disk(disk)} bs=1M count=1 oflag=direct 2>/dev/null && "
+                  f"( {self._reread_command(disk)} )")
 
     def reread(self, disk: str) -> None:
         """Have the kernel re-read the partition table; up to 5 tries, waiting for udev between them
         (a disk udev still probes is busy: "Device or resource busy")."""
+        self._run(self._reread_command(disk))
+
+    @staticmethod
+    def _reread_command(disk: str) -> str:
         dev = f"/dev/{valid_disk(disk)}"
-        self._run(f"for i in 1 2 3 4; do blockdev --rereadpt {dev} 2>/dev/null && exit 0; "
-                  "udevadm settle 2>/dev/null || sleep 1; done; "
-                  f"blockdev --rereadpt {dev}")
+        return (f"for i in 1 2 3 4; do blockdev --rereadpt {dev} 2>/dev/null && exit 0; "
+                "udevadm settle 2>/dev/null || sleep 1; done; "
+                f"blockdev --rereadpt {dev}")
 
     def start_sector(self, disk: str) -> int:
         """The start of the disk's first partition, in 512-byte sectors."""
         return int(self.tools.get(Sysfs).read(disk, partition_name(disk) + "/start"))
 
-    def _made(self, disk: str, program: str, said: CommandResult) -> int:
-        """After ``program`` wrote the table: the kernel re-reads it, and the start sector it then
-        sees is the verdict (the program's own status is not: it may complain that the kernel kept
-        the old table). No partition is an error with what the program said."""
-        self.reread(disk)
-        try:
-            return self.start_sector(disk)
-        except (RuntimeError, ValueError) as e:
-            raise RuntimeError(f"{program} made no partition on /dev/{disk} ({e}); {program} said: "
-                               f"{said.stdout.strip()[-800:] or '(nothing)'}") from e
+    def _made(self, disk: str, program: str, command: str) -> int:
+        """Run ``command`` (``program`` writing the table), then have the kernel re-read it and read the
+        start sector it then sees, all in one guest command. That start is the verdict (the program's own
+        status is not: it may complain that the kernel kept the old table); no partition is an error with
+        what the program said; a re-read that fails, the guest's error."""
+        start = f"/sys/block/{valid_disk(disk)}/{partition_name(disk)}/start"
+        ran = self._run(f"{command}\necho {_MADE_LINE}\n( {self._reread_command(disk)} ) || exit $?\n"
+                        f"s=; read -r s < {start} 2>/dev/null; echo \"start=$s\"", check=False)
+        said, _, after = ran.stdout.partition(f"{_MADE_LINE}\n")
+        if not ran.ok:
+            raise GuestCommandError(ran)
+        value = after.strip().removeprefix("start=")
+        if not value.isdigit():
+            raise RuntimeError(f"{program} made no partition on /dev/{disk} (no {start}); {program} said: "
+                               f"{said.strip()[-800:] or '(nothing)'}")
+        return int(value)
+
+
+#: The line that ends the partitioning program's output in ``_made``'s command.
+_MADE_LINE = "--vioconform-partition-written--"
 
 
 class FdiskPartitioning(Partitioning):
@@ -70,8 +84,7 @@ class FdiskPartitioning(Partitioning):
 
     def create_one(self, disk: str, start_sector: int) -> int:
         dev = f"/dev/{valid_disk(disk)}"
-        said = self._run(f"printf 'o\\nn\\np\\n1\\n{int(start_sector)}\\n\\nw\\n' | fdisk {dev} 2>&1", check=False)
-        return self._made(disk, "fdisk", said)
+        return self._made(disk, "fdisk", f"printf 'o\\nn\\np\\n1\\n{int(start_sector)}\\n\\nw\\n' | fdisk {dev} 2>&1")
 
 
 class SfdiskPartitioning(Partitioning):
@@ -81,9 +94,8 @@ class SfdiskPartitioning(Partitioning):
 
     def create_one(self, disk: str, start_sector: int) -> int:
         dev = f"/dev/{valid_disk(disk)}"
-        said = self._run(f"printf 'label: dos\\nstart=%d, type=83\\n' {int(start_sector)} | "
-                         f"sfdisk --no-reread --no-tell-kernel -q {dev} 2>&1", check=False)
-        return self._made(disk, "sfdisk", said)
+        return self._made(disk, "sfdisk", f"printf 'label: dos\\nstart=%d, type=83\\n' {int(start_sector)} | "
+                                          f"sfdisk --no-reread --no-tell-kernel -q {dev} 2>&1")
 
 
 Partitioning.variants = (SfdiskPartitioning, FdiskPartitioning)

@@ -16,6 +16,7 @@ import libvirt
 from hypervisors.libvirt.controllers import CONTROLLERS, device_id, hba_alias
 from hypervisors.libvirt.qmp import qmp
 from model.advertised import Advertised, DeviceFamily, QomValue, advertised_from_qom, qom_reads
+from model.host_cache import HostCache, host_cache_of
 from model.types import DiskSpec
 
 PERIPHERAL = "/machine/peripheral"
@@ -43,15 +44,18 @@ def qemu_version(conn: libvirt.virConnect, domain: str) -> str:
     return f"{q.get('major', '?')}.{q.get('minor', '?')}.{q.get('micro', '?')}"
 
 
+def host_cache(conn: libvirt.virConnect, domain: str, device: str) -> HostCache | None:
+    """The cache of the block backend of QEMU device ``device`` as QEMU has it now (query-block's
+    ``inserted.cache``: writeback, direct, no-flush); None where QEMU does not list it."""
+    blocks = qmp(conn, domain, {"execute": "query-block"}).get("return", [])
+    return host_cache_of(blocks, device, f"QEMU {qemu_version(conn, domain)}, QMP query-block")
+
+
 def block_writeback(conn: libvirt.virConnect, domain: str, device: str) -> bool | None:
     """The write cache of the block backend of QEMU device ``device`` (query-block's
     ``inserted.cache.writeback``); None where QEMU does not list it."""
-    path = f"{PERIPHERAL}/{device}"
-    for entry in qmp(conn, domain, {"execute": "query-block"}).get("return", []):
-        if entry.get("qdev") in (device, path, f"{path}/virtio-backend"):
-            writeback = entry.get("inserted", {}).get("cache", {}).get("writeback")
-            return bool(writeback) if writeback is not None else None
-    return None
+    cache = host_cache(conn, domain, device)
+    return None if cache is None else cache.writeback
 
 
 def read_advertised(conn: libvirt.virConnect, domain: str, spec: DiskSpec) -> Advertised:

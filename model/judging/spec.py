@@ -22,6 +22,9 @@ jobs, which windows), and ``docs/rules/<rule>.md``. The rule module declares (:c
   model/across/contention.py's;
 - optionally ``OPT_IN = True``: the rule is outside the default suite (the default suite's time is a
   budget) and runs only where ``--with-rules`` names it (fixtures/opt_in.py);
+- optionally ``OPTIONS``: the command-line options only this rule reads, as data
+  (model/judging/rule_option.py's :class:`RuleOption`); the suite registers them (fixtures/options_rules.py)
+  and its suite file reads them with ``suite_options.option(...)``;
 - and one public function ``judge_<...>`` that returns its verdict (model/judging/verdict.py).
 
 model/rules/__init__.py finds every module of model/rules/ (``RULE_MODULES``) and refuses one that does not

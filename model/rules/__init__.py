@@ -12,7 +12,7 @@ model/across/against_baseline.py compares any rule's numbers with a stored run (
 Everything else that depends on a rule reads the rule's own declarations from here, by the rule's name
 (:func:`rule_module`): the settings a failure is blamed on (:func:`blame`, model/blame.py), how many
 times it repeats (fixtures/options.py), which of its metrics follow the host CPU
-(model/across/contention.py).
+(model/across/contention.py), the options it declares (:data:`RULE_OPTIONS`, fixtures/options_rules.py).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import cast, get_type_hints
 
 from model.blame import Blame, Trail, layer_at_fault
+from model.judging.rule_option import RuleOption
 from model.judging.spec import RuleModule
 
 
@@ -57,6 +58,25 @@ def opt_in(rule: str) -> bool:
 def opt_in_rules() -> tuple[str, ...]:
     """The rules outside the default suite, in RULE_MODULES' order."""
     return tuple(m.RULE for m in RULE_MODULES if opt_in(m.RULE))
+
+
+def declared_options(modules: Iterable[RuleModule]) -> tuple[RuleOption[object], ...]:
+    """Every module's ``OPTIONS``, in their order; TypeError for a name two of them declare."""
+    found: dict[str, str] = {}
+    options: list[RuleOption[object]] = []
+    for module in modules:
+        for option in getattr(module, "OPTIONS", ()):
+            if option.name in found:
+                raise TypeError(f"model/rules/: {module.RULE} and {found[option.name]} both declare {option.name}: "
+                                "an option belongs to one rule")
+            found[option.name] = module.RULE
+            options.append(option)
+    return tuple(options)
+
+
+#: The options the rules declare (each module's optional ``OPTIONS``, model/judging/rule_option.py), in
+#: RULE_MODULES' order: fixtures/options_rules.py registers them.
+RULE_OPTIONS: tuple[RuleOption[object], ...] = declared_options(RULE_MODULES)
 
 
 def blame(rule: str, trails: Iterable[Trail], hint: Blame | None = None) -> Blame:

@@ -14,7 +14,8 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model.blame import BlameSettings
@@ -116,6 +117,39 @@ class LatencyFloor:
     @property
     def added_p50_us(self) -> float:
         return self.guest_p50_us - self.host_p50_us
+
+
+def latency_floor(guest_clat_percentiles_us: Mapping[float, float], guest_clat_mean_us: float,
+                  host_write_latencies_us: Sequence[float]) -> LatencyFloor | None:
+    """The latency floor of one depth-1 run of writes: fio's completion latency (its median, else its
+    mean) against each write the host traced; None where either side has none."""
+    if not host_write_latencies_us or not guest_clat_percentiles_us:
+        return None
+    return LatencyFloor(guest_p50_us=guest_clat_percentiles_us.get(50.0, guest_clat_mean_us),
+                        host_p50_us=statistics.median(host_write_latencies_us),
+                        guest_min_us=min(guest_clat_percentiles_us.values()), host_min_us=min(host_write_latencies_us))
+
+
+def write_cache(said: bool | None, said_by: str, configured: bool | None, probed: str, now: str,
+                fua: int | None) -> tuple[bool, str]:
+    """Whether the device's write cache is volatile, and where that comes from: the hypervisor's word
+    on what the device advertises (``said``, by ``said_by``), else what the suite asked for
+    (``configured``), else the guest's probe (``probed``: "write back" or "write through"); the source
+    says the guest's probe, its value ``now`` where it differs, and whether it sends FUA writes."""
+    volatile = said if said is not None else bool(configured) if configured is not None else probed == "write back"
+    if said is not None:
+        source = f"the device advertises {'write back' if said else 'write through'} ({said_by})"
+    elif configured is not None:
+        source = (f"the suite asked for {'write back' if configured else 'write through'} (the hypervisor did "
+                  "not say what the device advertises)")
+    else:
+        source = "unknown to the hypervisor"
+    source += f"; guest probed {probed!r}"
+    if now != probed:
+        source += f", now {now!r}"
+    if fua is not None:
+        source += f"; guest sends FUA writes: {'yes' if fua else 'no (flushes instead)'}"
+    return volatile, source
 
 
 def judge_direct_io(fidelity: list[OneForOne], durability: list[Durability], volatile_cache: bool,

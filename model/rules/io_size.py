@@ -128,6 +128,15 @@ class IoSizeMeasurement:
         return self.request_bytes / self.host_request_bytes if self.host_request_bytes else math.inf
 
 
+def max_transfer(probed_max_sectors_kb: int, configured_bytes: int | None) -> tuple[int, str]:
+    """What the device advertised as its maximum transfer, and where that comes from: the guest's
+    ``max_sectors_kb`` as its driver set it at probe time (min(max_hw_sectors_kb, the kernel's
+    1280 KiB default)), or the hypervisor's own configured limit where it sets a lower one."""
+    if configured_bytes and configured_bytes < probed_max_sectors_kb * 1024:
+        return configured_bytes, "the hypervisor's configured maximum transfer"
+    return probed_max_sectors_kb * 1024, f"max_sectors_kb {probed_max_sectors_kb} as probed"
+
+
 def judge_io_size(m: IoSizeMeasurement) -> RuleVerdict:
     """Pass if the host saw requests as large as the device allows."""
     problems: list[str] = []

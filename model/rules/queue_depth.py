@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from model.blame import Blame, BlameSettings
 from model.device_limits import DepthLimit, GuestLimits, GuestPathLimits, IoMax
 from model.judging.figures import DepthFigure, DepthGroup
+from model.judging.rule_option import RuleOption, flag
 from model.judging.spec import HIGHER, PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict, kib
 
@@ -29,6 +30,41 @@ DEFAULT_REPEATS = 1
 REPEATABLE = True
 #: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
 HOST_CPU_BOUND: tuple[str, ...] = (r"qd\d+_iops", "iops_scaling")
+
+#: Offered depths of the rule: 1 (the IOPS baseline) and 32, the Solaris case's depth.
+DEFAULT_DEPTHS: tuple[int, ...] = (1, 32)
+#: The deepest offered depth fio's libaio engine can get: one fio job asks the kernel's io_setup()
+#: for ``iodepth`` events, and Linux refuses (EAGAIN) more than fs.aio-max-nr (default 65536,
+#: system-wide, minus what other processes hold). Measured in the embedded guest (Debian 6.1,
+#: fio 3.33, 2 vCPUs, 512 MiB): depth 65536 ran (13,311 reads in 2 s on virtio-blk); 65537 and
+#: 100000 end with fio's "error": 11 (EAGAIN, func=io_queue_init) and 0 I/Os. Depths past a
+#: device's queue depth (virtio-scsi 128, virtio-blk 256, NVMe 1023) only queue up in the guest.
+MAX_DEPTH = 65536
+
+
+def offered_depths(text: str) -> tuple[int, ...]:
+    """``--depths``: whole numbers separated by commas, 1 to :data:`MAX_DEPTH`, sorted, each once;
+    ValueError with the reason otherwise."""
+    try:
+        depths = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise ValueError(f"--depths takes whole numbers separated by commas, e.g. 1,32; got {text!r}") from None
+    if not depths or depths[0] < 1:
+        raise ValueError(f"--depths needs depths of 1 or more, e.g. 1,32; got {text!r}")
+    if depths[-1] > MAX_DEPTH:
+        raise ValueError(
+            f"--depths {depths[-1]} is above {MAX_DEPTH}, the most fio's libaio engine can keep in flight: "
+            f"Linux's io_setup() refuses more events than fs.aio-max-nr (default {MAX_DEPTH}); got {text!r}")
+    return depths
+
+
+#: The rule's options (model/judging/rule_option.py): the depths it offers, and whether a device without
+#: command queuing fails it.
+DEPTHS = RuleOption("--depths", offered_depths, DEFAULT_DEPTHS,
+                    f"offered queue depths for the queue-depth rule, 1 to {MAX_DEPTH} "
+                    f"(default: {','.join(map(str, DEFAULT_DEPTHS))})")
+REQUIRE_QUEUING = flag("--require-queuing", "fail the queue-depth rule on a device without command queuing (e.g. IDE)")
+OPTIONS = (DEPTHS, REQUIRE_QUEUING)
 
 #: Minimum host-observed depth as a fraction of the depth the guest gave the device:
 #: min(offered, device limit, what the guest's block layer held). Measured here (QEMU 7.2

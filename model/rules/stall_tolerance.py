@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model.blame import BlameSettings
+from model.judging.rule_option import RuleOption, positive_float
 from model.judging.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict
 from model.parse.stall_evidence import CommandTimeout, HostEvent
@@ -70,6 +71,37 @@ MIN_HOLD_S = 1.0
 #: Requests the host may complete while it holds the disk: the one QEMU's throttle lets through
 #: before it starts holding (its bucket starts empty). Measured here, every controller: 0 or 1.
 HOLD_LEAK_MAX = 1
+
+
+def stall_seconds(text: str, shortest: float = 0.0) -> float:
+    """``--stall-s``: a stall above 0 s and ``shortest`` or more (a hold: :func:`hold_seconds`), up to
+    :data:`MAX_STALL_S`; ValueError with the reason otherwise."""
+    v = positive_float(text)
+    problem = (f"{text!r} s is above {MAX_STALL_S:g} s, the longest the suite waits on a guest: the stall-tolerance "
+               "rule could not tell a stall that long from a guest that hangs; give one such as 30 or 180"
+               if v > MAX_STALL_S else
+               f"{text!r} s is under {shortest:g} s: the guest is asked over SSH every 0.3 s while its disk is held, "
+               "and a shorter hold shows too few answers; give 1 or more, e.g. 2" if v < shortest else "")
+    if problem:
+        raise ValueError(problem)
+    return v
+
+
+def hold_seconds(text: str) -> float:
+    """``--stall-hold-s``: :data:`MIN_HOLD_S` to :data:`MAX_STALL_S`; ValueError with the reason otherwise."""
+    return stall_seconds(text, MIN_HOLD_S)
+
+
+#: The rule's options (model/judging/rule_option.py): the stall it judges against, and how long it holds.
+STALL_S = RuleOption("--stall-s", stall_seconds, DEFAULT_STALL_S,
+                     "the storage stall (a SAN path failover) the guest must ride out: the stall-tolerance rule "
+                     f"fails a disk whose command timeout is shorter, up to {MAX_STALL_S:g} "
+                     f"(default: {DEFAULT_STALL_S:g}, the shortest failover of VMware's guest OS guidance)", "S")
+STALL_HOLD_S = RuleOption("--stall-hold-s", hold_seconds, DEFAULT_HOLD_S,
+                          "how long the stall-tolerance rule holds every request of the scratch disk at the host, "
+                          f"{MIN_HOLD_S:g} to {MAX_STALL_S:g}; a hold as long as the guest's timeout or longer is "
+                          f"recorded, not judged (default: {DEFAULT_HOLD_S:g})", "S")
+OPTIONS = (STALL_S, STALL_HOLD_S)
 
 #: What in the guest's kernel log during the stall shows it gave up on a request, reset the
 #: device or lost data: Linux 6.1's own words (sd and libata's EH: "abort", "hard resetting link",

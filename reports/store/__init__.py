@@ -42,8 +42,9 @@ ends at once on Ctrl-C or SIGTERM. Tables:
 
 A results directory holds ``junit.xml`` (reports/junit.py): suite properties, one case
 per rule and configuration (``rule[config]``), the measured numbers as the case's properties.
-:func:`read_results_dir` reads that, and refuses a JUnit file vioconform did not write (another
-tool's); :meth:`Store.add_run` writes a run in one transaction, so a failure leaves nothing
+:func:`read_results_dir` reads that (``import``), and refuses a JUnit file vioconform did not write (another
+tool's); a run hands its own :class:`RunData` over at its end (:func:`store_run`: reports/run_data.py builds
+it with the JUnit file, the same as reading that file back would give); :meth:`Store.add_run` writes a run in one transaction, so a failure leaves nothing
 half-written and nothing stored before is touched.
 
 Every database error is a :class:`StoreError` that says what failed, what the database said and
@@ -70,6 +71,7 @@ from reports.store.engine import (
     check_store,
     opened_store,
     store_results,
+    store_run,
 )
 from reports.store.read import RUN_ID_KEY, RunData, read_results_dir
 from reports.store.schema import SCHEMA_VERSION, parse_run_id
@@ -78,4 +80,4 @@ from reports.store.urls import checked_url, default_url, in_memory, shown_url, s
 
 __all__ = ["RUN_ID_KEY", "SCHEMA_VERSION", "RunData", "Store", "StoreError", "StoredRun", "check_outside_runs",
            "check_store", "checked_url", "default_url", "in_memory", "main", "opened_store", "parse_run_id",
-           "read_results_dir", "shown_url", "sqlite_file", "store_results", "store_side_files"]
+           "read_results_dir", "shown_url", "sqlite_file", "store_results", "store_run", "store_side_files"]

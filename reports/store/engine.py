@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -424,13 +424,19 @@ def check_outside_runs(url: str, outputs: Sequence[tuple[str, Path | None]]) -> 
         store.close()
 
 
-def store_results(url: str, directory: Path, junit: Path | None = None,
-                  mode: int = STORE_FILE_MODE) -> tuple[int, bool]:
-    """Store the run whose results ``directory`` (and JUnit file) were just written: (run id, True),
-    or the id of the run stored from that directory before and False. StoreError otherwise."""
+def store_run(url: str, run: RunData | Callable[[], RunData], mode: int = STORE_FILE_MODE) -> tuple[int, bool]:
+    """Store ``run`` (or what it gives, once the store is open) in the store at ``url``: (run id, True), or
+    the id of the same run stored before and False. StoreError otherwise."""
     store = Store(url, mode)
     try:
-        return store.add_run(read_results_dir(directory, junit))
+        return store.add_run(run if isinstance(run, RunData) else run())
     finally:
         store.close()
+
+
+def store_results(url: str, directory: Path, junit: Path | None = None,
+                  mode: int = STORE_FILE_MODE) -> tuple[int, bool]:
+    """Store the run whose results ``directory`` (and JUnit file) were written, read back from its JUnit file
+    (:func:`store_run`)."""
+    return store_run(url, lambda: read_results_dir(directory, junit), mode)
 

@@ -9,6 +9,7 @@ import json
 import os
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,15 +57,38 @@ class RunData:
     properties: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
 
-def _outcome(case: ET.Element) -> tuple[str, str]:
-    for tag, outcome in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
+@dataclass(frozen=True)
+class CaseRead:
+    """One JUnit test case as the store reads it: its name (``rule[config]``) and class, the element of
+    its outcome (``failure``, ``error``, ``skipped``; None: it passed), that element's message, and the
+    case's properties. A run's own records give the same (reports/run_data.py)."""
+
+    name: str
+    classname: str
+    tag: str | None
+    message: str
+    properties: dict[str, str]
+
+
+#: The outcome the store keeps for a case's element (None: no element, a pass).
+OUTCOMES: dict[str | None, str] = {None: "passed", "failure": "failed", "error": "error", "skipped": "skipped"}
+
+
+def _verdict(case: CaseRead) -> tuple[str, str]:
+    """(outcome, message): a skip whose message says "not run" is a rule that never started."""
+    outcome = OUTCOMES[case.tag]
+    if outcome == "skipped" and case.message.startswith("not run"):
+        outcome = "not run"
+    return outcome, case.message if case.tag is not None else ""
+
+
+def _case_read(case: ET.Element) -> CaseRead:
+    props = {p.get("name") or "": p.get("value") or "" for p in case.findall("properties/property")}
+    for tag in ("failure", "error", "skipped"):
         el = case.find(tag)
         if el is not None:
-            message = el.get("message") or ""
-            if outcome == "skipped" and message.startswith("not run"):
-                outcome = "not run"
-            return outcome, message
-    return "passed", ""
+            return CaseRead(case.get("name") or "", case.get("classname") or "", tag, el.get("message") or "", props)
+    return CaseRead(case.get("name") or "", case.get("classname") or "", None, "", props)
 
 
 #: Where a run's start was read from (``runs.started_from``), and how ``import`` and ``list`` say it.
@@ -91,14 +115,21 @@ def _utc(moment: dt.datetime) -> dt.datetime:
     return moment.astimezone(dt.UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
 
 
+def stamped(stamp: str | None) -> dt.datetime | None:
+    """A JUnit suite's ``timestamp`` as the store keeps it (naive UTC); None when there is none, or no time."""
+    if stamp:
+        with contextlib.suppress(ValueError):
+            return _utc(dt.datetime.fromisoformat(stamp))
+    return None
+
+
 def _started(directory: Path, suite: ET.Element, junit: Path, duration_s: float) -> tuple[dt.datetime, str]:
     """The run's start (naive UTC) and where it came from (a key of :data:`STARTED_FROM`): the suite's
     ``timestamp``, else the directory's name (local time), else the JUnit file's modification time
     less ``duration_s``."""
-    stamp = suite.get("timestamp")
-    if stamp:
-        with contextlib.suppress(ValueError):
-            return _utc(dt.datetime.fromisoformat(stamp)), "timestamp"
+    started = stamped(suite.get("timestamp"))
+    if started is not None:
+        return started, "timestamp"
     try:
         local = dt.datetime.strptime(directory.name[:15], "%Y%m%d-%H%M%S")
         return _utc(local.astimezone()), "directory name"  # a naive time's astimezone() reads it as local time
@@ -126,18 +157,26 @@ def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
     if foreign:
         raise StoreError(f"{junit}: not a vioconform run ({foreign}); only results directories a vioconform run "
                          f"wrote are stored (give one such as results/20261123-020000)")
-    given_series = props.get(SERIES_KEY) or None
-    problem = series_problem(given_series) if given_series is not None else None
-    if problem is not None:
-        raise StoreError(f"{junit}: its series {given_series!r} cannot name a series ({problem}); nothing was "
-                         f"stored: correct the series property, or remove it to store the run in its default series")
-    complete = props.get("complete", "true") == "true"
     try:
         duration_s: float | None = float(suite.get("time") or 0)
     except ValueError:
         duration_s = None
     started, started_from = _started(directory, suite, junit, duration_s or 0.0)
-    finished = started + dt.timedelta(seconds=duration_s) if duration_s is not None else None
+    return run_data(props, (_case_read(c) for c in suite.iter("testcase")), str(directory.resolve()),
+                    str(junit), started, started_from, duration_s, suite.get("hostname"))
+
+
+def run_data(props: dict[str, str], cases: Iterable[CaseRead], source: str, where: str, started: dt.datetime | None,
+             started_from: str | None, duration_s: float | None, host: str | None) -> RunData:
+    """The :class:`RunData` of a run from its suite's properties and its cases (read from its junit.xml, or
+    built from the run's own records: reports/run_data.py), its results directory (``source``), its start
+    and duration and its machine; StoreError (naming ``where``) for a series no series can have."""
+    given_series = props.get(SERIES_KEY) or None
+    problem = series_problem(given_series) if given_series is not None else None
+    if problem is not None:
+        raise StoreError(f"{where}: its series {given_series!r} cannot name a series ({problem}); nothing was "
+                         f"stored: correct the series property, or remove it to store the run in its default series")
+    finished = started + dt.timedelta(seconds=duration_s) if started is not None and duration_s is not None else None
     options = {k: props[k] for k in OPTION_KEYS if k in props}
     try:
         more = json.loads(props.get(OPTIONS_KEY) or "{}")
@@ -148,20 +187,19 @@ def read_results_dir(directory: Path, junit: Path | None = None) -> RunData:
     fingerprint = {k: v for k, v in props.items()
                    if k not in (*OPTION_KEYS, *STATUS_KEYS, REVISION_KEY, OPTIONS_KEY, RUN_ID_KEY, SERIES_KEY)}
     run = RunData(fingerprint=fingerprint, options=options, revision=props.get(REVISION_KEY, ""),
-                  complete=complete, started=started, finished=finished, source=str(directory.resolve()),
-                  host=suite.get("hostname") or None, started_from=started_from,
+                  complete=props.get("complete", "true") == "true", started=started, finished=finished,
+                  source=source, host=host or None, started_from=started_from,
                   run_uid=props.get(RUN_ID_KEY) or None,
                   series=stored_series(options, fingerprint, given_series))
-    for case in suite.iter("testcase"):
-        name = case.get("name") or ""
-        if case.get("classname") == "vioconform.run":  # run[incomplete]: the complete flag says it
+    for case in cases:
+        if case.classname == "vioconform.run":  # run[incomplete]: the complete flag says it
             run.complete = False
             continue
-        rule, _, config = name.partition("[")
+        rule, _, config = case.name.partition("[")
         key = (rule, config.removesuffix("]"))
-        run.verdicts[key] = _outcome(case)
-        for p in case.findall("properties/property"):
-            run.properties[(*key, p.get("name") or "")] = p.get("value") or ""
+        run.verdicts[key] = _verdict(case)
+        for name, value in case.properties.items():
+            run.properties[(*key, name)] = value
     return run
 
 

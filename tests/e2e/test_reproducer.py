@@ -2,7 +2,9 @@
 replays with ``env -i PATH=/usr/bin:/bin ./replay`` (no venv, no checkout, no libvirt) to the same
 failure and exit 1; a healthy bundle (``--reproducer all``) to exit 0; a failure that came from the
 QEMU build under test (``--emulator``) to 1 on that build and 0 with ``--qemu`` at a healthy QEMU;
-``--qemu /bin/false`` to 125; and a bisect driven by the bundle's replay over a row with a flaky build."""
+``--qemu /bin/false`` to 125; and a bisect driven by the bundle's replay over a row with a flaky build;
+and the same for every rule the replay judges beyond queue-depth (io-size, direct-io, alignment, limits): the
+bundles of a run with their faults replay to 1 with the run's failures, those of a healthy run to 0."""
 
 from __future__ import annotations
 
@@ -10,37 +12,21 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from bench.replay_faithfulness import REPLAY_TIMEOUT_S, failures, handed_over, replay, suite_runs
 from bench.suite_run import SuiteRun, run_suite_at
 from tests.e2e.conftest import HOST_QEMU, qemu_wrapper
 
 ROOT = Path(__file__).resolve().parents[2]
 SCSI = "libvirt:virtio-scsi:latency5ms"
 BLK = "libvirt:virtio-blk:latency5ms"
-#: A replay boots the embedded guest and runs two 3 s fio jobs: 30-40 s under TCG here; the bound is
-#: for a replay that never ends, not a speed goal.
-REPLAY_TIMEOUT_S = 600
-
-
-def replay(bundle: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``./replay ARGS`` as a receiver runs it: from ``cwd``, with an empty environment."""
-    return subprocess.run(["env", "-i", "PATH=/usr/bin:/bin", str(bundle / "replay"), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=REPLAY_TIMEOUT_S, check=False)
-
-
-def handed_over(run: SuiteRun, case: str, to: Path) -> Path:
-    """The case's bundle as a receiver gets it: its .tar.gz alone, unpacked in ``to``."""
-    path = Path(SuiteRun.props(run.cases()[case])["reproducer"])
-    assert path.parent == run.results / "reproducers", path
-    to.mkdir()
-    with tarfile.open(path.with_name(path.name + ".tar.gz")) as tar:
-        tar.extractall(to)
-    return to / path.name
+#: The rules the replay judges beyond queue-depth whose faults one guest carries at once (one faulted
+#: run and one healthy run cover them all).
+GUEST_RULES = ("io-size", "direct-io", "alignment", "limits")
 
 
 @pytest.mark.long
@@ -127,3 +113,24 @@ def bisect_through_the_replay(bundle: Path, broken: Path, tmp_path: Path) -> Non
     else:
         assert done.returncode == 3 and "cannot decide" in said and str(flaky) in said, said[-3000:]
     assert (tmp_path / "bisect" / "bisect.html").is_file() and (tmp_path / "bisect" / "junit.xml").is_file()
+
+
+@pytest.mark.long
+def test_each_rules_bundle_replays_to_the_runs_verdict_anywhere(tmp_path: Path) -> None:
+    """One run with io-breakup, flush-dropped, misaligned and kernel-warning fails io-size, direct-io,
+    alignment and limits; each bundle, copied alone elsewhere, replays to 1 with the run's FAIL lines
+    (their figures and disk names aside).
+    A healthy run's bundles (``--reproducer all``) replay to 0."""
+    faulty, healthy = suite_runs(list(GUEST_RULES), "virtio-scsi", tmp_path)
+    for run, outcome, code in ((faulty, "failed", 1), (healthy, "passed", 0)):
+        assert run.returncode == code, run.output[-3000:]
+        for rule in GUEST_RULES:
+            case = f"{rule}[{SCSI}]"
+            assert run.outcomes()[case] == outcome, run.output[-3000:]
+            bundle = handed_over(run, case, tmp_path / f"{rule}-{outcome}")
+            done = replay(bundle, tmp_path, "--out", str(tmp_path / f"out-{rule}-{outcome}"))
+            assert done.returncode == code, f"{rule}: " + done.stdout[-3000:] + done.stderr[-2000:]
+            said = failures(SuiteRun.failure_text(run.cases()[case]))
+            assert failures(done.stdout) == said and bool(said) == bool(code), (rule, said, done.stdout[-3000:])
+            assert f"replay: {code} of 1 repeat(s) FAILED" in done.stdout
+    assert faulty.left_behind == [] and healthy.left_behind == []

@@ -4,12 +4,13 @@ docs/architecture.md's "Adding a rule" says a rule is its module (``model/rules/
 file (``suites/test_<rule>.py``) and its page (``docs/rules/<rule>.md``). This test writes those three
 for a rule named ``throwaway`` into a copy of the repository's tracked files, shows with ``git status``
 that they are the only change, and that everything that lists or reads rules picks it up: the catalogue
-(``model.rules``), the option list (``--require`` takes it, ``--repeats``' help names its repeats),
+(``model.rules``), the option list (``--require`` takes it, ``--repeats``' help names its repeats, and
+the option its module declares is in ``--help``, refused with the rule's words and read by its suite file),
 blame (its ``BLAME``), the store (its metric's unit and direction, its minimum effect, its host-CPU
 bound metric), the suite's collection and the docs' checks. Then it takes the page and the suite file
 away again, and the tests that keep the catalogue whole fail naming the rule; and the metric table's
 test fails until the rule's inputs drive its judge in tests/unit/rule_records.py (a rule's tests are
-its own to write).
+its own to write), and the docs' option list until its option has a row in docs/reference.md.
 """
 
 from __future__ import annotations
@@ -31,12 +32,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from model.blame import BlameSettings
+from model.judging.rule_option import RuleOption, positive_float
 from model.judging.spec import HIGHER, Metrics, MetricSpec
 from model.judging.verdict import RuleVerdict
 
 RULE = "throwaway"
 #: Made up: the test's numbers.
 MIN_IOPS = 1.0
+#: Its own option: the IO/s it asks for.
+FLOOR = RuleOption("--throwaway-iops", positive_float, MIN_IOPS,
+                   f"the IO/s the throwaway rule asks for (default: {MIN_IOPS:g})", "IOPS")
+OPTIONS = (FLOOR,)
 METRICS: Metrics = ((r"throwaway_iops", MetricSpec("IO/s", HIGHER)),)
 MIN_EFFECTS: Mapping[str, float] = {"throwaway_iops": 0.25}
 BLAME = BlameSettings(frozenset({"nr_requests"}))
@@ -45,9 +51,9 @@ REPEATABLE = True
 HOST_CPU_BOUND: tuple[str, ...] = (r"throwaway_iops",)
 
 
-def judge_throwaway(iops: float) -> RuleVerdict:
-    """Passes at :data:`MIN_IOPS` or more."""
-    problems = () if iops >= MIN_IOPS else (f"{iops:g} IO/s, below {MIN_IOPS:g}",)
+def judge_throwaway(iops: float, floor: float = MIN_IOPS) -> RuleVerdict:
+    """Passes at ``floor`` (``--throwaway-iops``) or more."""
+    problems = () if iops >= floor else (f"{iops:g} IO/s, below {floor:g}",)
     return RuleVerdict(RULE, (f"{iops:g} IO/s",), problems, properties={"throwaway_iops": iops})
 '''
 
@@ -62,7 +68,7 @@ import pytest
 from fixtures.options import SuiteOptions
 from measure.disk import GuestDisk
 from model.judging.verdict import RuleVerdict
-from model.rules.throwaway import judge_throwaway
+from model.rules.throwaway import FLOOR, judge_throwaway
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
@@ -72,7 +78,7 @@ from suites.assertions import judge_rule
 def test_throwaway(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
                    stored_baseline: StoredBaseline | None) -> None:
     def once(_raw: Path) -> RuleVerdict:
-        return judge_throwaway(1.0)
+        return judge_throwaway(1.0, suite_options.option(FLOOR))
 
     judge_rule(record, suite_options, once, exact=False, baseline=stored_baseline, disks=(disk,))
 '''
@@ -100,6 +106,16 @@ print("catalogue", [m.RULE for m in RULE_MODULES].index("throwaway"))
 assert _rules("queue-depth,throwaway") == ("queue-depth", "throwaway")
 assert DEFAULT_REPEATS["throwaway"] == 3
 print("options ok")
+from types import SimpleNamespace
+from _pytest.config.argparsing import Parser
+from fixtures import options
+from fixtures.options import SuiteOptions
+from model.rules.throwaway import FLOOR
+parser = Parser(_ispytest=True)
+options.pytest_addoption(parser)
+given = SuiteOptions.from_config(SimpleNamespace(option=parser.parse(["--throwaway-iops", "2.5"])))
+assert given.option(FLOOR) == 2.5 and given.recorded()["throwaway_iops"] == 2.5, given.rule_options
+print("its option ok")
 changed = Trail("dut disk sdb", "read_ahead_kb", "read-ahead", None, None, 128, 0)
 assert blame("no-such-rule", [changed]).layer == "guest configuration"  # a rule no module declares: every setting
 assert blame("throwaway", [changed]).layer != "guest configuration"  # its BLAME names nr_requests only
@@ -162,9 +178,12 @@ def test_a_rule_is_three_new_files(tree: Path) -> None:
 
 def test_the_catalogue_the_options_blame_and_the_store_pick_it_up(tree: Path) -> None:
     out = _run(tree, "-c", CHECKS, str(tree), str(tree.parent / "store.db")).stdout
-    assert out.splitlines()[1:] == ["options ok", "blame ok", "store ok"], out
+    assert out.splitlines()[1:] == ["options ok", "its option ok", "blame ok", "store ok"], out
     helped = _run(tree, "-m", "pytest", "-p", "no:cacheprovider", "suites", "--help").stdout
     assert "throwaway 3" in " ".join(helped.split()), "--repeats' help names the rule's own repeats"
+    assert "--throwaway-iops=IOPS the IO/s the throwaway rule asks for (default: 1)" in " ".join(helped.split())
+    refused = _run(tree, "-m", "pytest", "-p", "no:cacheprovider", "suites", "--throwaway-iops", "0", check=False)
+    assert refused.returncode == 4 and "argument --throwaway-iops: '0' must be above 0" in refused.stderr, refused
     collected = _run(tree, "-m", "pytest", "-p", "no:cacheprovider", "suites", "--collect-only", "-q",
                      "-k", "throwaway").stdout
     assert "suites/test_throwaway.py::test_throwaway[libvirt:" in collected, collected
@@ -173,12 +192,16 @@ def test_the_catalogue_the_options_blame_and_the_store_pick_it_up(tree: Path) ->
 def test_the_tests_that_keep_the_catalogue_whole_pass_with_it_and_fail_without_its_files(tree: Path) -> None:
     whole = ("tests/unit/test_docs.py::test_every_rule_has_its_page_and_every_page_its_rule",
              "tests/unit/test_rule_modules.py", "tests/unit/test_layering.py", "tests/unit/test_names.py",
-             "tests/unit/test_kernel_log_watch.py::test_every_rule_test_marks_the_kernel_log")
+             "tests/unit/test_kernel_log_watch.py::test_every_rule_test_marks_the_kernel_log",
+             "tests/unit/test_help_defaults.py", "tests/unit/test_rule_own_options.py")
+    # The rule's option needs its row in docs/reference.md's option table: the docs' test names it.
+    listed = "tests/unit/test_docs.py::test_every_option_help_lists_is_in_the_reference"
     done = _run(tree, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rf", *whole, "tests/unit/test_metric_table.py",
-                check=False)
+                listed, check=False)
     failed = sorted(line.split(" - ")[0] for line in done.stdout.splitlines() if line.startswith("FAILED "))
     table = "FAILED tests/unit/test_metric_table.py::"
-    assert failed == [f"{table}test_every_declared_pattern_matches_something_its_rule_records",
+    assert "--throwaway-iops" in done.stdout, done.stdout[-4000:]
+    assert failed == [f"FAILED {listed}", f"{table}test_every_declared_pattern_matches_something_its_rule_records",
                       f"{table}test_every_property_a_rule_records_has_its_own_spec[throwaway]",
                       f"{table}test_every_rule_is_driven"], done.stdout[-4000:]
     (tree / "docs/rules/throwaway.md").rename(tree.parent / "throwaway.md")

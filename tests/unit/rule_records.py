@@ -33,6 +33,7 @@ from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_que
 from model.rules.resize import bound_for as resize_bound
 from model.rules.resize import judge_resize
 from model.rules.stall_tolerance import judge_stall_tolerance
+from model.rules.write_cache import judge_write_cache
 from model.rules.throttle import ThrottlePhase, judge_throttle
 from tests.model.test_discard import BLK, SCSI, WHERE, _healthy, _zeroes
 from tests.model.test_discard import _trim as _discard_trim
@@ -47,6 +48,7 @@ from tests.model.test_model_stall_tolerance import SCSI_30
 from tests.model.test_resize import GROWN as RESIZE_GROWN
 from tests.model.test_resize import SCSI_GROW_LOG
 from tests.model.test_resize import _run as _resize_run
+from tests.model.test_write_cache import _disks as _write_cache_disks
 from tests.model.test_throttle import LIMIT as THROTTLE_LIMIT
 from tests.model.test_throttle import recorded as recorded_throttle
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
@@ -165,6 +167,8 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                    judge_resize(_resize_run("sd", "sdb", None, 0.05, grow_guest=1 << 30), resize_bound("sd"))],
         # every property of a judged stall; the timeout's only where the driver has one
         "stall-tolerance": [judge_stall_tolerance(SCSI_30, 30.0, STALL), judge_stall_tolerance(STALL_BLK, 30.0, None, "x")],
+        # the recorded healthy run (every property, the guest's flushes and FUA included)
+        "write-cache": [judge_write_cache(_write_cache_disks("healthy", "write back"))],
     }
 
 

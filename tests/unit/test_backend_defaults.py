@@ -65,8 +65,8 @@ def test_no_backend_name_branch_outside_hypervisors() -> None:
 
 def _options(hypervisor: str = "libvirt", controllers: tuple[str, ...] = ("virtio-scsi", "virtio-blk"),
              **given: object) -> SuiteOptions:
-    base = SuiteOptions(hypervisor, None, "qemu:///system", "auto", controllers, "latency", 5.0, (1, 32), 2.0,
-                        (), (), False, None, 120.0, Path("r"), Path("r/junit.xml"))
+    base = SuiteOptions(hypervisor, None, "qemu:///system", "auto", controllers, "latency", 5.0, 2.0,
+                        (), (), None, 120.0, Path("r"), Path("r/junit.xml"))
     return dataclasses.replace(base, **given)  # type: ignore[arg-type]
 
 

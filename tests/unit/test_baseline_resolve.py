@@ -50,8 +50,8 @@ def test_bad_baselines_are_refused_with_the_reason(tmp_path: Path, store_url: st
 
 
 def test_repeats_per_rule() -> None:
-    base = SuiteOptions("libvirt", None, "qemu:///system", "auto", ("virtio-blk",), "latency", 5.0, (1, 32), 3.0,
-                        (), (), False, None, 120.0, Path("r"), Path("r/junit.xml"))
+    base = SuiteOptions("libvirt", None, "qemu:///system", "auto", ("virtio-blk",), "latency", 5.0, 3.0,
+                        (), (), None, 120.0, Path("r"), Path("r/junit.xml"))
     assert [base.repeats_for(r) for r in ("queue-depth", "buffered-direct", "limits")] == [1, 2, 1]
     five = SuiteOptions(**{**base.__dict__, "repeats": 5})
     assert [five.repeats_for(r) for r in ("queue-depth", "buffered-direct", "limits")] == [5, 5, 1]

@@ -179,6 +179,17 @@ def test_a_disk_whose_discards_the_host_drops_as_asked_is_no_case_for_the_discar
     assert "set up with discard=ignore (--disk, --profile): QEMU drops the guest's discards" in str(e.value)
 
 
+def test_a_qcow2_disk_is_no_case_for_the_discard_rule(tmp_path: Path) -> None:
+    """qcow2 hands its file the discards of whole allocated clusters, at the file's own offsets: the
+    rule's counts and allocation, read at the guest's offsets, would fail a healthy disk (virt-install's
+    profile did, on the embedded guest)."""
+    from hypervisors.base import DiscardUnavailable
+    backend, guest, attached = _one_disk_guest(DiskSettings(format="qcow2"), tmp_path)
+    with pytest.raises(DiscardUnavailable) as e:
+        backend.discard_observer(guest, attached)
+    assert "is a qcow2 image: its file's offsets are not the guest's" in str(e.value)
+
+
 def test_an_unknown_controller_is_left_to_the_controllers_check() -> None:
     """``--controllers virtio-scsi,floppy`` is the controllers' usage error ("unknown controller(s) floppy"),
     not a KeyError in the disk settings' check, which runs first."""

@@ -267,6 +267,22 @@ def test_every_run_goes_to_the_store_an_interrupted_one_as_incomplete(tmp_path: 
     assert _stored_runs(db) == [(1, True), (2, False)]
 
 
+def test_a_junit_file_the_disk_cannot_take_costs_only_the_junit_file(tmp_path: Path) -> None:
+    """The store is handed the run's data (reports/run_data.py), not filled from the JUnit file: it
+    still gets the run when the JUnit file could not be written."""
+    import sqlite3
+    db = tmp_path / "store.db"
+    proc = _run(tmp_path, "--results-dir", str(tmp_path / "out"), "--store", f"sqlite:///{db}", "-k", "passes",
+                env={"GATE_FULL_DISK": "junit.xml"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 11, out  # every rule passed, but the JUnit file is missing: results not written
+    assert f"NOT WRITTEN: JUnit XML {tmp_path / 'out' / 'junit.xml'}: No space left on device" in out
+    assert f"stored:    run 1 in sqlite:///{db}" in out and "NOT STORED" not in out, out
+    assert _stored_runs(db) == [(1, True)]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT rule, outcome FROM verdicts").fetchall() == [("passes", "passed")]
+
+
 def test_a_store_that_cannot_be_used_ends_the_run_before_any_rule(tmp_path: Path) -> None:
     import sqlite3
     newer = tmp_path / "newer.db"

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
-from fixtures.options_measure import MAX_DEPTH, _depths
 from hypervisors.base import Guest, kernel_panic
 from model.errors import GuestDied, HypervisorError
+from model.rules.queue_depth import MAX_DEPTH, offered_depths
 from model.types import SshEndpoint
 
 #: The embedded guest's console after `echo c > /proc/sysrq-trigger` (Debian 6.1, QEMU 7.2 TCG).
@@ -53,6 +52,6 @@ def test_guest_died_is_a_hypervisor_error_with_the_console() -> None:
 
 
 def test_depths_are_bounded_by_what_libaio_can_set_up() -> None:
-    assert _depths(f"1,{MAX_DEPTH}") == (1, 65536)
-    with pytest.raises(argparse.ArgumentTypeError, match=r"--depths 65537 is above 65536.*fs\.aio-max-nr"):
-        _depths("1,65537")
+    assert offered_depths(f"1,{MAX_DEPTH}") == (1, 65536)
+    with pytest.raises(ValueError, match=r"--depths 65537 is above 65536.*fs\.aio-max-nr"):
+        offered_depths("1,65537")

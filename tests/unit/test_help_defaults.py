@@ -25,14 +25,16 @@ from fixtures.options_guest import (
     IMAGE_BOOT_TIMEOUT_S,
     IMAGE_MEMORY_MIB,
 )
-from fixtures.options_measure import DEFAULT_DEPTHS, DEFAULT_DISK_LATENCY_MS
+from fixtures.options_measure import DEFAULT_DISK_LATENCY_MS
 from fixtures.options_results import DEFAULT_REPEATS, DEFAULT_REPEATS_OTHERWISE
 from fixtures.options_target import DEFAULT_LIBVIRT_URI, DEFAULT_MACHINE
 from hypervisors.libvirt.defaults import DEFAULTS as LIBVIRT
 from hypervisors.libvirt.hostfiles import DEFAULT_HOST_DIR
 from hypervisors.vsphere.defaults import DEFAULTS as VSPHERE
 from model.across.series import SERIES_FORMAT
-from model.rules.stall_tolerance import DEFAULT_HOLD_S, DEFAULT_STALL_S
+from model.rules import RULE_OPTIONS
+from model.rules.queue_depth import DEFAULT_DEPTHS, DEPTHS
+from model.rules.stall_tolerance import DEFAULT_HOLD_S, DEFAULT_STALL_S, STALL_HOLD_S, STALL_S
 from reports.results import DEFAULT_DIR_MODE, DEFAULT_PARENT
 from reports.store import default_url
 
@@ -77,7 +79,6 @@ EXPECTED: dict[str, str] = {
                       f"{','.join(VSPHERE.controllers)} on vSphere"),
     "--disk-backing": "latency",
     "--disk-latency-ms": _num(DEFAULT_DISK_LATENCY_MS),
-    "--depths": ",".join(map(str, DEFAULT_DEPTHS)),
     "--window-s": f"{_num(LIBVIRT.window_s)} on libvirt; {_num(VSPHERE.window_s)} on vSphere",
     "--boot-timeout": f"{_num(EMBEDDED_BOOT_TIMEOUT_S)}; {_num(IMAGE_BOOT_TIMEOUT_S)} with --image",
     "--firmware": "bios",
@@ -90,9 +91,18 @@ EXPECTED: dict[str, str] = {
     "--store": default_url(),
     "--results-mode": f"{DEFAULT_DIR_MODE:04o}, files {DEFAULT_DIR_MODE & 0o666:04o}",
     "--series": f"derived from what the job asks for, {SERIES_FORMAT};",
-    "--stall-s": f"{_num(DEFAULT_STALL_S)}, the shortest failover of VMware's guest OS guidance",
-    "--stall-hold-s": _num(DEFAULT_HOLD_S),
 }
+
+
+def _rendered(value: object) -> str:
+    """A rule option's default as its help states it: a number as ``:g``, a tuple joined by commas."""
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return _num(value) if isinstance(value, float) else str(value)
+
+
+#: Each rule's own options (their modules' OPTIONS): the default their help states is their declared one.
+EXPECTED.update({o.name: _rendered(o.default) for o in RULE_OPTIONS if not o.flag})
 
 
 @pytest.mark.parametrize("option", sorted(EXPECTED))
@@ -148,7 +158,7 @@ Check = Callable[[SuiteOptions], object]
     ((), lambda o: o.host_dir, str(DEFAULT_HOST_DIR)),
     ((), lambda o: o.machine, DEFAULT_MACHINE),
     ((), lambda o: o.disk_latency_ms, DEFAULT_DISK_LATENCY_MS),
-    ((), lambda o: o.depths, DEFAULT_DEPTHS),
+    ((), lambda o: o.option(DEPTHS), DEFAULT_DEPTHS),
     ((), lambda o: o.boot_timeout_s, EMBEDDED_BOOT_TIMEOUT_S),
     (("--image", "/nonexistent/x.qcow2"), lambda o: o.boot_timeout_s, IMAGE_BOOT_TIMEOUT_S),
     ((), lambda o: o.guest_memory_mib, EMBEDDED_MEMORY_MIB),
@@ -157,8 +167,8 @@ Check = Callable[[SuiteOptions], object]
     ((), lambda o: o.store_url, default_url()),
     ((), lambda o: o.results_mode, DEFAULT_DIR_MODE),
     ((), lambda o: o.results_dir.parent, (Path.cwd() / DEFAULT_PARENT).resolve()),
-    ((), lambda o: o.stall_s, DEFAULT_STALL_S),
-    ((), lambda o: o.stall_hold_s, DEFAULT_HOLD_S),
+    ((), lambda o: o.option(STALL_S), DEFAULT_STALL_S),
+    ((), lambda o: o.option(STALL_HOLD_S), DEFAULT_HOLD_S),
 ])
 def test_a_run_without_the_option_uses_the_constant(args: tuple[str, ...], got: Check, want: object) -> None:
     assert got(resolved(*args)) == want

@@ -15,8 +15,8 @@ QUIET = "VIOCONFORM-KLOG source=dmesg\nVIOCONFORM-KLOG mark=found\n<6>[  311.000
 
 
 def _options(results: Path, repeats: int | None = None) -> SuiteOptions:
-    base = SuiteOptions("libvirt", None, "qemu:///system", "auto", ("virtio-blk",), "latency", 5.0, (1, 32), 3.0,
-                        (), (), False, None, 120.0, results, results / "junit.xml")
+    base = SuiteOptions("libvirt", None, "qemu:///system", "auto", ("virtio-blk",), "latency", 5.0, 3.0,
+                        (), (), None, 120.0, results, results / "junit.xml")
     return SuiteOptions(**{**base.__dict__, "repeats": repeats})
 
 

@@ -34,6 +34,7 @@ SHARED = {
     "defaults": "what a backend declares without its SDK: the contract (hypervisors/) and each backend's own",
     "bisect": "a bisect: its arithmetic (model/bisect.py) and python -m reports.bisect, which runs its steps",
     "disk_settings": "--disk's settings: as data (model/) and as each backend sets them up",
+    "qmp": "QEMU's monitor: the libvirt backend's, through libvirt (hypervisors/libvirt/), and the replay's, on a unix socket (replay/)",
     "__init__": "a package",
     "__main__": "a package's command",
 }

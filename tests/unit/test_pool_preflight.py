@@ -20,8 +20,8 @@ HOSTS = (HostSpec("a", "qemu+ssh://root@a/system"), HostSpec("b", "qemu+ssh://ro
 
 
 def _opts() -> SuiteOptions:
-    base = SuiteOptions("libvirt", None, "qemu:///system", "auto", ("virtio-blk",), "latency", 5.0, (1, 32), 3.0,
-                        (), (), False, None, 120.0, Path("r"), Path("r/junit.xml"))
+    base = SuiteOptions("libvirt", None, "qemu:///system", "auto", ("virtio-blk",), "latency", 5.0, 3.0,
+                        (), (), None, 120.0, Path("r"), Path("r/junit.xml"))
     return dataclasses.replace(base, hosts=HOSTS)
 
 

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from model.judging.verdict import RuleVerdict
 from model.parse.qemutrace import TracedRequest, parse_qemu_trace
 from replay import main as cli
 from replay.bundled import PACKAGES, ROOT, write_replay
 from replay.cpio import newc_archive, read_newc
 from replay.guest_script import PREFIX, SCRIPT_PATH, Job, guest_script
-from replay.judge import jobs_for, judge
 from replay.qemu import Boot, CannotTest, file_disks, parse_command, plain_args, replay_cmdline, replay_line
+from replay.rules import RULES, JobOutput, Replayed, replay_rule
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
 LIBVIRT_LOG = DATA / "libvirt-virtio-scsi.qemu.log"
@@ -94,19 +95,19 @@ def test_the_guest_script_applies_the_set_up_in_order_then_runs_each_job() -> No
     with_path = guest_script("vioc-dut0", [], [{"sysfs": "device/queue_depth", "value": "1"}], [Job("qd1", ())],
                              "d=/sys/block/{disk}\nr $d/dev dev")
     assert (with_path.index("device/queue_depth") < with_path.index("d=/sys/block/$DEV\nr $d/dev dev")
-            < with_path.index("dump path limits /tmp/path") < with_path.index("say BEGIN qd1"))
+            < with_path.index("dump path limits /tmp/read") < with_path.index("say BEGIN qd1"))
     assert f'echo "{PREFIX} $*"' in script
 
 
 def test_the_queue_depth_jobs_follow_the_runs_depths_and_window() -> None:
-    jobs = jobs_for("queue-depth", {"depths": [1, 8, 32], "window_s": 3.0})
+    jobs = replay_rule("queue-depth").jobs({"measure": {"depths": [1, 8, 32], "window_s": 3.0}})
     assert [j.name for j in jobs] == ["qd1", "qd8", "qd32"]
     assert "--iodepth=8" in jobs[1].args and "--runtime=4s" in jobs[1].args and "--rw=randread" in jobs[1].args
 
 
 def test_a_rule_the_replay_cannot_judge_is_cannot_test_with_the_reason() -> None:
-    with pytest.raises(CannotTest, match="cannot judge rule io-size yet"):
-        jobs_for("io-size", {})
+    with pytest.raises(CannotTest, match="cannot judge rule hotplug yet"):
+        replay_rule("hotplug")
 
 
 # --- arguments and exit codes ---------------------------------------------------------------------------
@@ -156,9 +157,18 @@ def test_a_qemu_that_does_not_run_is_cannot_test(tmp_path: Path, qemu: str, said
 
 
 def test_a_rule_the_replay_cannot_judge_exits_125(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    bundle = _fake_bundle(tmp_path / "b", rule="alignment")
+    bundle = _fake_bundle(tmp_path / "b", rule="hotplug")
     assert cli.main(["--bundle", str(bundle), "--qemu", "/bin/true", "--out", str(tmp_path / "o")]) == 125
-    assert "cannot judge rule alignment yet" in capsys.readouterr().err
+    assert "cannot judge rule hotplug yet" in capsys.readouterr().err
+
+
+def test_a_bundle_of_a_users_image_exits_125_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bundle = _fake_bundle(tmp_path / "b")
+    (bundle / "guest" / "initrd.img").unlink()
+    (bundle / "guest" / "vmlinuz").unlink()
+    (bundle / "guest" / "image.json").write_text('{"path": "/images/x.qcow2", "sha256": "ab"}')
+    assert cli.main(["--bundle", str(bundle), "--qemu", "/bin/false", "--out", str(tmp_path / "o")]) == 125
+    assert "the run booted a user's image (--image; guest/image.json names it)" in capsys.readouterr().err
 
 
 def test_a_fault_of_the_replay_itself_is_cannot_test_never_a_failure(tmp_path: Path,
@@ -221,6 +231,11 @@ def _recorded(drop: str = "") -> tuple[Boot, list[TracedRequest]]:
     return Boot(lines, {k: v for k, v in marks.items() if not k.startswith(drop or "\0")}, 0), requests
 
 
+def judge(config: dict[str, object], outputs: dict[str, JobOutput], requests: list[TracedRequest], device: str,
+          path: str = "") -> RuleVerdict:
+    return RULES["queue-depth"].judge(Replayed(config, outputs, requests, device, path))
+
+
 CONFIG = {"rule": "queue-depth", "device_queue_depth": 128, "advertised_queue_depth": [128, "cmd_per_lun 128"],
           "measure": {"depths": [1, 32], "window_s": 2.0}}
 
@@ -229,7 +244,7 @@ def test_a_recorded_healthy_replay_passes_with_the_rules_judge() -> None:
     b, requests = _recorded()
     device, outputs = cli.guest_outputs(b, ["qd1", "qd32"])
     assert device == "sda"
-    verdict = judge("queue-depth", CONFIG, outputs, requests, device)
+    verdict = judge(CONFIG, outputs, requests, device)
     assert verdict.passed, verdict.explain()
     p = verdict.properties
     assert (p["qd1_host_depth"], p["qd32_host_depth"], p["qd32_iops"], p["qd32_guest_aqu_sz"]) == (1.0, 16.0, 988.4, 10.48)
@@ -242,7 +257,7 @@ def test_the_same_figures_fail_where_the_device_was_asked_for_less() -> None:
     b, requests = _recorded()
     device, outputs = cli.guest_outputs(b, ["qd1", "qd32"])
     config = {**CONFIG, "device_queue_depth": 1, "measure": {"require_queuing": True}}
-    verdict = judge("queue-depth", config, outputs, requests, device)
+    verdict = judge(config, outputs, requests, device)
     assert not verdict.passed
     assert "the device has no command queuing and --require-queuing is set" in verdict.problems
 
@@ -257,7 +272,7 @@ def test_no_traced_request_is_incomplete_evidence() -> None:
     b, _ = _recorded()
     device, outputs = cli.guest_outputs(b, ["qd1", "qd32"])
     with pytest.raises(CannotTest, match="QEMU traced no request of the disk during the job"):
-        judge("queue-depth", CONFIG, outputs, [], device)
+        judge(CONFIG, outputs, [], device)
 
 
 @pytest.mark.parametrize(("lines", "said"), [([], "the guest did not boot"),
@@ -281,7 +296,7 @@ def test_the_guests_limits_read_after_the_set_up_fail_the_rule_as_in_the_run() -
     device, outputs = cli.guest_outputs(b, ["qd1", "qd32"])
     path = "dev=8:0\nnr_requests=256\nqueue_depth=1\nscsi_host=host0\ncan_queue=256\nscheduler=[none] mq-deadline\n"
     config = {**CONFIG, "probed_limits": dataclasses.asdict(probed)}
-    verdict = judge("queue-depth", config, outputs, requests, device, path)
+    verdict = judge(config, outputs, requests, device, path)
     assert not verdict.passed
     assert verdict.problems[0].startswith("the guest's configuration caps the depth under the offered 32: "
                                           "/sys/block/sda/device/queue_depth = 1 (the driver set 128), under the "

@@ -15,8 +15,8 @@ from fixtures.reproducer_files import BundleInputs, Evidence, bundle_name, confi
 from model import secret
 from model.configuration import Configuration
 from reports.html import reproducer_link
-from reports.junit import case_properties
 from reports.records import Record
+from reports.run_data import case_properties
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
 

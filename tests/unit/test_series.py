@@ -268,7 +268,7 @@ def test_the_recorded_options_keep_what_the_default_series_is_made_of() -> None:
     from model.across.series import default_series, stored_series
 
     opts = SuiteOptions("libvirt", None, "qemu:///system", "auto", ("virtio-scsi", "virtio-blk"), "file", 2.5,
-                        (1, 32), 2.0, ("tcq-off",), (), False, None, 120.0, Path("r"), Path("r/j.xml"),
+                        2.0, ("tcq-off",), (), None, 120.0, Path("r"), Path("r/j.xml"),
                         image=Path("/srv/images/debian-12.qcow2"))
     stored = {"hypervisor": "libvirt", "controllers": ",".join(opts.controllers), "inject": ",".join(opts.inject),
               **{k: v if isinstance(v, str) else json.dumps(v) for k, v in opts.recorded().items()
@@ -283,8 +283,8 @@ def test_a_user_image_whose_name_is_not_ascii_is_not_the_embedded_guests_series(
     from fixtures.options import SuiteOptions
 
     def series(image: Path | None) -> str:
-        return SuiteOptions("libvirt", None, "qemu:///system", "auto", ("virtio-scsi",), "latency", 5.0, (1, 32),
-                            2.0, (), (), False, None, 120.0, Path("r"), Path("r/j.xml"), image=image).series
+        return SuiteOptions("libvirt", None, "qemu:///system", "auto", ("virtio-scsi",), "latency", 5.0, 2.0,
+                            (), (), None, 120.0, Path("r"), Path("r/j.xml"), image=image).series
 
     names = {series(None), series(Path("/srv/日本語.raw")), series(Path("/srv/中文.raw")),
              series(Path("/srv/embedded.qcow2"))}

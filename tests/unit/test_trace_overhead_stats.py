@@ -9,7 +9,8 @@ import pytest
 
 pytest.importorskip("libvirt")  # the bench imports the libvirt backend (tox -e unit has none)
 
-from bench.trace_overhead import Interval, Slice, bootstrap_median, order, pair_costs, quiet_pairs, t_mean, verdict
+from bench.trace_overhead import Slice, bootstrap_median, order, pair_costs, quiet_pairs, t_mean, verdict
+from bench.trace_profile import Interval
 
 
 def test_a_pairs_cost_is_its_traced_loss_in_percent_of_its_untraced_iops() -> None:

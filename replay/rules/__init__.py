@@ -1,0 +1,79 @@
+"""What the replay measures for each rule and how it judges it: one module per rule, named as the
+rule is (``replay/rules/io_size.py`` for io-size), each declaring :data:`REPLAY`, a
+:class:`ReplayRule` with its fio jobs and its judge. The judge is the rule's own from ``model.rules``,
+with the run's thresholds. A rule is picked up by being here (as ``model/rules/`` is read);
+:func:`replay_rule` of a rule no module declares raises CannotTest (exit 125) with that reason, never a
+verdict the replay did not reach.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from model.judging.verdict import RuleVerdict
+from model.parse.qemutrace import TracedRequest
+from replay.guest_script import Job
+from replay.qemu import CannotTest
+
+
+@dataclass(frozen=True)
+class JobOutput:
+    """One job's output from the guest, by part (replay/guest_script.py), and its host wall times."""
+
+    parts: Mapping[str, str]
+    begin_s: float
+    end_s: float
+    exit_status: int
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What one boot of the replay gave a rule's judge: the bundle's configuration
+    (configuration.json), each job's output, every request QEMU traced, the disk's name in the guest,
+    the guest's limits on the disk's path and its limits (both read after the set-up, as the sysfs
+    tool's ``key=value`` lines; "" where the bundle has no script for them), and QEMU's
+    ``query-blockstats`` replies around the counted jobs (``"<job> before"``, ``"<job> after"``: the
+    host's monotonic clock in ns when it was read, and the reply), and each disk's limits read before
+    the set-up (as the run probed them), by serial."""
+
+    config: Mapping[str, object]
+    outputs: Mapping[str, JobOutput]
+    requests: list[TracedRequest]
+    device: str
+    path_text: str = ""
+    limits_text: str = ""
+    counters: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    probed: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReplayRule:
+    """One rule as the replay runs it: its fio jobs from the bundle's configuration, and its judge."""
+
+    rule: str
+    jobs: Callable[[Mapping[str, object]], list[Job]]
+    judge: Callable[[Replayed], RuleVerdict]
+
+
+def _declared() -> dict[str, ReplayRule]:
+    found: dict[str, ReplayRule] = {}
+    for m in pkgutil.iter_modules(__path__):
+        declared = getattr(importlib.import_module(f"{__name__}.{m.name}"), "REPLAY", None)
+        if isinstance(declared, ReplayRule):
+            found[declared.rule] = declared
+    return found
+
+
+#: Every rule the replay judges, by name: each module here that declares REPLAY.
+RULES: dict[str, ReplayRule] = _declared()
+
+
+def replay_rule(rule: str) -> ReplayRule:
+    """The replay of ``rule``; CannotTest (exit 125) for a rule the replay cannot judge yet."""
+    if rule not in RULES:
+        raise CannotTest(f"the replay cannot judge rule {rule} yet (it judges {', '.join(sorted(RULES))}): the "
+                         "bundle holds its evidence and commands for a replay by hand")
+    return RULES[rule]

@@ -1,0 +1,109 @@
+"""The evidence one boot gave, as the rules' replays read it: a job's parts read with the error that
+names them, the traced requests of a job's window, the guest's limits (as probed in the run, and as
+read in the replay), the host's counters over a counted job; and the fio jobs the rules run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NoReturn, TypeVar
+
+from model.device_limits import ConfiguredLimits, GuestLimits, parse_guest_limits
+from model.errors import ParseError
+from model.parse.blockstats import HostCountersDelta, parse_qmp_blockstats
+from model.parse.fio_json import FioJob, parse_fio_json
+from model.parse.qemutrace import TracedRequest
+from replay.guest_script import Job
+from replay.qemu import CannotTest
+from replay.rules import JobOutput, Replayed
+
+L = TypeVar("L", GuestLimits, ConfiguredLimits)
+#: Seconds fio runs before the part of its run the replay judges (its ramp), in a time-based job.
+RAMP_S = 1.0
+
+
+def part(out: JobOutput, name: str, job: str) -> str:
+    """The part ``name`` of ``job``'s output; CannotTest where the guest printed none."""
+    text = out.parts.get(name, "")
+    if not text.strip():
+        raise CannotTest(f"the guest printed no {name} for fio job {job}: the evidence is incomplete")
+    return text
+
+
+def output(r: Replayed, job: str) -> JobOutput:
+    if job not in r.outputs:
+        raise CannotTest(f"the guest gave no output of fio job {job}: the evidence is incomplete")
+    return r.outputs[job]
+
+
+def fio_job(r: Replayed, job: str) -> FioJob:
+    """fio's result of ``job`` (its one job, group-reported)."""
+    try:
+        return parse_fio_json(part(output(r, job), "fio", job), f"fio {job}").jobs[0]
+    except (ParseError, IndexError) as e:
+        raise CannotTest(f"fio job {job}: the guest's output could not be read: {e}") from e
+
+
+def window(requests: list[TracedRequest], out: JobOutput, ramp_s: float = RAMP_S) -> list[TracedRequest]:
+    """The traced requests that started in the job's run past its first ``ramp_s`` seconds."""
+    start_us, end_us = (out.begin_s + ramp_s) * 1e6, out.end_s * 1e6
+    return [r for r in requests if start_us <= r.start_us <= end_us]
+
+
+def _from_config(config: Mapping[str, object], key: str, kind: type[L]) -> L:
+    value = config.get(key)
+    if not isinstance(value, dict):
+        _missing(key)
+    try:
+        return kind(**value)
+    except TypeError as e:
+        raise CannotTest(f"the bundle's {key} could not be read: {e}") from e
+
+
+def probed_limits(config: Mapping[str, object]) -> GuestLimits:
+    """The disk's limits as its driver set them when the run found it (what the device advertised)."""
+    return _from_config(config, "probed_limits", GuestLimits)
+
+
+def configured_limits(config: Mapping[str, object]) -> ConfiguredLimits:
+    """What the run asked the hypervisor for, for the disk."""
+    return _from_config(config, "configured_limits", ConfiguredLimits)
+
+
+def guest_limits(r: Replayed) -> GuestLimits:
+    """The disk's limits in the replay's guest after the set-up."""
+    if not r.limits_text.strip():
+        raise CannotTest("the guest printed no limits of the disk: the evidence is incomplete")
+    try:
+        return parse_guest_limits(r.limits_text)
+    except ParseError as e:
+        raise CannotTest(f"the guest's limits of the disk could not be read: {e}") from e
+
+
+def counted(r: Replayed, job: str) -> HostCountersDelta:
+    """The host's counters of the disk from before ``job`` started to after it ended (QMP)."""
+    ref = str(r.config.get("host_ref") or "")
+    if not ref:
+        _missing("host_ref")
+    try:
+        (t0, reply0), (t1, reply1) = r.counters[f"{job} before"], r.counters[f"{job} after"]
+        before, after = parse_qmp_blockstats(reply0, ref, t0), parse_qmp_blockstats(reply1, ref, t1)
+    except KeyError as e:
+        raise CannotTest(f"QEMU's counters were not read around fio job {job}: the evidence is incomplete") from e
+    except ParseError as e:
+        raise CannotTest(f"QEMU's counters around fio job {job} could not be read: {e}") from e
+    return HostCountersDelta.between(before, after)
+
+
+def _missing(key: str) -> NoReturn:
+    raise CannotTest(f"the bundle's configuration.json has no {key} (a bundle of an older run): the replay "
+                     "cannot judge this rule from it")
+
+
+def fio(name: str, options: Mapping[str, object], counted: bool = False, prepare: str = "",
+        target: str = "/dev/$DEV") -> Job:
+    """A fio job from fio's own option names: ``fio("io1m", {"rw": "randread", "bs": 1 << 20})`` runs
+    ``fio --name=io1m --rw=randread --bs=1048576`` (a True option alone: ``{"time_based": True}``);
+    ``counted``, ``prepare`` and ``target`` are the Job's."""
+    args = [f"--name={name}", *(f"--{k}" if v is True else f"--{k}={v}" for k, v in options.items())]
+    return Job(name, tuple(args), counted, prepare, target)
