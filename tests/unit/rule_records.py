@@ -33,8 +33,8 @@ from model.rules.queue_depth import DepthPoint, DeviceSaid, GuestPath, judge_que
 from model.rules.resize import bound_for as resize_bound
 from model.rules.resize import judge_resize
 from model.rules.stall_tolerance import judge_stall_tolerance
-from model.rules.write_cache import judge_write_cache
 from model.rules.throttle import ThrottlePhase, judge_throttle
+from model.rules.write_cache import judge_write_cache
 from tests.model.test_discard import BLK, SCSI, WHERE, _healthy, _zeroes
 from tests.model.test_discard import _trim as _discard_trim
 from tests.model.test_error_propagation import HEALED, IGNORING, SCSI_BOUND, _scsi
@@ -48,9 +48,9 @@ from tests.model.test_model_stall_tolerance import SCSI_30
 from tests.model.test_resize import GROWN as RESIZE_GROWN
 from tests.model.test_resize import SCSI_GROW_LOG
 from tests.model.test_resize import _run as _resize_run
-from tests.model.test_write_cache import _disks as _write_cache_disks
 from tests.model.test_throttle import LIMIT as THROTTLE_LIMIT
 from tests.model.test_throttle import recorded as recorded_throttle
+from tests.model.test_write_cache import _disks as _write_cache_disks
 from tests.unit.test_queue_depth_verdict import HEALTHY, scsi_path
 
 #: What suites/test_<rule>.py adds with record.add() besides the verdict's numbers, by rule:
