@@ -9,6 +9,7 @@ rule's own module or among the shared ones."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from model.across.against_baseline import against_baseline
 from model.across.moves import Series
@@ -172,9 +173,11 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
     }
 
 
+@functools.cache
 def recorded() -> dict[str, list[str]]:
     """Every property name each rule records, by rule: its verdicts' (with notes), its suite's, and
-    its repeats' (``NAME.r1``, ``NAME.r2``, ``repeats``)."""
+    its repeats' (``NAME.r1``, ``NAME.r2``, ``repeats``). Worked out once per process (the judges
+    are pure; each test of tests/unit/test_metric_table.py asks); not to be changed by a caller."""
     out = {}
     for rule, vs in verdicts().items():
         names = [n for v in vs for n in v.record_properties()]

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from fixtures.abandoned import PROBE_PREFIX, RESULTS_OWNER_FILE, claim, owner_here, release, sweep_abandoned_results
-from tests.unit.test_gate_plugin import _run
+from tests.runs.test_gate_plugin import _run
 
 
 def _dead_pid() -> int:

@@ -14,7 +14,7 @@ import pytest
 from reports.exitcodes import Exit, run_exit_code
 from reports.store import Store
 from reports.store.compare import main as compare
-from tests.unit.test_gate_plugin import _cases, _kind, _run
+from tests.runs.test_gate_plugin import _cases, _kind, _run
 
 OK, FAILED = pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED
 

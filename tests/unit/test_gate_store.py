@@ -1,4 +1,4 @@
-"""The real vioconform plugin (tests/unit/test_gate_plugin.py's small rules, no guest) and the
+"""The real vioconform plugin (tests/runs/test_gate_plugin.py's small rules, no guest) and the
 results store: an in-memory store refused, a store that never answers ended by its timeout or at
 once by SIGTERM, and a run's own identity in its JUnit file."""
 
@@ -13,8 +13,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from reports.store import RUN_ID_KEY, Store, main
+from tests.runs.test_gate_plugin import ROOT, _run
 from tests.silentserver import SilentServer
-from tests.unit.test_gate_plugin import ROOT, _run
 from tests.unit.test_store_safety import SIGNAL_BOUND_S
 
 

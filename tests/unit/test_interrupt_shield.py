@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hypervisors.cleanup import install_signal_handlers, restore_signal_handlers
 from tests.libvirt_python import needs_libvirt
-from tests.unit.test_gate_plugin import _run
+from tests.runs.test_gate_plugin import _run
 
 #: A hot-plug rule Ctrl-C'd seven times: once in its measurement, three times while it undoes what it
 #: did (the disk it plugged), three times while the session's cleanup (the guest's removal) runs.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tests.unit.test_gate_plugin import _cases, _kind, _message, _run
+from tests.runs.test_gate_plugin import _cases, _kind, _message, _run
 
 
 def test_a_run_of_errors_is_incomplete_and_stored_so(tmp_path: Path) -> None:

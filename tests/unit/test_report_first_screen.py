@@ -22,7 +22,7 @@ from reports.charts import THRESHOLD_LABEL, depth_svg, pair_plot, pair_svg
 from reports.html import report_document
 from reports.records import Record
 from reports.run_header import RunHeader, duration_text, header_html
-from tests.unit.test_gate_plugin import _run
+from tests.runs.test_gate_plugin import _run
 from tests.unit.test_html import IO_BREAKUP, SVG, TCQ_OFF_VERDICT, _texts
 
 #: Recorded: data-integrity on virtio-scsi, 2026-12-07 (8192 sectors written, 4 MiB read back).

@@ -13,7 +13,7 @@ import pytest
 from reports import store
 from reports.store import SCHEMA_VERSION, Store, StoreError, compare, parse_run_id, trend
 from reports.store.baseline import resolve_baseline
-from tests.unit.test_gate_plugin import _run
+from tests.runs.test_gate_plugin import _run
 from tests.unit.test_store import SERIES, healthy, write_run
 
 DAMAGED_VERSIONS = ("abc", "", "3.0", "-1")

@@ -21,7 +21,7 @@ from reports import store as store_module
 from reports.junit import write_junit
 from reports.records import RunStatus
 from reports.store import Store, compare, read_results_dir
-from tests.unit.test_gate_plugin import _run
+from tests.runs.test_gate_plugin import _run
 from tests.unit.test_store import SUITE, healthy
 
 #: Two zones on either side of UTC: a results directory's name is local time, 9 h ahead or 5 h behind.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_gate_plugin import _run
+from tests.runs.test_gate_plugin import _run
 
 #: Rule tests named as the suite's rules are (``--require`` takes only those): queue-depth skips as a
 #: guest without the controller's driver makes it, io-size skips as a backend that cannot measure it.

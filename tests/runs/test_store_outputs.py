@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reports.store import Store, compare, trend
-from tests.unit.test_gate_plugin import _run
+from tests.runs.test_gate_plugin import _run
 from tests.unit.test_store import healthy, write_run
 
 SIDE = ("-journal", "-wal", "-shm")

@@ -23,11 +23,11 @@ import sqlalchemy as sa
 
 from reports import store as store_module
 from reports.store import Store, compare, connection
+from tests.runs.test_gate_plugin import _cases, _kind, _run
 from tests.tinyfs import fill, read_only, tiny_fs
-from tests.unit.test_gate_plugin import _cases, _kind, _run
 from tests.unit.test_store import healthy, write_run
 
-#: A plugin for the gate's run (tests/unit/test_gate_plugin.py): the store breaks as STORE_BREAKS
+#: A plugin for the gate's run (tests/runs/test_gate_plugin.py): the store breaks as STORE_BREAKS
 #: says, when the run ends (before fixtures/finish.py stores it) or, for ``lock-at-start``, before
 #: the preflight. A lock is another writer's open transaction, held by a connection of this process
 #: and waited for 0.5 s, not 10.
