@@ -5,16 +5,17 @@ host set, within 5 s (hotplug, resize). Under QEMU's TCG every guest instruction
 thread, so on a busy host the guest's answer comes late for reasons that are the host's. Each
 bounded interval therefore reads how long the guest's vCPUs waited for a host CPU over that very
 interval (model/parse/hostcpu.py; measure/hostload.py) and records it beside the time it judges
-(``seen_vcpu_wait_pct``, ``grow_vcpu_wait_pct``...). A bound overrun whose vCPUs waited more than
-:data:`BOUND_WAIT_MAX_PCT` is not judged: it becomes a note, and the verdict's :data:`PROPERTY`
-says why. A verdict that then has no problem left could not be judged at all: the test ends in
+(``seen_vcpu_wait_pct``, ``grow_vcpu_wait_pct``...). A bound overrun that wait accounts for
+(:func:`not_judged`: a late answer whose time less the wait fits the bound; no answer within the bound
+while the vCPUs waited more than :data:`BOUND_WAIT_MAX_PCT`) is not judged: it becomes a note, and the
+verdict's :data:`PROPERTY` says why. A verdict that then has no problem left could not be judged at all: the test ends in
 ERROR (:class:`HostBusy`, exit 10), never a pass, with the verdict and its numbers kept. A verdict
 that fails on something else (a wrong size, an oops) still fails on that. An overrun whose vCPUs
 did not wait (or where the wait could not be read: vSphere) stays a failure blamed on the guest.
 
 Example::
 
-    o = Overrun("the guest showed sdc 10.58 s after the host added it, past the bound of 5 s", 62.4)
+    o = Overrun("the guest showed sdc 10.58 s after the host added it, past the bound of 5 s", 62.4, 10.58, 5.0)
     split_overruns([o])  # ([], ["... not judged: the guest's vCPUs waited for a host CPU 62.4 % ..."])
 """
 
@@ -25,27 +26,23 @@ from dataclasses import dataclass
 
 from model.judging.verdict import Number
 
-#: Most the guest's vCPUs may have waited for a host CPU (% of the bounded interval, per vCPU) for
-#: an overrun of a 5 s bound to be blamed on the guest. The bounds rest on steps measured at
-#: 0.28-0.71 s (hotplug) and 0.03-0.24 s (resize) on this 2-core TCG machine, with the vCPU wait as
-#: on a quiet host: 6.0-6.7 % idle (the guest's own QEMU threads), 7.4-9.3 % lightly busy (load
-#: 1.3-2; model/across/contention.py's WAIT_MAX_PCT). Up to 10 % the host took from the guest no
-#: more than it did where the bounds were measured, with 7x (hotplug) and 20x (resize) room: an
-#: overrun there is the guest's. Above it the host held the guest back more than on any host the
-#: bounds rest on; at load 15 (other guests' runs beside it) a healthy guest showed a hot-plugged
-#: disk after 10.58 s: such an overrun is not evidence against the guest. The same 10 % as
-#: WAIT_MAX_PCT, measured for IOPS: the bound's 7-20x margin would allow a higher figure for the
-#: guest's own steps, but the SSH round trip and QEMU's main loop (which do the hot-plug and carry
-#: the guest's answer) wait for the same host CPUs unmeasured, so the vCPUs' wait is the least of
-#: the host's delay and the threshold stays at the quiet host's edge.
-BOUND_WAIT_MAX_PCT = 10.0
+#: Most the guest's vCPUs may have waited for a host CPU (% of the bounded interval, per vCPU) for a
+#: guest that never showed the change within the bound to be blamed for it. Healthy steps that met
+#: their bound on this 2-core TCG machine showed waits of 16.4-49.1 % (hotplug on virtio-blk, the add
+#: and the idle removal, at load 6 and at load 9 with four busy loops beside the guest, in 0.36-0.58 s):
+#: up to 50 % a healthy guest is seen to answer well within 5 s, so one that never answered is its own
+#: fault. Above it no healthy run here says the guest could still answer, and the wait covers more
+#: than half the bound. The quiet host's 6-10 % (model/across/contention.py's WAIT_MAX_PCT, for IOPS)
+#: is no edge here: these short intervals of a guest probing a device wait more than that on any host
+#: with other work. A guest that answered late has its own figure: see :func:`not_judged`.
+BOUND_WAIT_MAX_PCT = 50.0
 #: The property a verdict names its overruns not judged under, with the reason (text).
 PROPERTY = "host_held_back"
 
 
 class HostBusy(Exception):
     """A rule's time bound could not be judged: the guest overran it while its vCPUs waited for a
-    host CPU more than :data:`BOUND_WAIT_MAX_PCT` of the interval, and nothing else failed. No
+    host CPU long enough to account for it (:func:`not_judged`), and nothing else failed. No
     verdict: an ERROR (exit 10), with the rule's numbers kept in the record."""
 
 
@@ -56,19 +53,38 @@ class Overrun:
 
     problem: str
     vcpu_wait_pct: float | None
+    #: how long the step took (None: the guest never showed the change within the bound, its wait ended there)
+    took_s: float | None = None
+    bound_s: float = 5.0
+
+
+def not_judged(o: Overrun, wait_max_pct: float = BOUND_WAIT_MAX_PCT) -> bool:
+    """Whether the host, not the guest, may have made ``o`` overrun its bound. A step that ended late:
+    when the part of it the vCPUs did not spend waiting for a host CPU fits the bound (``took_s`` x (1 -
+    wait) <= ``bound_s``: without that wait the guest would have answered in time). A step that never
+    ended within the bound: when the vCPUs waited more than ``wait_max_pct`` of it. Never where the
+    wait is unknown."""
+    if o.vcpu_wait_pct is None:
+        return False
+    if o.took_s is None:
+        return o.vcpu_wait_pct > wait_max_pct
+    return o.took_s * (1 - o.vcpu_wait_pct / 100) <= o.bound_s
 
 
 def split_overruns(overruns: Sequence[Overrun],
                    wait_max_pct: float = BOUND_WAIT_MAX_PCT) -> tuple[list[str], list[str]]:
-    """(problems, not judged): an overrun whose vCPUs waited at most ``wait_max_pct`` (or whose wait
-    is unknown) is the guest's problem; one whose vCPUs waited more is a sentence that names the wait."""
+    """(problems, not judged): an overrun the host may have caused (:func:`not_judged`) is a sentence
+    that names the wait; any other is the guest's problem."""
     problems, held = [], []
     for o in overruns:
-        if o.vcpu_wait_pct is None or o.vcpu_wait_pct <= wait_max_pct:
+        if not not_judged(o, wait_max_pct):
             problems.append(o.problem)
+        elif o.took_s is None:
+            held.append(f"{o.problem}: not judged: the guest's vCPUs waited for a host CPU {o.vcpu_wait_pct:g} % of "
+                        f"that interval (above {wait_max_pct:g} %, more than any healthy run here: BOUND_WAIT_MAX_PCT)")
         else:
             held.append(f"{o.problem}: not judged: the guest's vCPUs waited for a host CPU {o.vcpu_wait_pct:g} % of "
-                        f"that interval (above {wait_max_pct:g} %, the host held the guest back: BOUND_WAIT_MAX_PCT)")
+                        f"those {o.took_s:.2f} s; without that wait it answered within the bound of {o.bound_s:g} s")
     return problems, held
 
 

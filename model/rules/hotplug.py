@@ -161,7 +161,7 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
     if seen is None:
         overruns.append(Overrun(f"the guest showed no disk with serial {run.serial} within {run.seen_bound_s:g} s of the host "
                         f"adding it on {run.controller} (7x the slowest measured here under TCG): the guest did not bind or "
-                        "scan the new device", run.seen_vcpu_wait_pct))
+                        "scan the new device", run.seen_vcpu_wait_pct, None, run.seen_bound_s))
         hint = Blame("guest driver", f"the new disk on {run.controller} never appeared in the guest")
     else:
         props.update({"hotplug_device": seen.device, "guest_size_bytes": seen.size_bytes,
@@ -171,7 +171,8 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
                      f"host's request (its own wait: {seen.guest_s:.2f} s)")
         if seen.seen_s > run.seen_bound_s:
             overruns.append(Overrun(f"the guest showed {seen.device} {seen.seen_s:.2f} s after the host added it, past "
-                                    f"the bound of {run.seen_bound_s:g} s", run.seen_vcpu_wait_pct))
+                                    f"the bound of {run.seen_bound_s:g} s", run.seen_vcpu_wait_pct, seen.seen_s,
+                                    run.seen_bound_s))
         for c in seen.limits:
             props[f"added_{c.key}_guest"] = str(c.guest)
             if c.compared:
@@ -194,7 +195,7 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
         if _judge_gone("", seen.device if seen else "the disk", gone.guest_s, gone.host_s, run.gone_bound_s,
                        kept, props, (": it did not release the device", "its request to remove it")):
             hint = Blame("guest driver", "the guest kept a disk the host removed")
-        overruns += [Overrun(k, gone.vcpu_wait_pct) for k in kept]
+        overruns += [Overrun(k, gone.vcpu_wait_pct, None, run.gone_bound_s) for k in kept]
         if gone.guest_s is not None and gone.host_s is not None:
             pairs.append(Pair("gone (guest) / gone (host)", round(gone.guest_s, 2), round(gone.host_s, 2), "s"))
             lines.append(f"the host removed it (request {gone.detach_host_s:.2f} s): the guest let it go after "

@@ -217,13 +217,15 @@ def _step_problems(step: ResizeStep, bound: Bound) -> tuple[list[str], list[Over
     if step.guest_seen_s is None and step.guest_bytes == step.host_from_bytes:
         return [], [Overrun(f"{step.name}: the guest still saw {step.guest_bytes} bytes {bound.seconds:.1f} s after the host {grew} "
                 f"the disk from {step.host_from_bytes} to {step.host_to_bytes} bytes (bound {bound.seconds:.1f} s: "
-                f"{bound.source}); no notice reached the driver, or it did not act on it", step.vcpu_wait_pct)]
+                f"{bound.source}); no notice reached the driver, or it did not act on it", step.vcpu_wait_pct, None,
+                        bound.seconds)]
     if step.guest_seen_s is None:
         return [(f"{step.name}: the guest saw {step.guest_bytes} bytes after the host {grew} the disk from "
                 f"{step.host_from_bytes} to {step.host_to_bytes} bytes: another size than the host configured")], []
     if step.guest_seen_s > bound.seconds:
         return [], [Overrun(f"{step.name}: the guest saw the new size {step.guest_seen_s:.2f} s after the host {grew} "
-                            f"the disk, beyond the bound of {bound.seconds:.1f} s ({bound.source})", step.vcpu_wait_pct)]
+                            f"the disk, beyond the bound of {bound.seconds:.1f} s ({bound.source})", step.vcpu_wait_pct,
+                            step.guest_seen_s, bound.seconds)]
     return [], []
 
 
