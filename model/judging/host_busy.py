@@ -28,14 +28,14 @@ from model.judging.verdict import Number
 
 #: Most the guest's vCPUs may have waited for a host CPU (% of the bounded interval, per vCPU) for a
 #: guest that never showed the change within the bound to be blamed for it. Healthy steps that met
-#: their bound on this 2-core TCG machine showed waits of 16.4-49.1 % (hotplug on virtio-blk, the add
-#: and the idle removal, at load 6 and at load 9 with four busy loops beside the guest, in 0.36-0.58 s):
-#: up to 50 % a healthy guest is seen to answer well within 5 s, so one that never answered is its own
-#: fault. Above it no healthy run here says the guest could still answer, and the wait covers more
-#: than half the bound. The quiet host's 6-10 % (model/across/contention.py's WAIT_MAX_PCT, for IOPS)
+#: their bound on this 2-core TCG machine showed waits of 16.4-60.7 % (hotplug on virtio-blk, the add
+#: and the idle removal: the embedded guest at load 6-17 with up to 14 busy loops beside it, 0.36-0.61 s;
+#: the cloud-init test image at load 11-15 with two, 3.01 s at 60.7 %): up to that a healthy guest is
+#: seen to answer within 5 s, so one that never answered is its own fault (a guest withholding the disk
+#: waited 10.6-39 %). Above 61 % no healthy run here says the guest could still answer. The quiet host's 6-10 % (model/across/contention.py's WAIT_MAX_PCT, for IOPS)
 #: is no edge here: these short intervals of a guest probing a device wait more than that on any host
 #: with other work. A guest that answered late has its own figure: see :func:`not_judged`.
-BOUND_WAIT_MAX_PCT = 50.0
+BOUND_WAIT_MAX_PCT = 61.0
 #: The property a verdict names its overruns not judged under, with the reason (text).
 PROPERTY = "host_held_back"
 

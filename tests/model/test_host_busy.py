@@ -1,7 +1,7 @@
 """Bounds overrun on a busy host: the guest's vCPUs' wait for a host CPU over the bounded interval decides
 whether the overrun is the guest's (FAIL) or could not be judged (ERROR, HostBusy). The times are the
 ones measured: a healthy cloud-init image at load about 15 showed the hot-plugged sdc 10.58 s after the
-host added it; healthy steps that met the bound showed vCPU waits of 16.4-49.1 % (model/judging/host_busy.py)."""
+host added it; healthy steps that met the bound showed vCPU waits of 16.4-60.7 % (model/judging/host_busy.py)."""
 
 from __future__ import annotations
 
@@ -58,9 +58,9 @@ def test_never_seen_and_kept_disks_follow_the_wait_of_their_interval() -> None:
     assert judge_hotplug(dataclasses.replace(SCSI_OFF, seen_vcpu_wait_pct=BOUND_WAIT_MAX_PCT + 12)).passed
     assert not judge_hotplug(dataclasses.replace(SCSI_OFF, seen_vcpu_wait_pct=BOUND_WAIT_MAX_PCT)).passed
     assert not judge_hotplug(dataclasses.replace(SCSI_OFF, seen_vcpu_wait_pct=19.15)).passed
-    kept = dataclasses.replace(BLK, gone=Gone(0.0, None, None, vcpu_wait_pct=65.0))
+    kept = dataclasses.replace(BLK, gone=Gone(0.0, None, None, vcpu_wait_pct=70.0))
     assert judge_hotplug(kept).passed
-    assert judge_hotplug(kept).properties["gone_vcpu_wait_pct"] == 65.0
+    assert judge_hotplug(kept).properties["gone_vcpu_wait_pct"] == 70.0
     assert not judge_hotplug(dataclasses.replace(BLK, gone=Gone(0.0, None, None, vcpu_wait_pct=24.28))).passed
 
 
