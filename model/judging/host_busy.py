@@ -8,10 +8,10 @@ interval (model/parse/hostcpu.py; measure/hostload.py) and records it beside the
 (``seen_vcpu_wait_pct``, ``grow_vcpu_wait_pct``...). A bound overrun that wait accounts for
 (:func:`not_judged`: a late answer whose time less the wait fits the bound; no answer within the bound
 while the vCPUs waited more than :data:`BOUND_WAIT_MAX_PCT`) is not judged: it becomes a note, and the
-verdict's :data:`PROPERTY` says why. A verdict that then has no problem left could not be judged at all: the test ends in
-ERROR (:class:`HostBusy`, exit 10), never a pass, with the verdict and its numbers kept. A verdict
-that fails on something else (a wrong size, an oops) still fails on that. An overrun whose vCPUs
-did not wait (or where the wait could not be read: vSphere) stays a failure blamed on the guest.
+verdict's :data:`PROPERTY` says why. A verdict that then has no problem left could not be judged
+at all: the test ends in ERROR (:class:`HostBusy`, exit 10), never a pass, with the verdict and its numbers kept. A verdict
+that fails on something else (a wrong size, an oops) still fails on that. Any other overrun (the
+wait does not account for it, or could not be read: vSphere) stays a failure blamed on the guest.
 
 Example::
 
@@ -32,9 +32,9 @@ from model.judging.verdict import Number
 #: and the idle removal: the embedded guest at load 6-17 with up to 14 busy loops beside it, 0.36-0.61 s;
 #: the cloud-init test image at load 11-15 with two, 3.01 s at 60.7 %): up to that a healthy guest is
 #: seen to answer within 5 s, so one that never answered is its own fault (a guest withholding the disk
-#: waited 10.6-39 %). Above 61 % no healthy run here says the guest could still answer. The quiet host's 6-10 % (model/across/contention.py's WAIT_MAX_PCT, for IOPS)
-#: is no edge here: these short intervals of a guest probing a device wait more than that on any host
-#: with other work. A guest that answered late has its own figure: see :func:`not_judged`.
+#: waited 10.6-39 %). Above 61 % no healthy run here says the guest could still answer. The quiet
+#: host's 6-10 % (model/across/contention.py's WAIT_MAX_PCT, for IOPS) is no edge here: these short
+#: intervals of a guest probing a device wait more than that on any host with other work. A guest that answered late has its own figure: see :func:`not_judged`.
 BOUND_WAIT_MAX_PCT = 61.0
 #: The property a verdict names its overruns not judged under, with the reason (text).
 PROPERTY = "host_held_back"
