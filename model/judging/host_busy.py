@@ -15,8 +15,8 @@ wait does not account for it, or could not be read: vSphere) stays a failure bla
 
 Example::
 
-    o = Overrun("the guest showed sdc 10.58 s after the host added it, past the bound of 5 s", 62.4, 10.58, 5.0)
-    split_overruns([o])  # ([], ["... not judged: the guest's vCPUs waited for a host CPU 62.4 % ..."])
+    o = Overrun("the guest showed sdc 10.58 s after the host added it, past the bound of 5 s", 60.67, 10.58, 5.0)
+    split_overruns([o])  # ([], ["... not judged: the guest's vCPUs waited for a host CPU 60.67 % ..."])
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ from model.rules.resize import bound_for, judge_resize
 from tests.model.test_hotplug import BLK, SCSI_OFF, SIZE
 from tests.model.test_resize import _run as resize_run
 
-#: sdc shown 10.58 s after the add (the guest's own wait 4.9 s: the rest is the SSH round trip on the
-#: busy host), the vCPUs waiting 62.4 % of that interval for a host CPU.
-LATE_BUSY = dataclasses.replace(BLK, seen=Seen("sdc", SIZE, 4.9, 10.58), seen_vcpu_wait_pct=62.4)
+#: sdc shown 10.58 s after the add (the failing run on the test image at load about 15; it recorded
+#: neither the guest's own wait, here 4.9 s, nor the vCPUs' wait), with the vCPUs waiting 60.67 %: the
+#: wait the same image measured over the add at load 11-15 (docs/benchmarks.md, bounds on a busy host).
+LATE_BUSY = dataclasses.replace(BLK, seen=Seen("sdc", SIZE, 4.9, 10.58), seen_vcpu_wait_pct=60.67)
 #: resize's grow seen 7.3 s after the host's return, the vCPUs waiting 55 % of that interval.
 _RESIZE = resize_run("sd", "sdb", 7.3, 0.09)
 RESIZE_LATE_BUSY = dataclasses.replace(_RESIZE, steps=(dataclasses.replace(_RESIZE.steps[0], vcpu_wait_pct=55.0),
@@ -27,8 +28,8 @@ LATE_QUIET = dataclasses.replace(LATE_BUSY, seen_vcpu_wait_pct=6.5)
 def test_overrun_with_the_vcpus_held_back_is_not_judged() -> None:
     v = judge_hotplug(LATE_BUSY)
     assert v.passed, v.explain()
-    assert v.properties["seen_vcpu_wait_pct"] == 62.4
-    assert "62.4 %" in str(v.properties[PROPERTY]) and "10.58 s" in str(v.properties[PROPERTY])
+    assert v.properties["seen_vcpu_wait_pct"] == 60.67
+    assert "60.67 %" in str(v.properties[PROPERTY]) and "10.58 s" in str(v.properties[PROPERTY])
     assert any("not judged" in n for n in v.notes)
 
 

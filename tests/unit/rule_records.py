@@ -190,6 +190,6 @@ def shared_recorded() -> list[str]:
     checked = with_kernel_log(v, check_kernel_log(errors, "dmesg", injected=[InjectedErrors("sdb", 800, 8)]))
     assert set(checked.properties) - set(v.properties) == set(KERNEL_LOG_PROPERTIES), sorted(checked.properties)
     held: dict[str, Number] = {}
-    fold_overruns([Overrun("the guest showed sdc 10.58 s after ...", 62.4)], [], [], held)
+    fold_overruns([Overrun("the guest showed sdc 10.58 s after ...", 60.67)], [], [], held)
     return [*SHARED_PROPERTIES, *KERNEL_LOG_PROPERTIES, *AROUND_THE_VERDICT, *held]
 
