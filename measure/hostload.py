@@ -38,6 +38,13 @@ def note(first: VcpuTimes | None, last: VcpuTimes | None, what: str) -> HostCpuS
     return share
 
 
+def wait_pct(first: VcpuTimes | None, last: VcpuTimes | None, what: str) -> float | None:
+    """How long the vCPUs waited for a host CPU between two reads, in % per vCPU (None: unknown), noted
+    as :func:`note` does: a bounded interval's figure (model/judging/host_busy.py)."""
+    share = note(first, last, what)
+    return None if share is None else share.wait_pct
+
+
 def take(test: str) -> HostCpuShare | None:
     """``test``'s most contended window, or None when no window of it had the figures; forgotten
     here once taken (a test concludes once), so a long run keeps no figure of its finished tests."""

@@ -15,6 +15,7 @@ from fixtures.outcomes import RuleFailure
 from measure import hostload
 from measure.kept import kept_settings
 from model.across.against_baseline import BaselineMissing, against_baseline
+from model.judging.host_busy import HostBusy, held_back_reason
 from model.judging.verdict import combine_repeats
 from model.rules import blame
 from reports.records import raw_dir
@@ -47,10 +48,15 @@ def conclude(verdict: RuleVerdict, record: Record, config: str, raw_dir: Path,
     """Keep the verdict in the record (its numbers for JUnit, its figures for the report), then
     fail with its explanation, every number in it, unless it passed. A failure names the layer
     at fault (model.blame, from ``trails``: the rule's disks' settings at each layer) in its last
-    line and in the record."""
+    line and in the record. A verdict that passed only because it left a bound unjudged (the host
+    held the guest's vCPUs back: model/judging/host_busy.py) is no pass: an ERROR (HostBusy)."""
     __tracebackhide__ = True
     record.verdict = verdict
     explanation = verdict.explain()
+    held_back = held_back_reason(verdict.properties)
+    if verdict.passed and held_back:
+        raise HostBusy(f"{verdict.rule} on {config} could not be judged: the host was busy: {held_back}\n"
+                       f"{explanation}\nraw data: {raw_dir}")
     if not verdict.passed:
         b = blame(verdict.rule, trails, verdict.hint)
         record.blame, record.blame_reason = b.layer, b.reason

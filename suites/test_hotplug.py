@@ -23,6 +23,7 @@ from guest.tools.hotplug import HotplugWatch, off_setting
 from guest.tools.sysfs import Sysfs
 from guest.tools.system import WorkDir
 from hypervisors.base import HotplugDisk, HotplugUnavailable
+from measure import hostload
 from measure.disk import GuestDisk
 from model.errors import ParseError
 from model.judging.verdict import RuleVerdict
@@ -106,10 +107,13 @@ def _surprise(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Re
 
 def _add_and_remove(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Record, raw: Path,
                     surprise_removal: bool) -> HotplugRun:
+    # the guest's vCPUs' wait for a host CPU over each bounded interval (model/judging/host_busy.py)
+    cpu0 = disk.vcpu_times()
     t0 = time.monotonic()
     hot.attach()
     attach_s = time.monotonic() - t0
     sighting = watch.wait_for(hot.serial, SEEN_BOUND_S)
+    seen_wait = hostload.wait_pct(cpu0, disk.vcpu_times(), f"{disk.config_id}: {RULE} add")
     seen = None
     if sighting is not None:
         seen_s = time.monotonic() - t0
@@ -118,16 +122,19 @@ def _add_and_remove(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, reco
         seen = Seen(sighting.name, sighting.size_bytes, sighting.guest_s, seen_s, limits)
     gone = None
     if sighting is not None:
+        cpu1 = disk.vcpu_times()
         t1 = time.monotonic()
         hot.detach()
         detach_s = time.monotonic() - t1
         guest_s = watch.wait_gone(sighting.name, GONE_BOUND_S)
-        gone = Gone(detach_s, guest_s, _host_gone(hot, t1, GONE_BOUND_S))
+        host_s = _host_gone(hot, t1, GONE_BOUND_S)
+        gone = Gone(detach_s, guest_s, host_s,
+                    hostload.wait_pct(cpu1, disk.vcpu_times(), f"{disk.config_id}: {RULE} removal"))
     surprise = None
     if surprise_removal and gone is not None and gone.host_s is not None:
         surprise = _surprise(disk, hot, watch, record, raw)
     return HotplugRun(disk.attached.spec.controller, hot.serial, hot.size_bytes, attach_s, seen, gone,
-                      surprise=surprise)
+                      surprise=surprise, seen_vcpu_wait_pct=seen_wait)
 
 
 @pytest.mark.rule("hotplug")

@@ -29,6 +29,7 @@ from guest.tools.resize import DiskSize
 from guest.tools.system import WorkDir
 from guest.tools.tool import ToolMissing
 from hypervisors.base import DiskResizer, ResizeUnavailable
+from measure import hostload
 from measure.disk import GuestDisk
 from model.judging.verdict import RuleVerdict
 from model.parse.filesystem import parse_resize2fs
@@ -66,17 +67,19 @@ def _step(name: str, disk: GuestDisk, resizer: DiskResizer, to_bytes: int, bound
     token = klog.mark(f"{RULE} {name} {disk.config_id}")
     before = resizer.size_bytes()
     host = resizer.resize(to_bytes)
+    cpu0 = disk.vcpu_times()  # the vCPUs' wait for a host CPU over the bounded interval (model/judging/host_busy.py)
     sent = time.monotonic()
     # the guest waits for the size the host reports, not the one asked: QEMU may round it
     wait = disk.tool(DiskSize).wait_for(disk.kernel_name, host.size_bytes, bound.seconds)
     # from the host's call returning to the guest's answer that it shows the size: an upper bound,
     # the SSH round trip included (the guest's own wait, wait.waited_s, is a lower one)
     seen = time.monotonic() - sent if wait.reached else None
+    vcpu_wait = hostload.wait_pct(cpu0, disk.vcpu_times(), f"{disk.config_id}: {RULE} {name}")
     lines = klog.since(token).text
     raw.mkdir(parents=True, exist_ok=True)
     (raw / f"resize-{name}.kernel-log").write_text(lines)
     return ResizeStep(name, before, host.size_bytes, host.seconds, wait.size_bytes, seen,
-                      mechanism(lines.splitlines(), disk.kernel_name))
+                      mechanism(lines.splitlines(), disk.kernel_name), vcpu_wait)
 
 
 def _grow_mounted(disk: GuestDisk, resizer: DiskResizer, original: int, bound: Bound) -> FsGrow:

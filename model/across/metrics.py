@@ -59,6 +59,9 @@ SHARED_METRICS: Metrics = (
     # the host CPU the guest's vCPUs got and waited for in the rule's most contended window
     # (suites/assertions.py, model/parse/hostcpu.py)
     (r"host_vcpu_(wait|run)_pct", MetricSpec("%", PARAM)),
+    # the time bounds a verdict left unjudged because the host held the guest's vCPUs back, and why
+    # (model/judging/host_busy.py: hotplug's, resize's)
+    (r"host_held_back", MetricSpec("", PARAM)),
     # what a stored --baseline added (model/across/against_baseline.py): how many metrics, which, and why
     # some were not judged
     (r"baseline_metrics_(compared|judged|not_judged|worse)", MetricSpec("metrics", PARAM)),

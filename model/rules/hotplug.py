@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from model.blame import LIMIT_KEYS, Blame, BlameSettings
 from model.judging.figures import PRESENCE_LEVELS, Change, Figure, Marker, Pair, StepSeries, TimelineFigure, pair_figure
+from model.judging.host_busy import Overrun, fold_overruns
 from model.judging.rule_option import flag
 from model.judging.spec import PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict
@@ -43,6 +44,8 @@ METRICS: Metrics = (
     (r"hotplug_(serial|device)", MetricSpec("", PARAM)),
     (r"surprise_(fio_s|fio_bound_s|gone_guest_s|gone_host_s)", MetricSpec("s", PARAM)),
     (r"surprise_fio_exit_status", MetricSpec("", PARAM)),
+    # how long the guest's vCPUs waited for a host CPU over each bounded interval (model/judging/host_busy.py)
+    (r"(seen|gone)_vcpu_wait_pct", MetricSpec("%", PARAM)),
     (r"surprise_fio_reads", MetricSpec("requests", PARAM)),
     (r"surprise_fio_read_bytes", MetricSpec("bytes", PARAM)),
     # the limits rule's comparison on the added disk, as text (model/rules/limits.py)
@@ -89,6 +92,8 @@ class Gone:
     detach_host_s: float  # the host's detach request
     guest_s: float | None  # the guest's wait for the disk to go, from the host's request returning
     host_s: float | None  # from the host's request until its configuration no longer shows the disk
+    #: how long the guest's vCPUs waited for a host CPU over the bounded interval (% per vCPU; None: not read)
+    vcpu_wait_pct: float | None = None
 
 
 #: How long fio may take to end after the host removed the disk under it: 5 s. Measured here under TCG:
@@ -131,6 +136,9 @@ class HotplugRun:
     seen_bound_s: float = SEEN_BOUND_S
     gone_bound_s: float = GONE_BOUND_S
     surprise: Surprise | None = None  # None: not run (the guest never showed the first disk)
+    #: how long the guest's vCPUs waited for a host CPU from the add request to the guest's answer (or
+    #: the end of its wait), in % per vCPU (model/judging/host_busy.py); None: not read
+    seen_vcpu_wait_pct: float | None = None
 
 
 def judge_hotplug(run: HotplugRun) -> RuleVerdict:
@@ -145,10 +153,15 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
                                 "attach_host_s": round(run.attach_host_s, 2), "seen_bound_s": run.seen_bound_s,
                                 "gone_bound_s": run.gone_bound_s}
     pairs: list[Pair] = []
+    # the bounds overrun: judged against the host's hold on the vCPUs over each interval (model/judging/host_busy.py)
+    overruns: list[Overrun] = []
+    if run.seen_vcpu_wait_pct is not None:
+        props["seen_vcpu_wait_pct"] = run.seen_vcpu_wait_pct
     seen = run.seen
     if seen is None:
-        problems.append(f"the guest showed no disk with serial {run.serial} within {run.seen_bound_s:g} s of the host "
-                        f"adding it on {run.controller} (7x the slowest measured here under TCG): the guest did not bind or scan the new device")
+        overruns.append(Overrun(f"the guest showed no disk with serial {run.serial} within {run.seen_bound_s:g} s of the host "
+                        f"adding it on {run.controller} (7x the slowest measured here under TCG): the guest did not bind or "
+                        "scan the new device", run.seen_vcpu_wait_pct, None, run.seen_bound_s))
         hint = Blame("guest driver", f"the new disk on {run.controller} never appeared in the guest")
     else:
         props.update({"hotplug_device": seen.device, "guest_size_bytes": seen.size_bytes,
@@ -157,8 +170,9 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
         lines.append(f"the guest showed it as {seen.device} ({seen.size_bytes} bytes) {seen.seen_s:.2f} s after the "
                      f"host's request (its own wait: {seen.guest_s:.2f} s)")
         if seen.seen_s > run.seen_bound_s:
-            problems.append(f"the guest showed {seen.device} {seen.seen_s:.2f} s after the host added it, past the "
-                            f"bound of {run.seen_bound_s:g} s")
+            overruns.append(Overrun(f"the guest showed {seen.device} {seen.seen_s:.2f} s after the host added it, past "
+                                    f"the bound of {run.seen_bound_s:g} s", run.seen_vcpu_wait_pct, seen.seen_s,
+                                    run.seen_bound_s))
         for c in seen.limits:
             props[f"added_{c.key}_guest"] = str(c.guest)
             if c.compared:
@@ -175,15 +189,20 @@ def judge_hotplug(run: HotplugRun) -> RuleVerdict:
         notes.append("the removal was not judged: the guest never showed the disk")
     else:
         props["detach_host_s"] = round(gone.detach_host_s, 2)
+        if gone.vcpu_wait_pct is not None:
+            props["gone_vcpu_wait_pct"] = gone.vcpu_wait_pct
+        kept: list[str] = []
         if _judge_gone("", seen.device if seen else "the disk", gone.guest_s, gone.host_s, run.gone_bound_s,
-                       problems, props, (": it did not release the device", "its request to remove it")):
+                       kept, props, (": it did not release the device", "its request to remove it")):
             hint = Blame("guest driver", "the guest kept a disk the host removed")
+        overruns += [Overrun(k, gone.vcpu_wait_pct, None, run.gone_bound_s) for k in kept]
         if gone.guest_s is not None and gone.host_s is not None:
             pairs.append(Pair("gone (guest) / gone (host)", round(gone.guest_s, 2), round(gone.host_s, 2), "s"))
             lines.append(f"the host removed it (request {gone.detach_host_s:.2f} s): the guest let it go after "
                          f"{gone.guest_s:.2f} s, the host's configuration dropped it after {gone.host_s:.2f} s")
     if run.surprise is not None:
         hint = _judge_surprise(run.surprise, run.gone_bound_s, lines, problems, props, pairs) or hint
+    fold_overruns(overruns, problems, notes, props)
     return RuleVerdict(RULE, tuple(lines), tuple(problems), tuple(notes), props,
                        (*pair_figure(*pairs), *hotplug_figures(run)), hint)
 

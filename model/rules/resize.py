@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from model.blame import Blame, BlameSettings
 from model.judging.figures import Change, Figure, Marker, StepSeries, TimelineFigure
+from model.judging.host_busy import Overrun, fold_overruns
 from model.judging.spec import PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict
 from model.parse.filesystem import FsSize
@@ -53,6 +54,8 @@ METRICS: Metrics = (
     (_STEP + r"(host_from_bytes|host_to_bytes|guest_bytes)", MetricSpec("bytes", PARAM)),
     (_STEP + r"(host_s|guest_seen_s)", MetricSpec("s", PARAM)),
     (_STEP + r"mechanism", MetricSpec("", PARAM)),
+    # how long the guest's vCPUs waited for a host CPU over the step's bounded interval (model/judging/host_busy.py)
+    (_STEP + r"vcpu_wait_pct", MetricSpec("%", PARAM)),
     (r"resize_bound_s", MetricSpec("s", PARAM)),
     (r"fio_errors", MetricSpec("requests", PARAM)),
     (r"fs_grow_(before|after|device|resize2fs)_bytes", MetricSpec("bytes", PARAM)),
@@ -127,6 +130,9 @@ class ResizeStep:
     guest_bytes: int
     guest_seen_s: float | None
     mechanism: str | None
+    #: how long the guest's vCPUs waited for a host CPU from the host's return to the guest's answer (or
+    #: the end of its wait), in % per vCPU (model/judging/host_busy.py); None: not read
+    vcpu_wait_pct: float | None = None
 
 
 #: How much of a grow ext4 may keep for itself (what statfs's total leaves out). The grow adds a block group
@@ -204,35 +210,44 @@ def _fs_part(fs: FsGrow, disk: str) -> tuple[list[str], list[str], dict[str, Num
     return lines, problems, props, None
 
 
-def _step_problems(step: ResizeStep, bound: Bound) -> list[str]:
+def _step_problems(step: ResizeStep, bound: Bound) -> tuple[list[str], list[Overrun]]:
+    """The step's problems: another size than the host's, and the bound overrun (judged against the
+    host's hold on the vCPUs: model/judging/host_busy.py)."""
     grew = "grew" if step.name == "grow" else "shrank"
     if step.guest_seen_s is None and step.guest_bytes == step.host_from_bytes:
-        return [(f"{step.name}: the guest still saw {step.guest_bytes} bytes {bound.seconds:.1f} s after the host {grew} "
+        return [], [Overrun(f"{step.name}: the guest still saw {step.guest_bytes} bytes {bound.seconds:.1f} s after the host {grew} "
                 f"the disk from {step.host_from_bytes} to {step.host_to_bytes} bytes (bound {bound.seconds:.1f} s: "
-                f"{bound.source}); no notice reached the driver, or it did not act on it")]
+                f"{bound.source}); no notice reached the driver, or it did not act on it", step.vcpu_wait_pct, None,
+                        bound.seconds)]
     if step.guest_seen_s is None:
         return [(f"{step.name}: the guest saw {step.guest_bytes} bytes after the host {grew} the disk from "
-                f"{step.host_from_bytes} to {step.host_to_bytes} bytes: another size than the host configured")]
+                f"{step.host_from_bytes} to {step.host_to_bytes} bytes: another size than the host configured")], []
     if step.guest_seen_s > bound.seconds:
-        return [(f"{step.name}: the guest saw the new size {step.guest_seen_s:.2f} s after the host {grew} the disk, "
-                f"beyond the bound of {bound.seconds:.1f} s ({bound.source})")]
-    return []
+        return [], [Overrun(f"{step.name}: the guest saw the new size {step.guest_seen_s:.2f} s after the host {grew} "
+                            f"the disk, beyond the bound of {bound.seconds:.1f} s ({bound.source})", step.vcpu_wait_pct,
+                            step.guest_seen_s, bound.seconds)]
+    return [], []
 
 
 def judge_resize(run: ResizeRun, bound: Bound) -> RuleVerdict:
     lines = [f"{run.disk} ({run.driver}), the guest's bound {bound.seconds:.1f} s ({bound.source})"]
     problems: list[str] = []
+    overruns: list[Overrun] = []
     props: dict[str, Number] = {"resize_bound_s": bound.seconds, "fio_errors": run.fio_errors}
     for s in run.steps:
         seen = "never" if s.guest_seen_s is None else f"after {s.guest_seen_s:.2f} s"
         lines.append(f"{s.name}: host {s.host_from_bytes} -> {s.host_to_bytes} bytes in {s.host_s:.2f} s; the guest "
                      f"saw {s.guest_bytes} bytes {seen}; told by: {s.mechanism or 'no kernel log line'}")
-        problems += _step_problems(s, bound)
+        step_problems, step_overruns = _step_problems(s, bound)
+        problems += step_problems
+        overruns += step_overruns
         props |= {f"{s.name}_host_from_bytes": s.host_from_bytes, f"{s.name}_host_to_bytes": s.host_to_bytes,
                   f"{s.name}_guest_bytes": s.guest_bytes, f"{s.name}_host_s": round(s.host_s, 3),
                   f"{s.name}_mechanism": s.mechanism or "none"}
         if s.guest_seen_s is not None:
             props[f"{s.name}_guest_seen_s"] = round(s.guest_seen_s, 3)
+        if s.vcpu_wait_pct is not None:
+            props[f"{s.name}_vcpu_wait_pct"] = s.vcpu_wait_pct
     if run.not_shrunk:
         lines.append(f"shrink: not done ({run.not_shrunk}); the disk keeps its grown size for the rest of the run")
     lines.append(f"fio through the resizes: {run.fio_errors} error(s)")
@@ -240,7 +255,8 @@ def judge_resize(run: ResizeRun, bound: Bound) -> RuleVerdict:
         problems.append(f"fio saw {run.fio_errors} error(s) while the host resized the disk (expected 0): "
                         f"{run.fio_said[-400:] or 'fio said nothing more'}")
     hint = None
-    notes = []
+    notes: list[str] = []
+    fold_overruns(overruns, problems, notes, props)
     if run.fs is not None:
         fs_lines, fs_problems, fs_props, hint = _fs_part(run.fs, run.disk)
         lines, problems, props = lines + fs_lines, problems + fs_problems, props | fs_props

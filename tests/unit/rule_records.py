@@ -15,7 +15,8 @@ from model.across.against_baseline import against_baseline
 from model.across.moves import Series
 from model.advertised import Advertised
 from model.device_limits import ConfiguredLimits, DepthLimit, GuestLimits, IoMax, parse_guest_limits
-from model.judging.verdict import RuleVerdict, combine_repeats
+from model.judging.host_busy import Overrun, fold_overruns
+from model.judging.verdict import Number, RuleVerdict, combine_repeats
 from model.kernel_log_check import InjectedErrors, check_kernel_log, with_kernel_log
 from model.parse.dmesg import parse_kernel_log
 from model.rules.alignment import count_boundary_crossings, judge_alignment
@@ -25,7 +26,7 @@ from model.rules.data_integrity import PLAN, GuestCheck, Region, check_backing, 
 from model.rules.direct_io import LatencyFloor, judge_direct_io
 from model.rules.discard import ZEROES_RANGE, DiscardLimits, ZeroesSeen, judge_discard
 from model.rules.error_propagation import WORKLOAD, attempts_for, bound_for, judge_error_propagation
-from model.rules.hotplug import judge_hotplug
+from model.rules.hotplug import Gone, judge_hotplug
 from model.rules.identity import ConfiguredIdentity, DeviceIdentity, GuestIdentity, judge_identity
 from model.rules.io_size import judge_io_size
 from model.rules.limits import judge_limits
@@ -39,6 +40,8 @@ from model.rules.write_cache import judge_write_cache
 from tests.model.test_discard import BLK, SCSI, WHERE, _healthy, _zeroes
 from tests.model.test_discard import _trim as _discard_trim
 from tests.model.test_error_propagation import HEALED, IGNORING, SCSI_BOUND, _scsi
+from tests.model.test_host_busy import LATE_BUSY as HOTPLUG_LATE_BUSY
+from tests.model.test_host_busy import RESIZE_LATE_BUSY
 from tests.model.test_hotplug import BLK as HOTPLUG_BLK
 from tests.model.test_hotplug import BLK_SURPRISE, SCSI_OFF, SCSI_SURPRISE
 from tests.model.test_model_integrity import ZERO_GUARDS, window_of, written
@@ -157,7 +160,9 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                               judge_error_propagation(WORKLOAD, [], None, None, bound_for(None, None),
                                                       policy=IGNORING)],
         "hotplug": [judge_hotplug(dataclasses.replace(HOTPLUG_BLK, surprise=SCSI_SURPRISE)), judge_hotplug(SCSI_OFF),
-                    judge_hotplug(dataclasses.replace(HOTPLUG_BLK, surprise=BLK_SURPRISE))],
+                    judge_hotplug(dataclasses.replace(HOTPLUG_BLK, surprise=BLK_SURPRISE)),
+                    # late on a busy host: the waits of both intervals, the overrun not judged
+                    judge_hotplug(dataclasses.replace(HOTPLUG_LATE_BUSY, gone=Gone(0.0, 0.01, 0.28, vcpu_wait_pct=7.1)))],
         # healthy with and without the device's own counts, fstrim and write-zeroes; a device without discard
         "discard": [judge_discard(SCSI, _healthy(SCSI, True), WHERE, "sdb", _discard_trim(True), _zeroes(2147479552)),
                     judge_discard(BLK, _healthy(BLK, False), WHERE, "vdb", _discard_trim(False), _zeroes(2147483136)),
@@ -165,7 +170,8 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
         # healthy (both steps seen), and a grow never seen
         "resize": [judge_resize(dataclasses.replace(_resize_run("sd", "sdb", 0.049, 0.137, log=SCSI_GROW_LOG),
                                                     fs=RESIZE_GROWN), resize_bound("sd")),
-                   judge_resize(_resize_run("sd", "sdb", None, 0.05, grow_guest=1 << 30), resize_bound("sd"))],
+                   judge_resize(_resize_run("sd", "sdb", None, 0.05, grow_guest=1 << 30), resize_bound("sd")),
+                   judge_resize(RESIZE_LATE_BUSY, resize_bound("sd"))],
         # every property of a judged stall; the timeout's only where the driver has one
         "stall-tolerance": [judge_stall_tolerance(SCSI_30, 30.0, STALL), judge_stall_tolerance(STALL_BLK, 30.0, None, "x")],
         # the recorded healthy run (every property, the guest's flushes and FUA included)
@@ -197,5 +203,7 @@ def shared_recorded() -> list[str]:
     errors = parse_kernel_log((DATA / "dmesg-6.1-io-errors.txt").read_text(), "dmesg")
     checked = with_kernel_log(v, check_kernel_log(errors, "dmesg", injected=[InjectedErrors("sdb", 800, 8)]))
     assert set(checked.properties) - set(v.properties) == set(KERNEL_LOG_PROPERTIES), sorted(checked.properties)
-    return [*SHARED_PROPERTIES, *KERNEL_LOG_PROPERTIES, *AROUND_THE_VERDICT]
+    held: dict[str, Number] = {}
+    fold_overruns([Overrun("the guest showed sdc 10.58 s after ...", 60.67)], [], [], held)
+    return [*SHARED_PROPERTIES, *KERNEL_LOG_PROPERTIES, *AROUND_THE_VERDICT, *held]
 
