@@ -30,7 +30,7 @@ KLOG_MARK = "vioconform-replay: kernel-log mark"
 #: Seconds the script waits for the disk to appear after its drivers load.
 DISK_WAIT_S = 30
 #: Seconds a counted job waits for the host's answer before it goes on without it (the host's
-#: counters are then missing, and the replay says the evidence is incomplete).
+#: counters are then missing, and the replay says the evidence is incomplete); a host action too.
 COUNT_WAIT_S = 60
 
 
@@ -43,11 +43,15 @@ class Job:
     #: the host reads QEMU's counters of the disk right before and after the job
     counted: bool = False
     #: shell lines run before the job starts (a filesystem made, a file laid out): their output is the
-    #: job's part ``prepared``; they may call ``apply_setup`` (the run's set-up again, as after a re-read).
+    #: job's part ``prepared``; they may call ``apply_setup`` (the run's set-up again, as after a re-read)
+    #: and ``host <name> <args>`` (a host action, its answer in ``$ANSWER``).
     #: A job without fio (no ``args``) runs them alone, between its BEGIN and END.
     prepare: str = ""
     #: fio's file: the disk, or a file on it
     target: str = "/dev/$DEV"
+    #: shell lines run while fio runs (fio's pid in ``$FIO``), e.g. ``host grow``: their output is
+    #: the job's part ``during``
+    during: str = ""
 
 
 def _setup_lines(setup: Sequence[Mapping[str, str]]) -> list[str]:
@@ -79,6 +83,7 @@ def _job_lines(job: Job) -> list[str]:
         *count,
         f"fio {fio} --filename={job.target} --output-format=json > /tmp/fio.json 2>/tmp/fio.err &",
         "FIO=$!; : > /tmp/inflight",
+        *([f"(\n{job.during}\n) > /tmp/during 2>&1", f"dump {n} during /tmp/during"] if job.during else []),
         "while kill -0 $FIO 2>/dev/null; do cat /sys/block/$DEV/inflight >> /tmp/inflight; usleep 100000; done",
         "wait $FIO; RC=$?",
         *counted,
@@ -127,8 +132,9 @@ def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[st
         "echo /bin/modprobe > /proc/sys/kernel/modprobe; echo ext4 > /etc/filesystems",
         f"say() {{ echo \"{PREFIX} $*\" > /dev/ttyS0; }}",
         f"dump() {{ sed \"s/^/{PREFIX} $1 $2 /\" \"$3\" > /dev/ttyS0; }}",
-        # the console held open for reading: the host's answers to COUNT wait in it until read
-        *(["exec 3</dev/ttyS0", "stty -echo <&3 2>/dev/null"] if any(j.counted for j in jobs) else []),
+        # the console held open for reading: the host's answers to COUNT and HOST wait in it until read
+        "exec 3</dev/ttyS0", "stty -echo <&3 2>/dev/null",
+        f"host() {{ ANSWER=; say HOST \"$@\"; read -t {COUNT_WAIT_S} ANSWER <&3; }}",
         "echo 1 > /proc/sys/kernel/printk",
         f"for m in {mods}; do modprobe \"$m\" 2>/dev/null; done",
         "find_disk() { for b in /sys/block/*; do",

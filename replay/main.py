@@ -142,16 +142,19 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
             "-serial", "stdio", "-no-reboot", "-msg", "timestamp=on", "-D", str(out / "qemu-trace.log"),
             *(a for e in events for a in ("-trace", f"enable={e}"))]
     with tempfile.TemporaryDirectory(prefix="vioc-qmp-") as sockets:  # short: a socket's path has 107 bytes
-        qmp = None
-        if any(j.counted for j in jobs):
-            qmp = Qmp(Path(sockets) / "qmp.sock")
-            args += ["-qmp", f"unix:{qmp.path},server=on,wait=off"]
+        qmp = Qmp(Path(sockets) / "qmp.sock")  # the counters and the host actions
+        args += ["-qmp", f"unix:{qmp.path},server=on,wait=off"]
         (out / "qemu-command.txt").write_text(" ".join([qemu or argv[0], *args]) + "\n")
         window = sum(float(a.split("=")[1].rstrip("s")) for j in jobs for a in j.args if a.startswith("--runtime="))
-        b = boot(qemu or argv[0], args, BOOT_ALLOWANCE_S + window + 15 * len(jobs), out / "console.log", qmp)
+        b = boot(qemu or argv[0], args, BOOT_ALLOWANCE_S + window + 15 * len(jobs), out / "console.log", qmp,
+                 rule.actions)
+        qmp_events = list(qmp.events)
     (out / "marks.json").write_text(json.dumps(b.marks, indent=1) + "\n")  # host wall times of each job
     if b.counters:  # QEMU's counters around each counted job: the host's side of its verdict
         (out / "counters.json").write_text(json.dumps(b.counters, indent=1) + "\n")
+    if b.host_calls or qmp_events:  # what the host did when the guest asked, and what QEMU said
+        (out / "host-actions.json").write_text(json.dumps(
+            {"calls": [vars(c) for c in b.host_calls], "events": qmp_events}, indent=1) + "\n")
     device, outputs = guest_outputs(b, [j.name for j in jobs])
     path_text, limits_text = (
         "\n".join(line.removeprefix(p) for line in b.lines if line.startswith(p)) for p in ("path limits ", "disk limits "))
@@ -169,7 +172,7 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
             serial, _, text = line.removeprefix("probed ").partition(" ")
             probed.setdefault(serial, []).append(text)
     verdict = rule.judge(Replayed(config, outputs, requests, device, path_text, limits_text, b.counters,
-                                  {k: "\n".join(v) for k, v in probed.items()}))
+                                  {k: "\n".join(v) for k, v in probed.items()}, b.host_calls, qmp_events))
     return kernel_log_checked(verdict, b)
 
 

@@ -17,7 +17,7 @@ import shlex
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +74,25 @@ def file_disks(argv: Sequence[str]) -> list[str]:
     return [Path(m).name for a in argv for m in re.findall(r'"filename":\s*"([^"]*)"', a)]
 
 
+#: What the host does when the guest asks (``HOST <name> <args>``): given QEMU's monitor and the
+#: guest's words after the name, it returns the line the guest reads back as ``$ANSWER`` (one line).
+HostAction = Callable[[Qmp, Sequence[str]], str]
+
+
+@dataclass(frozen=True)
+class HostCall:
+    """One host action the guest asked for: its name and words, the host's monotonic clock in ns
+    around it, and the answer it gave the guest (or the error that stopped it, the answer then being
+    ``ERROR <message>``)."""
+
+    name: str
+    args: tuple[str, ...]
+    begin_ns: int
+    end_ns: int
+    answer: str
+    error: str = ""
+
+
 @dataclass
 class Boot:
     """What one boot gave: the host wall time of each marker, the guest's lines, QEMU's exit."""
@@ -85,6 +104,8 @@ class Boot:
     #: QEMU's ``query-blockstats`` at each ``COUNT <job> <when>`` line: "<job> <when>" -> (the host's
     #: monotonic clock in ns, the reply as JSON)
     counters: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: every ``HOST`` request of the guest, in order, with what the host did
+    host_calls: list[HostCall] = field(default_factory=list)
 
 
 def replay_line(console_line: str) -> str | None:
@@ -93,11 +114,14 @@ def replay_line(console_line: str) -> str | None:
     return console_line[at + len(PREFIX) + 1:].rstrip("\r\n") if at >= 0 else None
 
 
-def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path, qmp: Qmp | None = None) -> Boot:
+def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path, qmp: Qmp | None = None,
+         actions: Mapping[str, HostAction] | None = None) -> Boot:
     """Run QEMU until the guest powers off (or ``timeout_s``), its serial console on stdio: the
     replay's lines are kept, each BEGIN and END stamped with the host's wall clock (the trace's). At
     each ``COUNT`` line the disk's counters are read from ``qmp`` (QEMU's monitor, given in ``args``)
-    and the guest, which waits for it, is answered with a line on its console."""
+    and the guest, which waits for it, is answered with a line on its console. At each ``HOST <name>
+    <args>`` line the host runs ``actions[name]`` with ``qmp`` and answers the guest with its result.
+    QEMU's own events (``DEVICE_DELETED``, ``BLOCK_IO_ERROR``...) are kept by ``qmp`` (Qmp.events)."""
     out = Boot()
     try:
         proc = subprocess.Popen([qemu, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -123,6 +147,8 @@ def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path, qmp: Q
                     out.marks[f"{word[0]} {word[1]}"] = time.time()
                 elif word[0] == "COUNT" and len(word) > 2:
                     _count(proc, qmp, out, f"{word[1]} {word[2]}")
+                elif word[0] == "HOST" and len(word) > 1:
+                    _answer(proc, _host_call(qmp, actions or {}, line.split()[1:]), out)
         out.exit_status = proc.wait()
     finally:
         timer.cancel()
@@ -147,12 +173,36 @@ def _count(proc: subprocess.Popen[bytes], qmp: Qmp | None, out: Boot, key: str) 
         except QmpError as e:
             out.counters.pop(key, None)
             out.lines.append(f"QMP {key}: {e}")
+    _send(proc, b"\n")
+
+
+def _send(proc: subprocess.Popen[bytes], line: bytes) -> None:
+    """A line on the guest's console (it waits for one on its fd 3)."""
     if proc.stdin is not None:
         try:
-            proc.stdin.write(b"\n")
+            proc.stdin.write(line)
             proc.stdin.flush()
         except OSError:
             pass  # QEMU has gone: its exit says why
+
+
+def _host_call(qmp: Qmp | None, actions: Mapping[str, HostAction], words: Sequence[str]) -> HostCall:
+    name, args = words[0], tuple(words[1:])
+    t0 = time.monotonic_ns()
+    try:
+        if name not in actions:
+            raise QmpError(f"the replay has no host action {name} (it has {', '.join(sorted(actions)) or 'none'})")
+        if qmp is None:
+            raise QmpError("the replay started QEMU without its monitor")
+        answer = actions[name](qmp, args).replace("\n", " ")
+        return HostCall(name, args, t0, time.monotonic_ns(), answer)
+    except (QmpError, ValueError, OSError) as e:
+        return HostCall(name, args, t0, time.monotonic_ns(), f"ERROR {e}".replace("\n", " "), str(e))
+
+
+def _answer(proc: subprocess.Popen[bytes], call: HostCall, out: Boot) -> None:
+    out.host_calls.append(call)
+    _send(proc, call.answer.encode() + b"\n")
 
 
 def replay_cmdline(run_cmdline: str) -> str:

@@ -32,6 +32,8 @@ class Qmp:
         self.timeout_s = timeout_s
         self.sock: socket.socket | None = None
         self.buffer = b""
+        #: QEMU's events read so far (``{"event": "DEVICE_DELETED", "data": ..., "timestamp": ...}``)
+        self.events: list[dict[str, Any]] = []
 
     def connect(self) -> None:
         deadline = time.monotonic() + self.timeout_s
@@ -82,7 +84,9 @@ class Qmp:
                 message = json.loads(line)
             except ValueError as e:
                 raise QmpError(f"QEMU's monitor answered {what} with no JSON: {line[:200]!r}") from e
-            if isinstance(message, dict) and (key in message if key else "event" not in message):
+            if isinstance(message, dict) and "event" in message and not key:
+                self.events.append(message)
+            elif isinstance(message, dict) and (key in message if key else True):
                 return message
 
     def close(self) -> None:

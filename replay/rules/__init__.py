@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from model.judging.verdict import RuleVerdict
 from model.parse.qemutrace import TracedRequest
 from replay.guest_script import Job
-from replay.qemu import CannotTest
+from replay.qemu import CannotTest, HostAction, HostCall
 
 
 @dataclass(frozen=True)
@@ -47,15 +47,21 @@ class Replayed:
     limits_text: str = ""
     counters: Mapping[str, tuple[int, str]] = field(default_factory=dict)
     probed: Mapping[str, str] = field(default_factory=dict)
+    #: the host actions the guest asked for, in order, and QEMU's events (QMP) read during the boot
+    host_calls: Sequence[HostCall] = ()
+    events: Sequence[Mapping[str, object]] = ()
 
 
 @dataclass(frozen=True)
 class ReplayRule:
-    """One rule as the replay runs it: its fio jobs from the bundle's configuration, and its judge."""
+    """One rule as the replay runs it: its fio jobs from the bundle's configuration, its judge, and
+    its host actions."""
 
     rule: str
     jobs: Callable[[Mapping[str, object]], list[Job]]
     judge: Callable[[Replayed], RuleVerdict]
+    #: what the host does when the guest's script says ``host <name>`` (replay/qemu.py's HostAction)
+    actions: Mapping[str, HostAction] = field(default_factory=dict)
 
 
 def _declared() -> dict[str, ReplayRule]:

@@ -14,8 +14,8 @@ import pytest
 
 from model.device_limits import GuestLimits
 from model.parse.qemutrace import TracedRequest
-from replay.guest_script import guest_script
-from replay.qemu import CannotTest
+from replay.guest_script import Job, guest_script
+from replay.qemu import CannotTest, boot
 from replay.qmp import Qmp, QmpError
 from replay.rules import RULES, JobOutput, Replayed, replay_rule
 from replay.rules import direct_io as replay_direct_io
@@ -159,7 +159,23 @@ def test_a_counted_job_waits_for_the_host_around_fio_on_its_console() -> None:
                                        "fio --name=direct1k", "wait $FIO", "say COUNT direct1k after; read -t 60 _ <&3",
                                        "say END direct1k")]
     assert order == sorted(order)
-    assert "exec 3<" not in guest_script("s", [], [], replay_rule("io-size").jobs({}))
+
+
+def test_the_guest_asks_the_host_for_an_action_and_reads_its_answer(tmp_path: Path) -> None:
+    """A stand-in for QEMU that prints two HOST requests on its console as the script's ``host`` does and
+    echoes the answers it reads: the first action's answer comes back, the unknown one's error too, and
+    each call is kept with its words."""
+    fake = tmp_path / "qemu"
+    fake.write_text("#!/bin/sh\necho 'VIOC-REPLAY HOST grow 1048576'; read a; echo \"VIOC-REPLAY got $a\"\n"
+                    "echo 'VIOC-REPLAY HOST shrink'; read b; echo \"VIOC-REPLAY got $b\"\n")
+    fake.chmod(0o755)
+    b = boot(str(fake), [], 30, tmp_path / "console.log", Qmp(tmp_path / "none.sock"),
+             {"grow": lambda qmp, args: f"size {int(args[0]) * 2}"})
+    assert b.lines[1] == "got size 2097152"
+    assert b.lines[3].startswith("got ERROR the replay has no host action shrink (it has grow)")
+    assert [(c.name, c.args, c.error == "") for c in b.host_calls] == [("grow", ("1048576",), True), ("shrink", (), False)]
+    script = guest_script("s", [], [], [Job("j", ("--name=j",), during="host grow 4096")])
+    assert script.index("FIO=$!") < script.index("host grow 4096") < script.index("wait $FIO")
 
 
 # --- alignment and limits -------------------------------------------------------------------------------
