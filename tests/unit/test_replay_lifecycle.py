@@ -1,0 +1,112 @@
+"""The replays of the disk's life (replay/rules/hotplug.py, resize.py): their guest scripts and host
+actions follow the bundle's configuration, and their judges, the rules' own, reach the run's verdict on
+recorded real replays (tests/data/replay/<rule>-<controller>-<healthy|faulted>.json: the guest's replay
+lines, the job marks, the host's calls and QEMU's events of one boot, and the bundle's configuration)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from model.parse.hostcpu import VcpuTimes
+from replay import main as cli
+from replay.guest_script import guest_script
+from replay.qemu import Boot, CannotTest, HostCall
+from replay.rules import RULES, Replayed
+from replay.rules.host import vcpu_of, wait_pct
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
+
+
+def _recorded(name: str, **config: Any) -> Replayed:
+    """One recorded boot as the replay's judge gets it (``config``: keys of the bundle's configuration changed)."""
+    rec = json.loads((DATA / f"{name}.json").read_text())
+    conf = {**rec["config"], **config}
+    b = Boot(rec["lines"], rec["marks"], 0)
+    device, outputs = cli.guest_outputs(b, [j.name for j in RULES[conf["rule"]].jobs(conf)])
+    return Replayed(conf, outputs, [], device, host_calls=[HostCall(**{**c, "args": tuple(c["args"])}) for c in rec["calls"]],
+                    events=rec["events"])
+
+
+HOTPLUG = {"rule": "hotplug", "controller": "virtio-scsi", "probed_limits": {"driver": "sd"}, "measure": {"inject": []},
+           "limits_script": "echo name={disk}",
+           "hotplug": {"serial": "vioc-dut90", "size_bytes": 64 << 20, "surprise_removal": False,
+                       "configured_limits": {"queue_depth": 128, "logical_block_bytes": 512, "physical_block_bytes": 4096,
+                                             "optimal_io_bytes": 0, "write_cache": False, "queues": 2}}}
+
+
+def _script(config: dict[str, Any]) -> str:
+    return guest_script("vioc-dut0", [], [], RULES[config["rule"]].jobs(config))
+
+
+def test_the_hotplug_replay_adds_the_disk_the_run_added_with_its_configured_limits() -> None:
+    script = _script(HOTPLUG)
+    assert "host add virtio-scsi vioc-dut90 67108864 512 4096 0 off 2\n" in script
+    assert "find_disk vioc-dut90" in script and "past $t0 5 " in script  # the rule's SEEN_BOUND_S
+    assert "scsi_mod" not in script and "drivers_autoprobe" not in script
+    order = [script.index(s) for s in ("host add", "host seen", "echo name=$N", "host del", "host gone $2", "host cleanup")]
+    assert order == sorted(order)
+
+
+@pytest.mark.parametrize(("driver", "path", "value"), [("sd", "/sys/module/scsi_mod/parameters/scan", "manual"),
+                                                        ("virtio_blk", "/sys/bus/virtio/drivers_autoprobe", "0")])
+def test_hotplug_off_is_the_guests_own_setting_written_before_the_add_and_restored_after(
+        driver: str, path: str, value: str) -> None:
+    script = _script({**HOTPLUG, "probed_limits": {"driver": driver}, "measure": {"inject": ["hotplug-off"]}})
+    on, off = script.index(f"printf %s {value} > {path}"), script.index(f'printf %s "$WAS" > {path}')
+    assert on < script.index("host add") < script.index("host cleanup") < off
+
+
+@pytest.mark.parametrize(("change", "why"), [({"hotplug": None}, "has no hotplug"),
+                                             ({"hotplug": {**HOTPLUG["hotplug"], "surprise_removal": True}},
+                                              "--surprise-removal")])
+def test_a_hotplug_bundle_the_replay_cannot_replay_is_125_with_the_reason(change: dict[str, Any], why: str) -> None:
+    with pytest.raises(CannotTest, match=why):
+        RULES["hotplug"].jobs({**HOTPLUG, **change})
+
+
+def test_a_recorded_healthy_hotplug_replay_passes_on_virtio_blk() -> None:
+    r = _recorded("hotplug-virtio-blk-healthy")
+    v = RULES["hotplug"].judge(r)
+    assert v.passed, v.explain()
+    p = v.properties
+    assert (p["hotplug_device"], p["guest_size_bytes"], p["seen_s"], p["gone_guest_s"], p["gone_host_s"]) == (
+        "vdc", 64 << 20, 1.65, 0.43, 1.73)
+    assert p["seen_vcpu_wait_pct"] == 71.59
+    assert p["added_physical_block_size_guest"] == "512"
+
+
+def test_a_recorded_healthy_replay_fails_where_the_host_configured_another_block_size() -> None:
+    """The rule's own judge decides: the same boot, against a configuration that asked for more."""
+    entry = json.loads((DATA / "hotplug-virtio-blk-healthy.json").read_text())["config"]["hotplug"]
+    limits = {**entry["configured_limits"], "physical_block_bytes": 4096}
+    v = RULES["hotplug"].judge(_recorded("hotplug-virtio-blk-healthy", hotplug={**entry, "configured_limits": limits}))
+    assert not v.passed
+    assert "the added disk vdc: physical block size: the host configured 4096, the guest sees 512" in v.problems[0]
+
+
+def test_the_vcpu_times_an_action_answers_are_read_back_and_give_the_wait() -> None:
+    a = vcpu_of("ok 1796665582.047756 vcpu:2:100:1000000000:10.0")
+    b = vcpu_of("gone 1.727 vcpu:2:200:2000000000:11.0")
+    assert a == VcpuTimes(2, 100, 1000000000, 10.0)
+    assert wait_pct(a, b) == 50.0
+    assert vcpu_of("ok vcpu:none") is None and wait_pct(a, None) is None
+
+
+RESIZE = {"rule": "resize", "controller": "virtio-scsi", "probed_limits": {"driver": "sd"}, "host_ref": "ua-vioc-dut01"}
+
+
+def test_the_resize_replay_grows_and_shrinks_the_runs_disk_under_the_runs_fio() -> None:
+    jobs = RULES["resize"].jobs(RESIZE)
+    io, fs = jobs
+    assert {"--rw=randrw", "--bs=4096", "--iodepth=4", "--size=16777216", "--time_based", "--runtime=120s"} <= set(io.args)
+    assert "host resize grow ua-vioc-dut01 grow" in io.during and "host resize shrink ua-vioc-dut01 to $FROM" in io.during
+    assert io.during.rstrip().endswith("kill -INT $FIO") and "past $t0 5 " in io.during  # the bound of sd
+    assert not fs.args and "mkfs.ext4 -q -F -b 4096 -E nodiscard,lazy_itable_init=1" in fs.prepare
+    assert fs.prepare.index("host resize fs-grow") < fs.prepare.index("resize2fs /dev/$DEV") < fs.prepare.index(
+        "host resize fs-back")
+    with pytest.raises(CannotTest, match="no host_ref"):
+        RULES["resize"].jobs({**RESIZE, "host_ref": ""})
