@@ -31,7 +31,7 @@ def _recorded(name: str, **config: Any) -> Replayed:
                     events=rec["events"])
 
 
-HOTPLUG = {"rule": "hotplug", "controller": "virtio-scsi", "probed_limits": {"driver": "sd"}, "measure": {"inject": []},
+HOTPLUG: dict[str, Any] = {"rule": "hotplug", "controller": "virtio-scsi", "probed_limits": {"driver": "sd"}, "measure": {"inject": []},
            "limits_script": "echo name={disk}",
            "hotplug": {"serial": "vioc-dut90", "size_bytes": 64 << 20, "surprise_removal": False,
                        "configured_limits": {"queue_depth": 128, "logical_block_bytes": 512, "physical_block_bytes": 4096,
@@ -96,7 +96,7 @@ def test_the_vcpu_times_an_action_answers_are_read_back_and_give_the_wait() -> N
     assert vcpu_of("ok vcpu:none") is None and wait_pct(a, None) is None
 
 
-RESIZE = {"rule": "resize", "controller": "virtio-scsi", "probed_limits": {"driver": "sd"}, "host_ref": "ua-vioc-dut01"}
+RESIZE: dict[str, Any] = {"rule": "resize", "controller": "virtio-scsi", "probed_limits": {"driver": "sd"}, "host_ref": "ua-vioc-dut01"}
 
 
 def test_the_resize_replay_grows_and_shrinks_the_runs_disk_under_the_runs_fio() -> None:
