@@ -25,21 +25,7 @@ from model.ext4 import BLOCK_BYTES, MKFS_OPTIONS, MOUNT_OPTIONS, STATFS, WIPE_BY
 from model.judging.verdict import RuleVerdict
 from model.parse.filesystem import FsSize, parse_resize2fs, parse_statfs
 from model.parse.fio_json import fio_messages, parse_fio_json
-from model.rules.resize import (
-    GROW_BYTES,
-    IO_BLOCK_BYTES,
-    IO_DEPTH,
-    IO_REGION_BYTES,
-    IO_RUNTIME_S,
-    MOUNT,
-    RULE,
-    FsGrow,
-    ResizeRun,
-    ResizeStep,
-    bound_for,
-    judge_resize,
-    mechanism,
-)
+from model.rules import resize as rule
 from replay.guest_script import Job
 from replay.qemu import CannotTest, HostCall
 from replay.qmp import Qmp, QmpError
@@ -109,18 +95,18 @@ def jobs(config: Mapping[str, object]) -> list[Job]:
     if not ref:
         raise CannotTest("the bundle's configuration.json has no host_ref (a bundle of an older run): the replay "
                          "does not know which of QEMU's disks to resize")
-    bound = bound_for(_driver(config)).seconds
+    bound = rule.bound_for(_driver(config)).seconds
     during = (DURING.replace("{grow}", _step("grow", ref, "grow", bound))
               .replace("{shrink}", _step("shrink", ref, "to $FROM", bound)))
     # the fs grow's answer is kept in a file too: the shrink back reads the size it grew from
     fs_grow = _step("fs-grow", ref, "grow", bound).replace(
         'echo "answer fs-grow $ANSWER"', 'echo "answer fs-grow $ANSWER" | tee -a /tmp/prep-answers')
     fs = (FS_SCRIPT.replace("{grow}", fs_grow).replace("{back}", _step("fs-back", ref, "to $1", bound))
-          .replace("{mount}", MOUNT).replace("{block}", str(BLOCK_BYTES)).replace("{mkfs}", MKFS_OPTIONS)
+          .replace("{mount}", rule.MOUNT).replace("{block}", str(BLOCK_BYTES)).replace("{mkfs}", MKFS_OPTIONS)
           .replace("{mopts}", MOUNT_OPTIONS).replace("{statfs}", STATFS).replace("{wipe}", str(WIPE_BYTES)))
-    io = fio(JOB, {"rw": "randrw", "bs": IO_BLOCK_BYTES, "iodepth": IO_DEPTH, "numjobs": 1, "ioengine": "libaio",
-                   "direct": 1, "time_based": True, "runtime": f"{IO_RUNTIME_S}s", "group_reporting": True,
-                   "size": IO_REGION_BYTES})
+    io = fio(JOB, {"rw": "randrw", "bs": rule.IO_BLOCK_BYTES, "iodepth": rule.IO_DEPTH, "numjobs": 1, "ioengine": "libaio",
+                   "direct": 1, "time_based": True, "runtime": f"{rule.IO_RUNTIME_S}s", "group_reporting": True,
+                   "size": rule.IO_REGION_BYTES})
     return [dataclasses.replace(io, during=during), Job(FS, (), prepare=fs)]
 
 
@@ -135,12 +121,12 @@ def _node(qmp: Qmp, ref: str) -> tuple[str, int]:
 
 
 def resize(qmp: Qmp, args: Sequence[str]) -> str:
-    """``resize STEP REF grow`` (by GROW_BYTES) or ``resize STEP REF to BYTES``: ``block_resize`` on the
+    """``resize STEP REF grow`` (by the rule's GROW_BYTES) or ``resize STEP REF to BYTES``: ``block_resize`` on the
     disk's node; ``ok FROM TO HOST_S vcpu``: the sizes before and after as QEMU reports them, the call's
     seconds, and the vCPU times read after it (where the run reads them)."""
     ref, how = args[1], args[2:]
     node, before = _node(qmp, ref)
-    to = before + GROW_BYTES if list(how) == ["grow"] else int(how[1])
+    to = before + rule.GROW_BYTES if list(how) == ["grow"] else int(how[1])
     began = time.monotonic()
     qmp.execute("block_resize", {"node-name": node, "size": to})
     took = time.monotonic() - began
@@ -168,7 +154,7 @@ def _call(found: Sequence[HostCall], step: str) -> HostCall:
     return mine[0]
 
 
-def _steps(r: Replayed, said: Mapping[str, list[str]], names: Sequence[str]) -> list[ResizeStep]:
+def _steps(r: Replayed, said: Mapping[str, list[str]], names: Sequence[str]) -> list[rule.ResizeStep]:
     resizes, reports = calls(r.host_calls, "resize"), calls(r.host_calls, "seen")
     out = []
     for name in names:
@@ -179,8 +165,8 @@ def _steps(r: Replayed, said: Mapping[str, list[str]], names: Sequence[str]) -> 
         _, before, after, host_s = call.answer.split()[:4]
         klog = [s.partition(" ")[2] for s in said.get("klog", []) if s.split()[:1] == [name]]
         seen_s = (report.begin_ns - call.end_ns) / 1e9 if line[1] == "seen" else None
-        out.append(ResizeStep(name.removeprefix("fs-"), int(before), int(after), float(host_s), int(line[2]) * 512,
-                              seen_s, mechanism(klog, r.device), wait_pct(vcpu_of(call.answer), vcpu_of(report.answer))))
+        out.append(rule.ResizeStep(name.removeprefix("fs-"), int(before), int(after), float(host_s), int(line[2]) * 512,
+                              seen_s, rule.mechanism(klog, r.device), wait_pct(vcpu_of(call.answer), vcpu_of(report.answer))))
     return out
 
 
@@ -188,15 +174,15 @@ def _statfs(said: Mapping[str, list[str]], key: str) -> FsSize | None:
     try:
         return parse_statfs(said[key][0], f"the replay's stat -f ({key})") if key in said else None
     except ParseError as e:
-        raise CannotTest(f"the guest's statfs of {MOUNT} could not be read: {e}") from e
+        raise CannotTest(f"the guest's statfs of {rule.MOUNT} could not be read: {e}") from e
 
 
-def _fs(r: Replayed, original: int) -> FsGrow:
+def _fs(r: Replayed, original: int) -> rule.FsGrow:
     said = _said(output(r, FS).parts.get("prepared", ""))
     if said.get("notrun") == ["grow"]:
-        return FsGrow(None, None, original, not_run="the guest never saw the disk grow (above)")
+        return rule.FsGrow(None, None, original, not_run="the guest never saw the disk grow (above)")
     if said.get("notrun") == ["tools"]:
-        return FsGrow(None, None, original, not_run="the guest has no mkfs.ext4 or resize2fs (e2fsprogs)")
+        return rule.FsGrow(None, None, original, not_run="the guest has no mkfs.ext4 or resize2fs (e2fsprogs)")
     steps = _steps(r, said, ("fs-grow", "fs-back"))
     if len(steps) > 1 and steps[1].guest_seen_s is None:
         raise CannotTest(f"the guest still shows {steps[1].guest_bytes} bytes after the host shrank the disk back to "
@@ -206,13 +192,13 @@ def _fs(r: Replayed, original: int) -> FsGrow:
         raise CannotTest(f"the guest did not make, mount and grow the filesystem: it said {dict(said)}")
     grow = steps[0]
     if grow.guest_seen_s is None:
-        return FsGrow(before, None, grow.guest_bytes, not_run=(
-            f"the guest still saw {grow.guest_bytes} bytes {bound_for(_driver(r.config)).seconds:.1f} s after the host "
+        return rule.FsGrow(before, None, grow.guest_bytes, not_run=(
+            f"the guest still saw {grow.guest_bytes} bytes {rule.bound_for(_driver(r.config)).seconds:.1f} s after the host "
             f"grew the disk to {grow.host_to_bytes} bytes"))
     rc, seconds = said["resize2fs"][0].split()
     text = "\n".join(said.get("said", []))
     error = "" if rc == "0" else parse_resize2fs(text).last_line or f"resize2fs exited {rc}"
-    return FsGrow(before, _statfs(said, "after"), grow.host_to_bytes, error, parse_resize2fs(text).size_bytes,
+    return rule.FsGrow(before, _statfs(said, "after"), grow.host_to_bytes, error, parse_resize2fs(text).size_bytes,
                   float(seconds))
 
 
@@ -231,8 +217,8 @@ def judge(r: Replayed) -> RuleVerdict:
         errors = max(errors, 1)
     fs = _fs(r, steps[0].host_from_bytes)
     driver = _driver(r.config)
-    return judged(judge_resize(ResizeRun(r.device, driver, tuple(steps), errors, fio_messages(fio_out, fio_err), "", fs),
-                               bound_for(driver)))
+    return judged(rule.judge_resize(rule.ResizeRun(r.device, driver, tuple(steps), errors, fio_messages(fio_out, fio_err), "", fs),
+                               rule.bound_for(driver)))
 
 
-REPLAY = ReplayRule(RULE, jobs, judge, {"resize": resize, "seen": seen})
+REPLAY = ReplayRule(rule.RULE, jobs, judge, {"resize": resize, "seen": seen})
