@@ -104,7 +104,7 @@ def test_the_resize_replay_grows_and_shrinks_the_runs_disk_under_the_runs_fio() 
     io, fs = jobs
     assert {"--rw=randrw", "--bs=4096", "--iodepth=4", "--size=16777216", "--time_based", "--runtime=120s"} <= set(io.args)
     assert "host resize grow ua-vioc-dut01 grow" in io.during and "host resize shrink ua-vioc-dut01 to $FROM" in io.during
-    assert io.during.rstrip().endswith("kill -INT $FIO") and "past $t0 5 " in io.during  # the bound of sd
+    assert io.during.rstrip().endswith("while kill -INT $FIO 2>/dev/null; do usleep 500000; done") and "past $t0 5 " in io.during  # the bound of sd
     assert not fs.args and "mkfs.ext4 -q -F -b 4096 -E nodiscard,lazy_itable_init=1" in fs.prepare
     assert fs.prepare.index("host resize fs-grow") < fs.prepare.index("resize2fs /dev/$DEV") < fs.prepare.index(
         "host resize fs-back")
