@@ -5,7 +5,9 @@ lines, the job marks, the host's calls and QEMU's events of one boot, and the bu
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +112,32 @@ def test_the_resize_replay_grows_and_shrinks_the_runs_disk_under_the_runs_fio() 
         "host resize fs-back")
     with pytest.raises(CannotTest, match="no host_ref"):
         RULES["resize"].jobs({**RESIZE, "host_ref": ""})
+
+
+def test_a_recorded_healthy_resize_replay_passes_told_by_virtio_scsis_parameter_change_event() -> None:
+    v = RULES["resize"].judge(_recorded("resize-virtio-scsi-healthy"))
+    assert v.passed, v.explain()
+    p = v.properties
+    assert (p["grow_host_to_bytes"], p["grow_guest_bytes"], p["shrink_guest_bytes"]) == (1140850688, 1140850688, 1073741824)
+    assert str(p["grow_mechanism"]).startswith("sd's revalidation (READ CAPACITY) on a rescan: virtio-scsi's parameter")
+    assert (p["fs_grow_ok"], p["fs_grow_after_bytes"] - p["fs_grow_before_bytes"], p["fio_errors"]) == (1, 65003520, 0)
+
+
+def test_a_recorded_faulted_resize_replay_on_a_busy_host_is_no_verdict_as_the_runs_is_an_error() -> None:
+    """param-change-off: the guest never saw the grow, while its vCPUs waited for a host CPU 69 % of the
+    bound (model/judging/host_busy.py): not judged, and nothing else failed: 125."""
+    with pytest.raises(CannotTest, match=r"the host was busy: grow: the guest still saw 1073741824 bytes 5.0 s after"):
+        RULES["resize"].judge(_recorded("resize-virtio-scsi-faulted-busy"))
+
+
+def test_the_same_faulted_boot_fails_with_the_runs_line_where_the_host_cannot_say_how_long_the_vcpus_waited() -> None:
+    """A host without schedstat answers ``vcpu:none``: the overrun is then the guest's, as in the run."""
+    r = _recorded("resize-virtio-scsi-faulted-busy")
+    blind = [HostCall(c.name, c.args, c.begin_ns, c.end_ns, re.sub(r"vcpu:\S+", "vcpu:none", c.answer)) for c in r.host_calls]
+    v = RULES["resize"].judge(dataclasses.replace(r, host_calls=blind))
+    assert not v.passed
+    run_fail = ("grow: the guest still saw 1073741824 bytes 5.0 s after the host grew the disk from 1073741824 to "
+                "1140850688 bytes (bound 5.0 s: measured on sd (SEEN_BOUND_S)); no notice reached the driver, or it did "
+                "not act on it")  # the run's FAIL line (its bundle's evidence/verdict.json)
+    assert v.problems == (run_fail,)
+    assert v.properties["fio_errors"] == 0  # fio's exit 128 is its answer to the replay's own stop
