@@ -120,7 +120,8 @@ def test_a_recorded_healthy_resize_replay_passes_told_by_virtio_scsis_parameter_
     p = v.properties
     assert (p["grow_host_to_bytes"], p["grow_guest_bytes"], p["shrink_guest_bytes"]) == (1140850688, 1140850688, 1073741824)
     assert str(p["grow_mechanism"]).startswith("sd's revalidation (READ CAPACITY) on a rescan: virtio-scsi's parameter")
-    assert (p["fs_grow_ok"], p["fs_grow_after_bytes"] - p["fs_grow_before_bytes"], p["fio_errors"]) == (1, 65003520, 0)
+    assert (p["fs_grow_ok"], p["fs_grow_before_bytes"], p["fs_grow_after_bytes"], p["fio_errors"]) == (
+        1, 1020702720, 1020702720 + 65003520, 0)
 
 
 def test_a_recorded_faulted_resize_replay_on_a_busy_host_is_no_verdict_as_the_runs_is_an_error() -> None:
