@@ -1,6 +1,6 @@
 """ext4 that a rule makes on its disk and takes off again: discard's fstrim, resize's online grow.
 
-Made and mounted as model/ext4.py says. ``fstrim`` (util-linux or busybox) trims a mounted
+Made and mounted as model/ext4_options.py says. ``fstrim`` (util-linux or busybox) trims a mounted
 filesystem; ``resize2fs`` grows one online. Each method is one guest command: under TCG a command's round trip (about 80 ms) costs more than the work.
 
 Example::
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from guest.tools.tool import GuestTool
 from model.errors import ParseError
-from model.ext4 import BLOCK_BYTES, MKFS_OPTIONS, MOUNT_OPTIONS, STATFS, WIPE_BYTES
+from model.ext4_options import BLOCK_BYTES, MKFS_OPTIONS, MOUNT_OPTIONS, STATFS, WIPE_BYTES
 from model.parse.filesystem import FsSize, parse_statfs
 from transport.ssh import CommandResult
 

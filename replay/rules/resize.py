@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from model.errors import ParseError
-from model.ext4 import BLOCK_BYTES, MKFS_OPTIONS, MOUNT_OPTIONS, STATFS, WIPE_BYTES
+from model.ext4_options import BLOCK_BYTES, MKFS_OPTIONS, MOUNT_OPTIONS, STATFS, WIPE_BYTES
 from model.judging.verdict import RuleVerdict
 from model.parse.filesystem import FsSize, parse_resize2fs, parse_statfs
 from model.parse.fio_json import fio_messages, parse_fio_json
