@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,10 @@ from model.parse.hostcpu import VcpuTimes
 from replay import main as cli
 from replay.guest_script import guest_script
 from replay.qemu import Boot, CannotTest, HostCall
+from replay.qmp import Qmp
 from replay.rules import RULES, Replayed
 from replay.rules.host import vcpu_of, wait_pct
+from replay.rules.hotplug import gone
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
 
@@ -142,3 +145,36 @@ def test_the_same_faulted_boot_fails_with_the_runs_line_where_the_host_cannot_sa
                 "not act on it")  # the run's FAIL line (its bundle's evidence/verdict.json)
     assert v.problems == (run_fail,)
     assert v.properties["fio_errors"] == 0  # fio's exit 128 is its answer to the replay's own stop
+
+
+def test_a_recorded_healthy_hotplug_replay_passes_on_virtio_scsi() -> None:
+    v = RULES["hotplug"].judge(_recorded("hotplug-virtio-scsi-healthy"))
+    assert v.passed, v.explain()
+    assert (v.properties["hotplug_device"], v.properties["seen_s"], v.properties["gone_host_s"]) == ("sdc", 0.49, 0.2)
+
+
+class _Monitor(Qmp):
+    """QEMU's monitor as the host actions see it: every command answered, DEVICE_DELETED read with the
+    reply to the third query-status."""
+
+    def __init__(self) -> None:
+        super().__init__(Path("/nonexistent.sock"))
+        self.sent: list[str] = []
+
+    def execute(self, command: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.sent.append(command)
+        if self.sent.count("query-status") == 3:
+            self.events.append({"event": "DEVICE_DELETED", "data": {"device": "vioc-hotplug"},
+                                "timestamp": {"seconds": 100, "microseconds": 500000}})
+        return {"return": []}
+
+
+def test_the_host_waits_for_device_deleted_and_times_it_from_its_request() -> None:
+    q = _Monitor()
+    assert gone(q, [f"{time.time() - 1:.6f}"]).startswith("gone ")  # it came while the host looked
+    assert q.sent.count("query-status") == 3 and q.sent[-1] == "blockdev-del"
+    q = _Monitor()
+    q.events.append({"event": "DEVICE_DELETED", "data": {"device": "vioc-hotplug"},
+                     "timestamp": {"seconds": 100, "microseconds": 500000}})
+    assert gone(q, ["99.0"]) == "gone 1.500 vcpu:none"
+    assert gone(_Monitor(), [f"{time.time() - 10:.6f}"]) == "kept vcpu:none"  # past the bound: no wait
