@@ -178,3 +178,15 @@ def test_the_host_waits_for_device_deleted_and_times_it_from_its_request() -> No
                      "timestamp": {"seconds": 100, "microseconds": 500000}})
     assert gone(q, ["99.0"]) == "gone 1.500 vcpu:none"
     assert gone(_Monitor(), [f"{time.time() - 10:.6f}"]) == "kept vcpu:none"  # past the bound: no wait
+
+
+def test_a_recorded_faulted_hotplug_replay_fails_with_the_runs_line_on_virtio_blk() -> None:
+    """hotplug-off: the virtio bus's drivers_autoprobe 0 written before the add; the guest waits out the bound
+    while its vCPUs waited 56.7 % of it for a host CPU (under BOUND_WAIT_MAX_PCT: the guest's own fault)."""
+    r = _recorded("hotplug-virtio-blk-faulted")
+    assert r.config["measure"]["inject"] == ["hotplug-off"]  # type: ignore[index]
+    v = RULES["hotplug"].judge(r)
+    assert not v.passed
+    assert v.problems == (("the guest showed no disk with serial vioc-dut90 within 5 s of the host adding it on virtio-blk "
+                          "(7x the slowest measured here under TCG): the guest did not bind or scan the new device"),)
+    assert v.properties["seen_vcpu_wait_pct"] == 56.66 and "gone_guest_s" not in v.properties
