@@ -1,7 +1,8 @@
 """The replays of the disk's life (replay/rules/hotplug.py, resize.py): their guest scripts and host
 actions follow the bundle's configuration, and their judges, the rules' own, reach the run's verdict on
 recorded real replays (tests/data/replay/<rule>-<controller>-<healthy|faulted>.json: the guest's replay
-lines, the job marks, the host's calls and QEMU's events of one boot, and the bundle's configuration)."""
+lines, the job marks, the host's calls and QEMU's events of one boot, the bundle's configuration, and the
+run's outcome and problems from the bundle's evidence/verdict.json)."""
 
 from __future__ import annotations
 
@@ -190,3 +191,12 @@ def test_a_recorded_faulted_hotplug_replay_fails_with_the_runs_line_on_virtio_bl
     assert v.problems == (("the guest showed no disk with serial vioc-dut90 within 5 s of the host adding it on virtio-blk "
                           "(7x the slowest measured here under TCG): the guest did not bind or scan the new device"),)
     assert v.properties["seen_vcpu_wait_pct"] == 56.66 and "gone_guest_s" not in v.properties
+
+
+@pytest.mark.parametrize("name", ["hotplug-virtio-blk-faulted", "hotplug-virtio-scsi-faulted", "resize-virtio-scsi-faulted",
+                                  "hotplug-virtio-blk-healthy", "hotplug-virtio-scsi-healthy", "resize-virtio-scsi-healthy"])
+def test_each_recorded_replay_reaches_its_runs_verdict_with_the_runs_fail_lines(name: str) -> None:
+    """The run's outcome and problems are its bundle's (evidence/verdict.json), kept beside the recording."""
+    rec = json.loads((DATA / f"{name}.json").read_text())
+    v = RULES[rec["config"]["rule"]].judge(_recorded(name))
+    assert ("passed" if v.passed else "failed", list(v.problems)) == (rec["run_outcome"], rec["run_problems"])
