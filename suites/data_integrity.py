@@ -16,7 +16,7 @@ from hypervisors.base import BackingStore
 from measure.disk import GuestDisk
 from model.faults import LBA_SHIFT_SECTORS
 from model.judging.verdict import RuleVerdict
-from model.rules.data_integrity import RULE, SHIFT_TARGET, Region, judge_run, plan_for
+from model.rules.data_integrity import RULE, SHIFT_TARGET, Region, plan_for, run_verdict
 
 __all__ = ["SHIFT_TARGET", "once"]
 
@@ -53,6 +53,6 @@ def once(disk: GuestDisk, store: BackingStore, mapper: DeviceMapper | None, raw:
     if out.stderr:
         (raw / f"{RULE}-{disk.kernel_name}.fio.stderr").write_text(out.stderr)
     shift = LBA_SHIFT_SECTORS if mapper is not None else 0
-    return judge_run(out.stdout, out.stderr, out.exit_status, target, shift,
+    return run_verdict(out.stdout, out.stderr, out.exit_status, target, shift,
                      store.read(region.window_start_bytes, region.window_bytes), guards, region, plan, run_id,
                      store.where, mapping)

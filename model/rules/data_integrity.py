@@ -332,7 +332,7 @@ def fio_results(stdout: str, stderr: str, exit_status: int, target: str,
     return result, {j.name: j.write.io_count for j in result.jobs if j.name != READBACK_JOB}
 
 
-def judge_run(stdout: str, stderr: str, exit_status: int, target: str, shift_sectors: int, window: bytes,
+def run_verdict(stdout: str, stderr: str, exit_status: int, target: str, shift_sectors: int, window: bytes,
               guards_before: tuple[bytes, bytes], region: Region, plan: Sequence[WritePass], run_id: int,
               where: str, mapping: str = "") -> RuleVerdict:
     """One run judged from what fio said in the guest (:func:`fio_args`' run through ``target``, a

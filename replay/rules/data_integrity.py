@@ -17,7 +17,7 @@ from pathlib import Path
 from model.errors import FioError
 from model.faults import LBA_SHIFT_SECTORS
 from model.judging.verdict import RuleVerdict
-from model.rules.data_integrity import RULE, SHIFT_TARGET, Region, fio_args, judge_run, plan_for
+from model.rules.data_integrity import RULE, SHIFT_TARGET, Region, fio_args, plan_for, run_verdict
 from replay.guest_script import Job
 from replay.qemu import CannotTest
 from replay.qmp import Qmp, QmpError
@@ -139,7 +139,7 @@ def judge(r: Replayed) -> RuleVerdict:
               _read(said.get("guard_after", ""), "guard after the range"))
     where = f"the backing file {said['window'].removesuffix('.window')} on this machine"
     try:
-        return judge_run(out.parts.get("fio", ""), out.parts.get("fioerr", ""), out.exit_status, target,
+        return run_verdict(out.parts.get("fio", ""), out.parts.get("fioerr", ""), out.exit_status, target,
                          LBA_SHIFT_SECTORS if mapping else 0, window, guards, region,
                          plan_for(_logical_block(r.config)), int(said.get("run", "0"), 16), where, mapping)
     except FioError as e:

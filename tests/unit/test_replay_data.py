@@ -121,7 +121,7 @@ def test_the_host_reads_the_disks_own_file_found_through_query_block_and_keeps_i
     assert past.read_bytes() == disk.read_bytes()[4000:] + bytes(104)  # past the file's end: zeros
     with pytest.raises(QmpError, match="lists no disk ua-vioc-dut02"):
         replay_di.backing(Monitor(block), ["ua-vioc-dut02", "0", "1", "x"])
-    block[1]["inserted"]["drv"] = "qcow2"
+    block[1] = {**block[1], "inserted": {"drv": "qcow2", "file": str(disk)}}
     with pytest.raises(QmpError, match="is a qcow2 image, not raw"):
         replay_di.backing(Monitor(block), ["ua-vioc-dut01", "0", "1", "x"])
 
