@@ -20,8 +20,9 @@ from model.judging.verdict import RuleVerdict
 from model.rules.data_integrity import RULE, SHIFT_TARGET, Region, fio_args, plan_for, run_verdict
 from replay.guest_script import Job
 from replay.qemu import CannotTest
-from replay.qmp import Qmp, QmpError
+from replay.qmp import Qmp
 from replay.rules import Replayed, ReplayRule
+from replay.rules.backing_file import disk_file
 from replay.rules.evidence import output, part
 
 JOB, READ = "integrity", "backing-after"
@@ -82,24 +83,11 @@ def jobs(config: Mapping[str, object]) -> list[Job]:
     return [Job(JOB, tuple(args), prepare="\n".join(prepare), target=target), Job(READ, (), prepare="\n".join(after))]
 
 
-def _file_of(qmp: Qmp, ref: str) -> Path:
-    """The raw file under the disk's device ``ref`` (its qdev id), from QEMU's ``query-block``."""
-    for entry in qmp.execute("query-block").get("return", []):
-        names = [str(entry.get(k, "")) for k in ("qdev", "device")]
-        if not any(n == ref or n.startswith(f"/machine/peripheral/{ref}/") for n in names):
-            continue
-        inserted = entry.get("inserted") or {}
-        if inserted.get("drv") != "raw":
-            raise QmpError(f"disk {ref} is a {inserted.get('drv')} image, not raw: its file is not the guest's bytes")
-        return Path(str(inserted.get("file")))
-    raise QmpError(f"QEMU's query-block lists no disk {ref}")
-
-
 def backing(qmp: Qmp, args: Sequence[str]) -> str:
     """``backing <device> <offset> <length> <name>``: that range of the disk's backing file, kept as
     ``<file>.<name>`` beside the file (in the replay's output directory); answers its path."""
     ref, offset, length, name = args
-    path = _file_of(qmp, ref)
+    path = disk_file(qmp, ref)
     with open(path, "rb") as f:
         f.seek(int(offset))
         data = f.read(int(length))
