@@ -34,6 +34,12 @@ def disk_file(qmp: Qmp, ref: str) -> Path:
     raise QmpError(f"QEMU's query-block lists no disk {ref}")
 
 
+def file_of(qmp: Qmp, args: Sequence[str]) -> str:
+    """``file <device>``: the path of the disk's file (for the verdict's words)."""
+    (ref,) = args
+    return str(disk_file(qmp, ref))
+
+
 def allocated(qmp: Qmp, args: Sequence[str]) -> str:
     """``alloc <device> <offset> <length>``: how many bytes of that range of the disk's file hold data."""
     ref, offset, length = args
