@@ -1,10 +1,12 @@
-"""The replays of the rules that read the disk's data on the host (replay/rules/data_integrity.py):
-their judges on recorded real replays (the guest's console and what the host read of the replay's
-backing file), their jobs and host actions as the bundle's configuration asks."""
+"""The replays of the rules that read the disk's file on the host (replay/rules/data_integrity.py,
+discard.py, backing_file.py): their judges on recorded real replays (the guest's console and what the
+host kept of the replay's backing file and QEMU's trace), their jobs and host actions as the bundle's
+configuration asks."""
 
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,11 +15,13 @@ import pytest
 
 from model.faults import LBA_SHIFT_SECTORS
 from model.rules.data_integrity import SHIFT_TARGET, Region, fio_args, plan_for
+from model.rules.discard import MAX_SETTING, MOUNT, ZEROES_RANGE, ranges_for
 from replay.main import guest_outputs
 from replay.qemu import Boot, CannotTest, replay_line
 from replay.qmp import Qmp, QmpError
-from replay.rules import RULES, Replayed
+from replay.rules import RULES, Replayed, backing_file
 from replay.rules import data_integrity as replay_di
+from replay.rules import discard as replay_dc
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
 #: The bundle's configuration as the recorded replays had it (what the rule's replay reads of it).
@@ -26,13 +30,14 @@ CONFIG: dict[str, object] = {"host_ref": "ua-vioc-dut01", "measure": {"inject": 
 SHIFTED = {**CONFIG, "measure": {"inject": ["lba-shift"]}}
 
 
-def recorded(name: str, tmp_path: Path, config: dict[str, object], jobs: Sequence[str]) -> Replayed:
+def recorded(name: str, tmp_path: Path, config: dict[str, object], jobs: Sequence[str],
+             kept_as: str = "dut1.img.{}") -> Replayed:
     """A recorded replay: its console's lines as one boot gave them (``@OUT@``: its output directory, where
-    the host kept what it read of the backing file), those files unpacked into ``tmp_path``."""
+    the host kept what it read), those files unpacked into ``tmp_path`` (each part's file named ``kept_as``)."""
     for kept in DATA.glob(f"{name}.*.gz"):
         part = kept.name.removeprefix(f"{name}.").removesuffix(".gz")
         if part != "console":
-            (tmp_path / f"dut1.img.{part}").write_bytes(gzip.decompress(kept.read_bytes()))
+            (tmp_path / kept_as.format(part)).write_bytes(gzip.decompress(kept.read_bytes()))
     console = gzip.decompress((DATA / f"{name}.console.gz").read_bytes()).decode()
     b = Boot()
     for raw in console.replace("@OUT@", str(tmp_path)).splitlines():
@@ -98,15 +103,17 @@ def test_the_data_integrity_jobs_are_the_runs_fio_plan_and_host_reads() -> None:
 
 
 class Monitor(Qmp):
-    """QEMU's monitor answering ``query-block`` with ``block`` (no socket)."""
+    """QEMU's monitor answering ``query-block`` with ``block`` and other commands from ``replies`` (no
+    socket); the commands it was given, in ``sent``."""
 
-    def __init__(self, block: list[dict[str, Any]]) -> None:
+    def __init__(self, block: list[dict[str, Any]], replies: dict[str, Any] | None = None) -> None:
         super().__init__(Path("/nonexistent"))
-        self.block = block
+        self.block, self.replies = block, replies or {}
+        self.sent: list[tuple[str, dict[str, Any] | None]] = []
 
     def execute(self, command: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        assert command == "query-block"
-        return {"return": self.block}
+        self.sent.append((command, arguments))
+        return {"return": self.block if command == "query-block" else self.replies[command]}
 
 
 def test_the_host_reads_the_disks_own_file_found_through_query_block_and_keeps_it(tmp_path: Path) -> None:
@@ -133,3 +140,78 @@ def test_the_same_failure_in_a_replay_is_the_same_words_whatever_its_files_and_r
     assert failures(run) == failures(replayed)
     assert failures(run) == {"FAIL: host (the backing file dutN.img on this machine): N lost; of run ID"}
 
+
+
+# --- discard -------------------------------------------------------------------------------------------
+
+def discarded(name: str, tmp_path: Path) -> Replayed:
+    return recorded(name, tmp_path, CONFIG, [replay_dc.JOB], kept_as="qemu-trace.log.{}")
+
+
+def test_a_healthy_replay_of_discard_passes_with_both_sides_of_each_range(tmp_path: Path) -> None:
+    v = RULES["discard"].judge(discarded("discard-healthy-virtio-scsi", tmp_path))
+    assert v.passed, v.explain()
+    p = v.properties
+    assert (p["aligned_host_bytes"], p["aligned_allocated_before_bytes"], p["aligned_allocated_after_bytes"]) == (1 << 20, 1 << 20, 0)
+    assert p["beyond_max_guest_max_bytes"] == 262144 and p["beyond_max_host_requests"] == 8  # lowered as in the run
+    assert p["fstrim_guest_trimmed_bytes"] == p["fstrim_host_bytes"] == 58650624
+    assert (p["zeroes_host_zero_requests"], p["zeroes_host_zero_bytes"], p["zeroes_host_data_bytes"]) == (1, 1 << 20, 0)
+    assert f"the backing file {tmp_path}/dut1.img on this machine" in v.lines[0]
+
+
+def test_a_replay_with_discard_off_fails_as_the_run_did(tmp_path: Path) -> None:
+    v = RULES["discard"].judge(discarded("discard-discard-off-virtio-blk", tmp_path))
+    assert not v.passed and len(v.problems) == 4
+    assert all("the guest could not discard it (blkdiscard: /dev/vdb: BLKDISCARD failed: Operation not supported)"
+               in p and p.endswith("the guest passes no discard on") for p in v.problems[:3])
+    assert "fstrim failed (fstrim: FITRIM: Operation not supported)" in v.problems[3]
+    assert v.properties["discard_max_bytes"] == 0 and v.properties["aligned_host_requests"] == 0
+    assert v.properties["zeroes_host_zero_bytes"] == 1 << 20  # write-zeroes does not depend on discard_max_bytes
+
+
+def test_the_discard_jobs_are_the_runs_ranges_trim_and_zeroes(tmp_path: Path) -> None:
+    from guest.tools.ext4 import BLOCK_BYTES, MKFS_OPTIONS, MOUNT_OPTIONS
+    (job,) = replay_dc.jobs(CONFIG)
+    assert job.args == () and "$ref" not in job.prepare and "{" not in job.prepare.replace("seen() {", "")
+    for r in ranges_for(512):
+        assert f"{r.name} {r.offset_bytes} {r.length_bytes}" in job.prepare
+    assert f"echo $LOW > /sys/block/$DEV/{MAX_SETTING}" in job.prepare and f"echo $MAX > /sys/block/$DEV/{MAX_SETTING}" in job.prepare
+    assert f"-b {BLOCK_BYTES} -E {MKFS_OPTIONS.replace('nodiscard', 'discard')} " in job.prepare
+    assert f"-o {MOUNT_OPTIONS} /dev/$DEV {MOUNT}" in job.prepare and f"fstrim -v {MOUNT}" in job.prepare
+    assert f"-z -o {ZEROES_RANGE.offset_bytes} -l {ZEROES_RANGE.length_bytes} /dev/$DEV" in job.prepare
+    (four_k,) = replay_dc.jobs({**CONFIG, "probed_limits": {"logical_block_size": 4096}})
+    unaligned = ranges_for(4096)[1]
+    assert f"seen unaligned {unaligned.offset_bytes} {unaligned.length_bytes}" in four_k.prepare
+    with pytest.raises(CannotTest, match="has no host_ref"):
+        replay_dc.jobs({})
+
+
+def test_discards_host_actions_read_the_counters_the_allocation_and_the_trace(tmp_path: Path) -> None:
+    disk = tmp_path / "dut1.img"
+    with open(disk, "wb") as f:
+        f.truncate(1 << 20)
+        f.seek(64 << 10)
+        f.write(b"x" * (64 << 10))
+    block = [{"qdev": "ua-vioc-dut01", "inserted": {"drv": "raw", "file": str(disk)}}]
+    stats = {"unmap_operations": 3, "unmap_bytes": 4096, "failed_unmap_operations": 0, "rd_operations": 0,
+             "wr_operations": 2, "flush_operations": 0, "rd_bytes": 0, "wr_bytes": 8192, "rd_total_time_ns": 0,
+             "wr_total_time_ns": 0, "flush_total_time_ns": 0}
+    q = Monitor(block, {"query-blockstats": [{"device": "", "qdev": "ua-vioc-dut01", "stats": stats}],
+                        "trace-event-get-state": [{"name": "blk_co_pwritev", "state": "disabled"}],
+                        "trace-event-set-state": {}})
+    assert backing_file.file_of(q, ["ua-vioc-dut01"]) == str(disk)
+    assert backing_file.allocated(q, ["ua-vioc-dut01", "0", str(1 << 20)]) == str(64 << 10)
+    assert json.loads(backing_file.unmapped(q, ["ua-vioc-dut01"]))["operations"] == 3
+    assert replay_dc.split(q, ["4096", str(1 << 30), str(1 << 30)]) == "262144"
+    assert replay_dc.split(q, ["4096", "0", str(1 << 30)]) == "none"
+    log = tmp_path / replay_dc.TRACE_LOG
+    log.write_text("1@1.0:scsi_req_parsed x\n")
+    written, offset = replay_dc.trace_start(q, ["ua-vioc-dut01"]).split()
+    assert (written, offset) == ("8192", str(log.stat().st_size))
+    assert q.sent[-1] == ("trace-event-set-state", {"name": "blk_co_pwritev", "enable": True})
+    with open(log, "a") as f:
+        f.write("1@2.0:blk_co_pwritev blk 0x1 bs 0x2 offset 545259520 bytes 1048576 flags 0x2\n")
+    stats["wr_bytes"] = 8192 + (1 << 20)
+    grown, kept = replay_dc.trace_stop(q, ["ua-vioc-dut01", written, offset]).split()
+    assert int(grown) == 1 << 20 and Path(kept).read_text().startswith("1@2.0:blk_co_pwritev")
+    assert ("trace-event-set-state", {"name": "blk_co_pwritev", "enable": False}) in q.sent[-2:]
