@@ -19,26 +19,8 @@ from model.judging.verdict import RuleVerdict
 from model.parse.backend_writes import EVENT, parse_backend_writes, writes_in
 from model.parse.blockstats import HostUnmapCounters, parse_qmp_blockstats
 from model.parse.filesystem import parse_fstrim
-from model.rules.discard import (
-    FILL_BLOCK_BYTES,
-    FILL_LENGTH_BYTES,
-    FILL_OFFSET_BYTES,
-    FSTRIM_FILE_BYTES,
-    FSTRIM_FS_BYTES,
-    MAX_SETTING,
-    MOUNT,
-    RULE,
-    TRIM_FILE,
-    ZEROES_RANGE,
-    DiscardLimits,
-    DiscardRange,
-    RangeSeen,
-    TrimSeen,
-    ZeroesSeen,
-    judge_discard,
-    ranges_for,
-    split_max_bytes,
-)
+from model.rules import discard as rule
+from model.rules.discard import DiscardLimits, DiscardRange, RangeSeen, TrimSeen, ZeroesSeen, judge_discard
 from replay.guest_script import Job
 from replay.qemu import CannotTest
 from replay.qmp import Qmp
@@ -68,7 +50,7 @@ q=/sys/block/$DEV/queue
 G=$(cat $q/discard_granularity); MAX=$(cat $q/discard_max_bytes); HW=$(cat $q/discard_max_hw_bytes)
 echo "limits=$G $MAX $HW"
 dd if=/dev/zero of=/dev/$DEV bs={fb} seek={fill_seek} count={fill_count} conv=fsync 2>/dev/null"""
-#: beyond_max with the guest's limit lowered where the run lowers it (split_max_bytes, asked of the host),
+#: beyond_max with the guest's limit lowered where the run lowers it (rule.split_max_bytes, asked of the host),
 #: and set back.
 BEYOND = r"""host split $G $MAX $HW; LOW=$ANSWER
 if [ "$LOW" = none ]; then echo "{name} guest_max=$MAX"; seen {name} {off} {len}
@@ -98,13 +80,13 @@ fi; fi"""
 
 
 def _blocks(r: DiscardRange) -> tuple[int, int]:
-    return r.offset_bytes // FILL_BLOCK_BYTES, r.length_bytes // FILL_BLOCK_BYTES
+    return r.offset_bytes // rule.FILL_BLOCK_BYTES, r.length_bytes // rule.FILL_BLOCK_BYTES
 
 
 def _ranges(config: Mapping[str, object]) -> tuple[DiscardRange, ...]:
     said = config.get("probed_limits")
     block = said.get("logical_block_size") if isinstance(said, dict) else None
-    return ranges_for(block if isinstance(block, int) else 512)
+    return rule.ranges_for(block if isinstance(block, int) else 512)
 
 
 def jobs(config: Mapping[str, object]) -> list[Job]:
@@ -113,27 +95,27 @@ def jobs(config: Mapping[str, object]) -> list[Job]:
     if not isinstance(ref, str) or not ref:
         raise CannotTest("the bundle's configuration.json has no host_ref (a bundle of an older run): the replay "
                          "cannot find the disk's counters and file to judge discard")
-    fill = DiscardRange("fill", FILL_OFFSET_BYTES, FILL_LENGTH_BYTES)
-    lines = [RANGE.replace("{fb}", str(FILL_BLOCK_BYTES)).replace("{fill_seek}", str(_blocks(fill)[0]))
+    fill = DiscardRange("fill", rule.FILL_OFFSET_BYTES, rule.FILL_LENGTH_BYTES)
+    lines = [RANGE.replace("{fb}", str(rule.FILL_BLOCK_BYTES)).replace("{fill_seek}", str(_blocks(fill)[0]))
              .replace("{fill_count}", str(_blocks(fill)[1]))]
     for r in _ranges(config):
         if r.name == "beyond_max":
-            lines.append(BEYOND.format(name=r.name, off=r.offset_bytes, len=r.length_bytes, setting=MAX_SETTING))
+            lines.append(BEYOND.format(name=r.name, off=r.offset_bytes, len=r.length_bytes, setting=rule.MAX_SETTING))
         else:
             lines.append(f"seen {r.name} {r.offset_bytes} {r.length_bytes}")
-    lines.append(TRIM.format(mount=MOUNT, block=EXT4_BLOCK_BYTES, mkfs=MKFS_OPTIONS, fs_kib=FSTRIM_FS_BYTES // 1024,
-                             mnt=MOUNT_OPTIONS, file=TRIM_FILE, mib=MIB, file_mib=FSTRIM_FILE_BYTES // MIB,
-                             fs=FSTRIM_FS_BYTES, ref="{ref}"))
-    seek, count = _blocks(ZEROES_RANGE)
-    lines.append(ZEROES.format(fb=FILL_BLOCK_BYTES, seek=seek, count=count, off=ZEROES_RANGE.offset_bytes,
-                               len=ZEROES_RANGE.length_bytes, ref="{ref}"))
+    lines.append(TRIM.format(mount=rule.MOUNT, block=EXT4_BLOCK_BYTES, mkfs=MKFS_OPTIONS, fs_kib=rule.FSTRIM_FS_BYTES // 1024,
+                             mnt=MOUNT_OPTIONS, file=rule.TRIM_FILE, mib=MIB, file_mib=rule.FSTRIM_FILE_BYTES // MIB,
+                             fs=rule.FSTRIM_FS_BYTES, ref="{ref}"))
+    seek, count = _blocks(rule.ZEROES_RANGE)
+    lines.append(ZEROES.format(fb=rule.FILL_BLOCK_BYTES, seek=seek, count=count, off=rule.ZEROES_RANGE.offset_bytes,
+                               len=rule.ZEROES_RANGE.length_bytes, ref="{ref}"))
     return [Job(JOB, (), prepare="\n".join(lines).replace("{ref}", ref))]
 
 
 def split(qmp: Qmp, args: Sequence[str]) -> str:
     """``split <granularity> <max> <max_hw>``: the guest's discard_max_bytes for the beyond_max range
     (model.rules.discard.split_max_bytes), or ``none`` where the run leaves it as it is."""
-    low = split_max_bytes(DiscardLimits(*(int(a) for a in args)))
+    low = rule.split_max_bytes(DiscardLimits(*(int(a) for a in args)))
     return "none" if low is None else str(low)
 
 
@@ -215,7 +197,7 @@ def _error(said: Mapping[str, str]) -> str:
 
 
 def _zeroes(z: Mapping[str, str]) -> ZeroesSeen:
-    r, most = ZEROES_RANGE, int(z.get("max", "0"))
+    r, most = rule.ZEROES_RANGE, int(z.get("max", "0"))
     if most == 0:
         return ZeroesSeen(r, 0)
     if "unable" in z:
@@ -247,12 +229,12 @@ def judge(r: Replayed) -> RuleVerdict:
         raise CannotTest("the guest could not make fstrim's ext4 as the run did (mkfs.ext4 and mount)")
     begin, _, end = t.get("seconds", "0 0").partition(" ")
     error = _error(t)
-    trim = TrimSeen(FSTRIM_FS_BYTES, FSTRIM_FILE_BYTES, error, None if error else parse_fstrim(t.get("out", "")),
+    trim = TrimSeen(rule.FSTRIM_FS_BYTES, rule.FSTRIM_FILE_BYTES, error, None if error else parse_fstrim(t.get("out", "")),
                     *_host(t)[:3], _alloc(t, "alloc_before"), _alloc(t, "alloc_after"), float(end) - float(begin),
                     *_host(t)[3:])
     where = f"the backing file {said.get('', {}).get('file', '(not found)')} on this machine"
     return judge_discard(limits, seen, where, r.device, trim, _zeroes(said.get("zeroes", {})))
 
 
-REPLAY = ReplayRule(RULE, jobs, judge, {"file": file_of, "alloc": allocated, "unmap": unmapped, "split": split,
+REPLAY = ReplayRule(rule.RULE, jobs, judge, {"file": file_of, "alloc": allocated, "unmap": unmapped, "split": split,
                                         "wtrace-start": trace_start, "wtrace-stop": trace_stop})
