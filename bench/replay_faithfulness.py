@@ -62,9 +62,11 @@ def failures(text: str) -> set[str]:
     """The ``FAIL:`` lines of a verdict with every number replaced by ``N``, every disk name by ``DISK``
     and every run of spaces by one: the same failure in the same words, whatever the figures (a
     replay's 100 syncs against the run's 99, a kernel line's time stamp) and the disk's name (a SCSI
-    HBA's two disks are probed in either order at a boot)."""
+    HBA's two disks are probed in either order at a boot), every disk file by its name alone (the replay's
+    copy is in its output directory) and every run id (data-integrity's, fresh in each run) by ``ID``."""
     def same(line: str) -> str:
-        return re.sub(r"\s+", " ", re.sub(r"\d+(\.\d+)?", "N", re.sub(r"\b(sd|vd)[a-z]+\b", "DISK", line.strip())))
+        line = re.sub(r"\brun [0-9a-f]{8}\b", "run ID", re.sub(r"\S*/([\w.-]+\.img)\b", r"\1", line.strip()))
+        return re.sub(r"\s+", " ", re.sub(r"\d+(\.\d+)?", "N", re.sub(r"\b(sd|vd)[a-z]+\b", "DISK", line)))
     return {same(line) for line in text.splitlines() if line.strip().startswith("FAIL:")}
 
 
