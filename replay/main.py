@@ -172,7 +172,7 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
             serial, _, text = line.removeprefix("probed ").partition(" ")
             probed.setdefault(serial, []).append(text)
     verdict = rule.judge(Replayed(config, outputs, requests, device, path_text, limits_text, b.counters,
-                                  {k: "\n".join(v) for k, v in probed.items()}, b.host_calls, qmp_events))
+                                  {k: "\n".join(v) for k, v in probed.items()}, b.host_calls, qmp_events, trace))
     return kernel_log_checked(verdict, b)
 
 

@@ -13,12 +13,13 @@ from fixtures.options import SuiteOptions
 from guest.tools.stall_tolerance import Stall
 from hypervisors.base import DiskHold, HoldUnavailable
 from measure.disk import GuestDisk
-from measure.stall_tolerance import StallMeasurement, drain_bound_s, measure_stall
+from measure.stall_tolerance import StallMeasurement, measure_stall
 from model.judging.verdict import RuleVerdict
 from model.rules.stall_tolerance import (
     STALL_HOLD_S,
     STALL_S,
     StallRun,
+    drain_bound_s,
     hold_problem,
     judge_stall_tolerance,
     judged,

@@ -50,6 +50,8 @@ class Replayed:
     #: the host actions the guest asked for, in order, and QEMU's events (QMP) read during the boot
     host_calls: Sequence[HostCall] = ()
     events: Sequence[Mapping[str, object]] = ()
+    #: QEMU's trace log of the boot, whole (the events a host action switched on are in it too)
+    trace: str = ""
 
 
 @dataclass(frozen=True)
