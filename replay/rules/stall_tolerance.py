@@ -122,7 +122,8 @@ def jobs(config: Mapping[str, object]) -> list[Job]:
     during = (DURING.replace("{ref}", ref).replace("{controller}", str(config.get("controller") or ""))
               .replace("{hold_s}", f"{hold:g}").replace("{period_us}", str(int(PROBE_PERIOD_S * 1e6))).replace("{hold_ms}", str(int(hold * 1000)))
               .replace("{drain_s}", str(int(DRAIN_S))).replace("{mark}", MARK))
-    prepare = f"{TIMEOUT_SCRIPT.replace('{disk}', '$DEV')}\necho '<5>{MARK}' > /dev/kmsg"
+    # "marked": the guest got past the timeouts (a driver without one prints none of them)
+    prepare = f"{TIMEOUT_SCRIPT.replace('{disk}', '$DEV')}\necho '<5>{MARK}' > /dev/kmsg && echo marked=yes"
     # fio's run time only caps it: the guest stops it once the hold is released
     runtime = FLOWING_WAIT_S + hold + drain_bound_s(hold, hold)
     job = fio(JOB, {"rw": "randrw", "bs": 4096, "iodepth": STALL_DEPTH, "numjobs": 1, "ioengine": "libaio",
@@ -331,11 +332,14 @@ def stall_run(r: Replayed) -> StallRun:
                     host_events_source=(f"QEMU trace events {watched.replace(',', ', ')}" if watched != "-"
                                         else "no QEMU event known for it"),
                     guest_log=recovery_lines(kernel),
-                    readonly=tuple(line.removeprefix("ro ") for line in said if line.startswith("ro ")))
+                    readonly=tuple(line.removeprefix("ro ") for line in said if line.startswith("ro ")),
+                    probes_over="console")
 
 
 def judge(r: Replayed) -> RuleVerdict:
     prepared = part(output(r, JOB), "prepared", JOB)
+    if "marked=yes" not in prepared.split():
+        raise CannotTest(f"the guest did not mark its kernel log before the stall: it said {prepared.strip()[-300:]!r}")
     try:
         timeout = parse_command_timeout(prepared, r.device, guest_limits(r).driver)
     except ParseError as e:
