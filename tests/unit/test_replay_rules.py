@@ -253,3 +253,13 @@ def test_a_cell_agrees_when_every_replay_reached_the_runs_verdict() -> None:
     assert failed.agrees and failed.row() == "| io-size | virtio-scsi | io-breakup | FAILED | 1, 1 | 1 of 2 | 2 |"
     assert not Cell("io-size", "virtio-blk", "", "passed", [0, 125], [True, True]).agrees
     assert not Cell("io-size", "virtio-blk", "", "error", [], []).agrees
+
+
+def test_the_faults_the_bench_keeps_off_a_controller_are_those_its_disk_cannot_carry() -> None:
+    """virtio-blk (Linux 6.1's virtio_blk: no SCSI queue depth, no queue/io_timeout) cannot carry tcq-off
+    or short-timeout: a faulted run with either skips every rule on its disks, error-propagation's too."""
+    from bench.replay_faithfulness import CANNOT_CARRY
+    from model.faults import FAULTS
+    vda = GuestLimits("vdb", 256, 1280, 32767, 512, 512, 0, "write back", 0, 2, 1, driver="virtio_blk")
+    cannot = {name for name, fault in FAULTS.items() if fault.cannot_apply(vda) is not None}
+    assert CANNOT_CARRY["virtio-blk"] == cannot
