@@ -43,7 +43,7 @@ def monitor(tmp_path: Path) -> Iterator[tuple[Qmp, list[dict[str, Any]], dict[st
         for line in conn.makefile("rb"):
             message = json.loads(line)
             got.append(message)
-            answer = answers.get(message["execute"], lambda m: {})(message)
+            answer = answers[message["execute"]](message) if message["execute"] in answers else {}
             conn.sendall(json.dumps({"return": answer}).encode() + b"\r\n")
         conn.close()
 
