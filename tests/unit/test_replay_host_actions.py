@@ -6,8 +6,6 @@ guest does, the injection undone by the heal. (The real replays run them against
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +16,7 @@ import pytest
 from replay.qmp import Qmp, QmpError
 from replay.rules import error_propagation as errprop
 from replay.rules import stall_tolerance as stall
+from tests.unit.fake_monitor import fake_monitor
 
 Answer = Callable[[dict[str, Any]], object]
 
@@ -30,30 +29,16 @@ def _stats(ops: int, failed: int = 0) -> dict[str, object]:
 
 @pytest.fixture
 def monitor(tmp_path: Path) -> Iterator[tuple[Qmp, list[dict[str, Any]], dict[str, Answer]]]:
-    """A monitor whose answers to each command come from ``answers`` (by command; ``{}`` otherwise)."""
-    path, got = tmp_path / "qmp.sock", []
+    """A monitor whose answer to each command comes from ``answers`` (by command; ``{}`` otherwise)."""
     answers: dict[str, Answer] = {}
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(1)
 
-    def serve() -> None:
-        conn, _ = server.accept()
-        conn.sendall(b'{"QMP": {"version": {}, "capabilities": []}}\r\n')
-        for line in conn.makefile("rb"):
-            message = json.loads(line)
-            got.append(message)
-            answer = answers[message["execute"]](message) if message["execute"] in answers else {}
-            conn.sendall(json.dumps({"return": answer}).encode() + b"\r\n")
-        conn.close()
+    def answer(m: dict[str, Any]) -> list[bytes]:
+        return [json.dumps({"return": answers[m["execute"]](m) if m["execute"] in answers else {}}).encode()]
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    qmp = Qmp(path)
-    yield qmp, got, answers
-    qmp.close()
-    server.close()
-    thread.join(5)
+    with fake_monitor(tmp_path / "qmp.sock", answer) as got:
+        qmp = Qmp(tmp_path / "qmp.sock")
+        yield qmp, got, answers
+        qmp.close()
 
 
 def test_the_hold_throttles_the_disk_and_its_timer_releases_it_on_time(

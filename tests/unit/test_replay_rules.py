@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import ast
 import json
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from replay.rules import direct_io as replay_direct_io
 from replay.rules import io_size as replay_io_size
 from replay.rules import queue_depth as replay_queue_depth
 from replay.rules.evidence import counted
+from tests.unit.fake_monitor import fake_monitor
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SUITES = Path(__file__).resolve().parents[2] / "suites"
@@ -109,32 +108,19 @@ def test_a_counted_job_is_the_difference_of_the_disks_counters_around_it() -> No
 
 # --- QMP ------------------------------------------------------------------------------------------------
 
+def _answer(message: dict[str, object]) -> list[bytes]:
+    """An event before each reply, as QEMU may send one at any time; ``bogus`` refused."""
+    event = b'{"event": "RESUME", "timestamp": {}}'
+    if message["execute"] == "bogus":
+        return [event, b'{"error": {"class": "CommandNotFound", "desc": "The command bogus has not been found"}}']
+    return [event, json.dumps({"return": {"did": message["execute"]}}).encode()]
+
+
 @pytest.fixture
 def monitor(tmp_path: Path) -> Iterator[tuple[Path, list[dict[str, object]]]]:
     """A unix socket that answers as QEMU's monitor does: a greeting, an event, then each command."""
-    path, got = tmp_path / "qmp.sock", []
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(1)
-
-    def serve() -> None:
-        conn, _ = server.accept()
-        conn.sendall(b'{"QMP": {"version": {}, "capabilities": []}}\r\n')
-        for line in conn.makefile("rb"):
-            message = json.loads(line)
-            got.append(message)
-            conn.sendall(b'{"event": "RESUME", "timestamp": {}}\r\n')
-            if message["execute"] == "bogus":
-                conn.sendall(b'{"error": {"class": "CommandNotFound", "desc": "The command bogus has not been found"}}\r\n')
-            else:
-                conn.sendall(json.dumps({"return": {"did": message["execute"]}}).encode() + b"\r\n")
-        conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield path, got
-    server.close()
-    thread.join(5)
+    with fake_monitor(tmp_path / "qmp.sock", _answer) as got:
+        yield tmp_path / "qmp.sock", got
 
 
 def test_qmp_negotiates_then_answers_each_command_past_events(monitor: tuple[Path, list[dict[str, object]]]) -> None:
