@@ -34,7 +34,7 @@ from model.errors import FioError, GuestDied, ParseError
 from model.parse.blockstats import HostBlockCounters
 from model.parse.fio_json import FioResult
 from model.parse.stall_evidence import HostEvent, fio_outcome
-from model.rules.stall_tolerance import (
+from model.stall_workload import (
     HOLD_SETTLE_S,
     PROBE_PERIOD_S,
     REGION_BYTES,

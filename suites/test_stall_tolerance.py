@@ -19,12 +19,12 @@ from model.rules.stall_tolerance import (
     STALL_HOLD_S,
     STALL_S,
     StallRun,
-    drain_bound_s,
     hold_problem,
     judge_stall_tolerance,
     judged,
     recovery_lines,
 )
+from model.stall_workload import drain_bound_s
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule

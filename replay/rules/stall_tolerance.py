@@ -36,21 +36,23 @@ from model.parse.stall_evidence import (
     parse_recovery_events,
 )
 from model.rules.stall_tolerance import (
+    RULE,
+    STALL_HOLD_S,
+    STALL_S,
+    StallRun,
+    hold_problem,
+    judge_stall_tolerance,
+    judged,
+    recovery_lines,
+)
+from model.stall_workload import (
     DRAIN_S,
     HOLD_SETTLE_S,
     PROBE_PERIOD_S,
     REGION_BYTES,
     RELEASE_ANSWER_S,
-    RULE,
     STALL_DEPTH,
-    STALL_HOLD_S,
-    STALL_S,
-    StallRun,
     drain_bound_s,
-    hold_problem,
-    judge_stall_tolerance,
-    judged,
-    recovery_lines,
 )
 from replay.guest_script import Job
 from replay.qemu import CannotTest, HostAction, HostCall

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from model.parse.stall_evidence import TIMEOUT_SCRIPT
-from model.rules.stall_tolerance import REGION_BYTES, STALL_DEPTH, STALL_HOLD_S
+from model.rules.stall_tolerance import STALL_HOLD_S
+from model.stall_workload import REGION_BYTES, STALL_DEPTH
 from replay.main import guest_outputs
 from replay.qemu import Boot, CannotTest, HostCall, replay_line
 from replay.rules import Replayed, replay_rule
