@@ -67,6 +67,18 @@ def test_the_jobs_are_the_runs_workload_with_the_mirror_only_under_swallow_error
         errprop.jobs({"host_ref": "ua-vioc-dut01"})
 
 
+@pytest.mark.parametrize(("name", "attempts"), [("errprop-healthy-virtio-scsi", 6), ("errprop-healthy-virtio-blk", 1)])
+def test_the_healthy_runs_replays_pass_each_failure_seen_once_by_the_application_and_retried_as_documented(
+        name: str, attempts: int) -> None:
+    r, b, run = recorded(name)
+    verdict = kernel_log_checked(RULE.judge(r), b, RULE.injected(r) if RULE.injected else ())
+    assert run["outcome"] == "passed" and verdict.passed, verdict.explain()
+    p = verdict.properties
+    assert (p["read_guest_failures"], p["write_guest_failures"]) == (2, 2)
+    assert (p["read_host_failures"], p["write_host_failures"]) == (2 * attempts, 2 * attempts)
+    assert (p["heal_errors"], p["heal_host_failures"], p["kernel_log_expected_errors"]) == (0, 0, 4)
+
+
 def test_the_swallow_errors_runs_replay_fails_with_the_runs_fail_lines() -> None:
     r, b, run = recorded("errprop-swallow-errors-virtio-scsi")
     verdict = RULE.judge(r)
