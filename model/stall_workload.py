@@ -5,6 +5,12 @@ measurement (measure/stall_tolerance.py) and the reproducer's replay (replay/rul
 
 from __future__ import annotations
 
+from model.parse.throttle_limits import NO_LIMITS
+
+#: The hold: QEMU's throttle at 1 byte/s in all, the smallest limit QEMU takes. Its leaky bucket starts
+#: empty, so the first request after it may pass (0 did here); the next waits its size in seconds.
+HOLD_LIMITS: dict[str, object] = {**NO_LIMITS, "bps": 1}
+
 #: Requests fio keeps queued: 8, which every controller's queue takes but IDE's (one at a time,
 #: where the other 7 wait in the guest's block layer and the one at the device is held).
 STALL_DEPTH = 8

@@ -26,17 +26,16 @@ from collections.abc import Callable
 from pathlib import PurePath
 
 from hypervisors.libvirt.qmp import DomainQmp
-from hypervisors.libvirt.throttle import NO_LIMITS, backend_entry, set_io_throttle
+from hypervisors.libvirt.throttle import backend_entry, set_io_throttle
 from hypervisors.libvirt.trace import EventLogWindow, LogFiles
 from model.errors import HypervisorError
 from model.parse.blockstats import HostBlockCounters
 from model.parse.stall_evidence import CONTROLLER_EVENTS, HostEvent, parse_recovery_events
+from model.parse.throttle_limits import NO_LIMITS
+from model.stall_workload import HOLD_LIMITS
 
 log = logging.getLogger("vioconform.libvirt")
 
-#: The hold: 1 byte/s in all, the smallest limit QEMU takes. Its leaky bucket starts empty, so the
-#: first request after it may pass (0 did here); the next waits its size in seconds.
-HOLD_LIMITS: dict[str, object] = {**NO_LIMITS, "bps": 1}
 #: query-block's limit fields: any non-zero one means the disk was throttled before the suite held it.
 _LIMIT_FIELDS = tuple(NO_LIMITS)
 

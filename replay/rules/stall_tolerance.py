@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from model.errors import FioError, ParseError
 from model.judging.verdict import RuleVerdict
 from model.parse.blockstats import HostBlockCounters, parse_qmp_blockstats
+from model.parse.fio_json import FIO_STOPPED_EXIT
 from model.parse.stall_evidence import (
     CONTROLLER_EVENTS,
     TIMEOUT_SCRIPT,
@@ -35,6 +36,7 @@ from model.parse.stall_evidence import (
     parse_command_timeout,
     parse_recovery_events,
 )
+from model.parse.throttle_limits import NO_LIMITS
 from model.rules.stall_tolerance import (
     RULE,
     STALL_HOLD_S,
@@ -47,6 +49,7 @@ from model.rules.stall_tolerance import (
 )
 from model.stall_workload import (
     DRAIN_S,
+    HOLD_LIMITS,
     HOLD_SETTLE_S,
     PROBE_PERIOD_S,
     REGION_BYTES,
@@ -67,12 +70,6 @@ MARK = "vioconform-replay: stall-tolerance mark"
 #: the replay's own bound on a guest too slow to start fio (under TCG fio's first request reached the
 #: host within a second here); a replay whose I/O never flows is CannotTest.
 FLOWING_WAIT_S = 60.0
-#: fio's exit status after the SIGINT that stops it (it then prints its whole JSON): a normal end.
-FIO_STOPPED_EXIT = 128
-#: The hold, as the run's: 1 byte/s in all (its leaky bucket lets one request pass as it starts);
-#: every limit 0 releases the held requests at once.
-NO_LIMITS: dict[str, object] = {"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": 0, "iops_rd": 0, "iops_wr": 0}
-HOLD_LIMITS: dict[str, object] = {**NO_LIMITS, "bps": 1}
 
 #: The guest's side while fio runs: the host holds the disk once fio's I/O flows; the probes until the
 #: host says it released it; fio stopped and given the drain bound; the host's events switched off; the

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from guest.tools.fio import FIO_STOPPED_EXIT, FioJob, FioOutput
+from guest.tools.fio import FioJob, FioOutput
 from measure.stall_tolerance import _fio_outcome
 from model.errors import FioError
+from model.parse.fio_json import FIO_STOPPED_EXIT
 from model.stall_workload import DRAIN_S, drain_bound_s
 
 #: Recorded: fio's output after the default 2 s hold of the virtio-scsi scratch disk (stopped by the
