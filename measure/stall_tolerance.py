@@ -17,9 +17,7 @@ the guest's console; every later command on the guest fails at once with the sam
 
 from __future__ import annotations
 
-import errno
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -34,40 +32,18 @@ from measure.disk import GuestDisk
 from measure.window import FIO_START_TIMEOUT_S, START_POLL_S
 from model.errors import FioError, GuestDied, ParseError
 from model.parse.blockstats import HostBlockCounters
-from model.parse.fio_json import FioResult, fio_messages, parse_fio_json, parse_fio_run
-from model.parse.stall_evidence import HostEvent
+from model.parse.fio_json import FioResult
+from model.parse.stall_evidence import HostEvent, fio_outcome
+from model.stall_workload import (
+    HOLD_SETTLE_S,
+    PROBE_PERIOD_S,
+    REGION_BYTES,
+    RELEASE_ANSWER_S,
+    STALL_DEPTH,
+)
 from transport.ssh import GuestUnreachable, SshTransport
 
 log = logging.getLogger("vioconform.measure")
-
-#: Requests fio keeps queued: 8, which every controller's queue takes but IDE's (one at a time,
-#: where the other 7 wait in the guest's block layer and the one at the device is held).
-STALL_DEPTH = 8
-#: fio's region: random 4 KiB reads and writes over the first 64 MiB of the scratch disk.
-REGION_BYTES = 64 << 20
-#: Seconds between the guest's probes while the disk is held: each is one SSH command (20-725 ms
-#: under TCG here, on a loaded host), so a 2 s hold gets 4-6 answers.
-PROBE_PERIOD_S = 0.3
-#: After the hold is in place, before the host's counters are read: a request the backing file had
-#: taken before the hold completes within it (the file's service time, milliseconds), and counts
-#: as before the hold.
-HOLD_SETTLE_S = 0.2
-#: How long QEMU's monitor may take to answer the release: it answers in milliseconds (QMP round
-#: trips of 5-50 ms on this loaded host); 20 s of silence is a QEMU stuck on the held requests.
-RELEASE_ANSWER_S = 20.0
-#: After the release, how long fio may take to end (its held requests complete, then SIGINT): 0.3-0.5 s
-#: here for a hold under the guest's timeout; 20 s is beyond a loaded host's worst by far. A hold as
-#: long as the timeout or longer adds the guest's error handling: two of its timeouts (the abort, and
-#: the retried command's own).
-DRAIN_S = 20.0
-
-
-def drain_bound_s(hold_s: float, timeout_s: float | None) -> float:
-    """How long after the release fio's held requests may take before the guest counts as hung."""
-    if timeout_s is None or hold_s < timeout_s:
-        return DRAIN_S
-    return DRAIN_S + 2 * timeout_s
-
 
 @dataclass
 class _Release:
@@ -267,25 +243,10 @@ def _inflight_now(stall: Stall, dev: str) -> str:
 
 
 def _fio_outcome(out: FioOutput, job: FioJob, dev: str, raw_dir: Path | None, tag: str) -> tuple[FioResult, str]:
-    """fio's results and the error it reported ("" for none): an I/O error in the stall is the
-    rule's to judge, not a harness error; output that holds no results is (FioError)."""
+    """fio's results and the error it reported (model.parse.stall_evidence.fio_outcome), its output kept in ``raw_dir``."""
     if raw_dir is not None:
         raw_dir.mkdir(parents=True, exist_ok=True)
         (raw_dir / f"{tag}.fio.json").write_text(out.stdout)
         if out.stderr:
             (raw_dir / f"{tag}.fio.stderr").write_text(out.stderr)
-    source = f"fio {job.name} on {dev}"
-    try:
-        result = parse_fio_json(out.stdout, source)
-    except ParseError:
-        return parse_fio_run(out.stdout, out.stderr, out.status, source), ""  # raises fio's own error
-    failed = [j for j in result.jobs if j.error]
-    lines = fio_messages(out.stdout, out.stderr).splitlines()
-    said = [line for line in lines if "err=" in line] or lines  # a failed job's own line, before the stop's
-    if failed:
-        names = "; ".join(f"error {j.error} ({errno.errorcode.get(j.error, '?')}: {os.strerror(j.error)})"
-                          for j in failed)
-        return result, names + (f"; fio said: {said[-1]}" if said else "")
-    if out.status != 0:
-        return result, f"fio exited with status {out.status}" + (f"; fio said: {said[-1]}" if said else "")
-    return result, ""
+    return fio_outcome(out.stdout, out.stderr, out.status, f"fio {job.name} on {dev}")

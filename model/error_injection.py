@@ -67,3 +67,43 @@ class ErrorPolicy:
         found = ", ".join(f"{p}={self.found[p]}" for p in self.withheld)
         asked = ", ".join(f"{p}={self.configured.get(p, '(not set)')}" for p in self.withheld)
         return f"{found} ({self.said_by}) where the suite configured {asked}"
+
+
+#: The guest's command that prints, one a line, the disk ``{disk}``'s SCSI command timeout
+#: (``device/timeout``, seconds), its request timeout (``queue/io_timeout``, ms: blk-mq drivers with a
+#: timeout handler) and nvme_core's retries (its ``max_retries`` parameter, where it is loaded): ``-``
+#: for each the kernel does not show. POSIX shell and ``/sys`` only (the suite's guests and the replay's).
+TIMEOUTS_SCRIPT = ("for f in /sys/block/{disk}/device/timeout /sys/block/{disk}/queue/io_timeout "
+                   "/sys/module/nvme_core/parameters/max_retries; do cat \"$f\" 2>/dev/null || echo -; done")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """The disk's command timeouts as its driver set them (None where the driver has none), and NVMe's retries."""
+
+    scsi_timeout_s: float | None  # /sys/block/X/device/timeout (SCSI disks)
+    io_timeout_ms: int | None  # /sys/block/X/queue/io_timeout (blk-mq drivers with a timeout handler)
+    nvme_max_retries: int | None = None  # /sys/module/nvme_core/parameters/max_retries (where nvme_core is loaded)
+
+
+def parse_timeouts(text: str) -> Timeouts:
+    """:data:`TIMEOUTS_SCRIPT`'s output; ValueError for a value that is no number."""
+    scsi, io, nvme = [*text.split(), "-", "-", "-"][:3]
+    return Timeouts(float(scsi) if scsi != "-" else None, int(io) if io != "-" else None,
+                    int(nvme) if nvme != "-" else None)
+
+
+#: The swallowing mirror's region size, in sectors: dm-raid1 tracks sync state per region (a power of two).
+MIRROR_REGION_SECTORS = 1024
+#: The mirror's good leg: a RAM disk (brd makes /dev/ram0 with rd_nr=1).
+GOOD_LEG = "/dev/ram0"
+
+
+def mirror_table(disk: str, size_bytes: int) -> tuple[str, int]:
+    """Device-mapper's table of a ``mirror`` (dm-raid1, no ``handle_errors``: it answers a failing leg's
+    errors as done) of the first ``size_bytes`` of ``/dev/<disk>`` and :data:`GOOD_LEG`, taken as in sync
+    (``nosync``), and the RAM disk's size in KiB (brd's ``rd_size``)."""
+    sectors = -(-size_bytes // SECTOR_BYTES)
+    sectors += -sectors % MIRROR_REGION_SECTORS
+    return (f"0 {sectors} mirror core 2 {MIRROR_REGION_SECTORS} nosync 2 /dev/{disk} 0 {GOOD_LEG} 0",
+            sectors // 2)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from model.errors import ParseError
 from model.judging.verdict import RuleVerdict
-from model.kernel_log_check import check_kernel_log, unread, with_kernel_log
+from model.kernel_log_check import InjectedErrors, check_kernel_log, unread, with_kernel_log
 from model.parse.dmesg import parse_kernel_log
 from model.parse.qemutrace import parse_qemu_trace
 from replay.cpio import newc_archive
@@ -172,18 +172,19 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
         if line.startswith("probed "):
             serial, _, text = line.removeprefix("probed ").partition(" ")
             probed.setdefault(serial, []).append(text)
-    verdict = rule.judge(Replayed(config, outputs, requests, device, path_text, limits_text, b.counters,
-                                  {k: "\n".join(v) for k, v in probed.items()}, b.host_calls, qmp_events))
-    return kernel_log_checked(verdict, b)
+    replayed = Replayed(config, outputs, requests, device, path_text, limits_text, b.counters,
+                        {k: "\n".join(v) for k, v in probed.items()}, b.host_calls, qmp_events, trace)
+    return kernel_log_checked(rule.judge(replayed), b, rule.injected(replayed) if rule.injected else ())
 
 
-def kernel_log_checked(verdict: RuleVerdict, b: Boot) -> RuleVerdict:
+def kernel_log_checked(verdict: RuleVerdict, b: Boot, injected: Sequence[InjectedErrors] = ()) -> RuleVerdict:
     """The verdict with the kernel-log check, as the run judges every rule: what the guest's kernel
-    logged from the set-up's end to the jobs' (model.kernel_log_check)."""
+    logged from the set-up's end to the jobs' (model.kernel_log_check); ``injected``: where the rule
+    made the disk fail on purpose (its own I/O errors)."""
     if "DONE" not in b.lines:
         return with_kernel_log(verdict, unread("dmesg", "the guest did not get to print its kernel log"))
     text = "\n".join(line.removeprefix("kernel log ") for line in b.lines if line.startswith("kernel log "))
-    return with_kernel_log(verdict, check_kernel_log(parse_kernel_log(text, "dmesg"), "dmesg"))
+    return with_kernel_log(verdict, check_kernel_log(parse_kernel_log(text, "dmesg"), "dmesg", injected=injected))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,6 +11,7 @@ the initramfs with that script, the serial console on stdout and the trace event
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import re
 import shlex
@@ -72,6 +73,25 @@ def plain_args(argv: Sequence[str], files: dict[str, Path]) -> list[str]:
 def file_disks(argv: Sequence[str]) -> list[str]:
     """The file names of the file-backed disks in ``argv`` (they are recreated, empty, for the replay)."""
     return [Path(m).name for a in argv for m in re.findall(r'"filename":\s*"([^"]*)"', a)]
+
+
+def drive_options(argv: Sequence[str], device_id: str) -> dict[str, object] | None:
+    """The options the block node under the ``-device`` whose ``id`` is ``device_id`` was opened with
+    (its ``-blockdev`` JSON, ``node-name`` and ``file`` aside: what ``blockdev-reopen`` needs besides
+    them, an option it is not given going back to its default); None where ``argv`` has no such device
+    or node in JSON form."""
+    def objects(option: str) -> list[dict[str, object]]:
+        found = []
+        for a, value in itertools.pairwise(argv):
+            if a == option and value.startswith("{"):
+                try:
+                    found.append(json.loads(value))
+                except ValueError:
+                    continue
+        return found
+    drive = next((d.get("drive") for d in objects("-device") if d.get("id") == device_id), None)
+    node = next((b for b in objects("-blockdev") if drive is not None and b.get("node-name") == drive), None)
+    return None if node is None else {k: v for k, v in node.items() if k not in ("node-name", "file")}
 
 
 #: What the host does when the guest asks (``HOST <name> <args>``): given QEMU's monitor and the

@@ -27,7 +27,9 @@ from model.parse.fio_errors import parse_fio_error_run
 from model.parse.fio_json import parse_fio_json
 from model.parse.kernel_io_errors import window_after
 from model.rules.error_propagation import (
+    DEPTH,
     RULE,
+    SWALLOW,
     WORKLOAD,
     Attempts,
     Bound,
@@ -46,11 +48,6 @@ from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.kernel_log_watch import expect_io_errors
 from suites.needs import needed
-
-#: fio's depth: requests in flight together, so that a failing one is answered beside completing ones.
-DEPTH = 4
-#: The swallow-errors fault's device-mapper name.
-SWALLOW = "vioc-swallow"
 
 
 def _job(name: str, rw: str, **kw: object) -> FioJob:

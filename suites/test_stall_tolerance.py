@@ -13,7 +13,7 @@ from fixtures.options import SuiteOptions
 from guest.tools.stall_tolerance import Stall
 from hypervisors.base import DiskHold, HoldUnavailable
 from measure.disk import GuestDisk
-from measure.stall_tolerance import StallMeasurement, drain_bound_s, measure_stall
+from measure.stall_tolerance import StallMeasurement, measure_stall
 from model.judging.verdict import RuleVerdict
 from model.rules.stall_tolerance import (
     STALL_HOLD_S,
@@ -24,6 +24,7 @@ from model.rules.stall_tolerance import (
     judged,
     recovery_lines,
 )
+from model.stall_workload import drain_bound_s
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule

@@ -18,11 +18,8 @@ import shlex
 
 from guest.tools.sysfs import valid_disk
 from guest.tools.tool import GuestTool
+from model.error_injection import GOOD_LEG, mirror_table
 
-#: The mirror's region size, in sectors: dm-raid1 tracks sync state per region (a power of two).
-REGION_SECTORS = 1024
-#: The RAM disk's name (brd makes /dev/ram0 with rd_nr=1).
-GOOD_LEG = "/dev/ram0"
 _DM = "DM_DISABLE_UDEV=1 dmsetup --noudevsync"
 
 
@@ -39,13 +36,11 @@ class SwallowingMirror(GuestTool):
         """A mirror of the first ``size_bytes`` of ``disk`` and a RAM disk of that size, named ``name``: its
         device path. MirrorUnavailable where the kernel lacks dm_mirror or brd; RuntimeError where a
         /dev/ram0 the suite did not make is there (it would be written)."""
-        sectors = -(-size_bytes // 512)
-        sectors += -sectors % REGION_SECTORS
-        table = f"0 {sectors} mirror core 2 {REGION_SECTORS} nosync 2 /dev/{valid_disk(disk)} 0 {GOOD_LEG} 0"
+        table, ram_kib = mirror_table(valid_disk(disk), size_bytes)
         if self.shell.run(f"[ -b {GOOD_LEG} ]", check=False).ok:
             raise RuntimeError(f"{GOOD_LEG} exists in the guest already: the mirror's good leg would be a disk the "
                                "suite did not make")
-        for module in ("dm_mirror", f"brd rd_nr=1 rd_size={sectors // 2}"):
+        for module in ("dm_mirror", f"brd rd_nr=1 rd_size={ram_kib}"):
             loaded = self.shell.run(f"modprobe {module} 2>&1", check=False)
             if not loaded.ok:
                 said = (loaded.stdout.strip().splitlines() or ["nothing"])[-1]

@@ -15,16 +15,9 @@ import shlex
 from guest.tools.sysfs import valid_disk
 from guest.tools.tool import GuestTool
 from model.errors import ParseError
-from model.parse.stall_evidence import CommandTimeout, lines_after_mark, parse_command_timeout
+from model.parse.stall_evidence import TIMEOUT_SCRIPT, CommandTimeout, lines_after_mark, parse_command_timeout
 from transport.ssh import GuestCommandError
 
-#: Prints ``io_timeout=<ms>`` and ``device_timeout=<s>`` where the kernel shows them.
-TIMEOUT_SCRIPT = r"""
-d=/sys/block/{disk}
-[ -r $d/queue/io_timeout ] && echo "io_timeout=$(cat $d/queue/io_timeout)"
-[ -r $d/device/timeout ] && echo "device_timeout=$(cat $d/device/timeout)"
-true
-"""
 #: The mark's line in the kernel log: ``<5>`` (notice, below the console's level under ``quiet``).
 MARK_LINE = "<5>vioconform: stall-tolerance mark {token}"
 #: What one probe may take: the guest answers in 20-80 ms under TCG while the disk is held (measured

@@ -26,36 +26,21 @@ from collections.abc import Callable
 from pathlib import PurePath
 
 from hypervisors.libvirt.qmp import DomainQmp
-from hypervisors.libvirt.throttle import NO_LIMITS, backend_entry, set_io_throttle
+from hypervisors.libvirt.throttle import backend_entry, set_io_throttle
 from hypervisors.libvirt.trace import EventLogWindow, LogFiles
 from model.errors import HypervisorError
 from model.parse.blockstats import HostBlockCounters
-from model.parse.stall_evidence import HostEvent, parse_recovery_events
+from model.parse.stall_evidence import CONTROLLER_EVENTS, HostEvent, parse_recovery_events
+from model.parse.throttle_limits import NO_LIMITS
+from model.stall_workload import HOLD_LIMITS
 
 log = logging.getLogger("vioconform.libvirt")
 
-#: The hold: 1 byte/s in all, the smallest limit QEMU takes. Its leaky bucket starts empty, so the
-#: first request after it may pass (0 did here); the next waits its size in seconds.
-HOLD_LIMITS: dict[str, object] = {**NO_LIMITS, "bps": 1}
 #: query-block's limit fields: any non-zero one means the disk was throttled before the suite held it.
 _LIMIT_FIELDS = tuple(NO_LIMITS)
 
-#: QEMU 7.2's trace events that show each controller's device model aborting, cancelling or
-#: resetting (model/parse/stall_evidence.py says which each is). SCSI HBAs share ``scsi_req_cancel``
-#: (the SCSI layer's cancel of a queued request) and have their own reset and abort events;
-#: virtio-blk has no abort, only a device reset (``virtio_set_status`` 0, as any virtio device).
-RECOVERY_EVENTS: dict[str, tuple[str, ...]] = {
-    "virtio-blk": ("virtio_set_status",),
-    "virtio-scsi": ("virtio_scsi_tmf_req", "scsi_req_cancel", "virtio_set_status"),
-    "mptsas1068": ("scsi_req_cancel", "mptsas_reset"),
-    "lsi53c895a": ("scsi_req_cancel", "lsi_do_msgout_abort", "lsi_do_msgout_clearqueue",
-                   "lsi_do_msgout_busdevicereset", "lsi_reset"),
-    "megasas": ("scsi_req_cancel", "megasas_abort_frame", "megasas_reset", "megasas_dcmd_reset_ld"),
-    "megasas-gen2": ("scsi_req_cancel", "megasas_abort_frame", "megasas_reset", "megasas_dcmd_reset_ld"),
-    "nvme": ("pci_nvme_admin_cmd", "pci_nvme_mmio_stopped"),
-    "ahci": ("ahci_reset_port", "ahci_reset", "ide_cancel_dma_sync_buffered", "ide_cancel_dma_sync_remaining"),
-    "ide": ("ide_reset", "ide_bus_reset_aio", "ide_cancel_dma_sync_buffered", "ide_cancel_dma_sync_remaining"),
-}
+#: Each controller's abort and reset events (QEMU 7.2's; model/parse/stall_evidence.py).
+RECOVERY_EVENTS = CONTROLLER_EVENTS
 
 
 class ThrottleHold:

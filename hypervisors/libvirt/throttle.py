@@ -16,10 +16,7 @@ from typing import Any
 
 from hypervisors.libvirt.qmp import DomainQmp
 from model.errors import HypervisorError
-from model.parse.throttle_limits import ThrottleLimits, parse_throttle
-
-#: block_set_io_throttle's six mandatory limits (QEMU 7.2), all off.
-NO_LIMITS: dict[str, object] = {"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": 0, "iops_rd": 0, "iops_wr": 0}
+from model.parse.throttle_limits import NO_LIMITS, ThrottleLimits, parse_throttle
 
 
 def qmp_error(reply: dict[str, Any]) -> str:

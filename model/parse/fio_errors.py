@@ -17,12 +17,22 @@ Example::
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 from dataclasses import dataclass
 
 from model.errors import ParseError
 from model.parse.fio_json import fio_messages, parse_fio_json
+
+#: The errnos Linux turns a failed block request into (block/blk-core.c, blk_errors: BLK_STS_IOERR EIO,
+#: MEDIUM ENODATA, TARGET EREMOTEIO, NEXUS EBADE, TRANSPORT ENOLINK, TIMEOUT ETIMEDOUT, NOSPC ENOSPC,
+#: PROTECTION EILSEQ, RESOURCE ENOMEM, DEV_RESOURCE EBUSY, NOTSUPP EOPNOTSUPP): a job with
+#: ``continue_on_error`` goes on past each (fio's own list is EIO and EILSEQ). Numbers, Linux's: fio 3.33
+#: knows the names of errnos up to ERANGE only.
+CONTINUE_ON = tuple(str(e) for e in (errno.EIO, errno.ENODATA, errno.EREMOTEIO, errno.EBADE, errno.ENOLINK,
+                                     errno.ETIMEDOUT, errno.ENOSPC, errno.EILSEQ, errno.ENOMEM, errno.EBUSY,
+                                     errno.EOPNOTSUPP))
 
 _FAILED = re.compile(r"fio: io_u error on file (?P<file>\S+?): (?P<message>.+): (?P<ddir>[a-z]+) "
                      r"offset=(?P<offset>\d+), buflen=(?P<length>\d+)")

@@ -98,3 +98,21 @@ def window_after(text: str, mark: str) -> KernelWindow:
             if e is not None and e.seconds is not None and opened - RATELIMIT_INTERVAL_S <= e.seconds <= opened:
                 printed_before += 1
     return KernelWindow(tuple(window), errors, printed_before)
+
+
+def room_then(command: str, room_for: int = 0) -> str:
+    """The guest's shell command that runs ``command`` once the kernel's rate limit of block-layer error
+    lines has room for ``room_for`` more (it waits at most the limit's interval): it counts the lines
+    ``dmesg`` stamped within the last interval (at most RATELIMIT_BURST in RATELIMIT_INTERVAL_S, for
+    all disks together). ``command`` alone for ``room_for`` 0."""
+    if room_for <= 0:
+        return command
+    allowed = RATELIMIT_BURST - room_for
+    # printk's clock and /proc/uptime agree within milliseconds in a VM; half a second more for that
+    window = RATELIMIT_INTERVAL_S + 0.5
+    count = ("dmesg | awk -v now=\"$(cut -d' ' -f1 /proc/uptime)\" "
+             f"'match($0, /^\\[ *[0-9]+\\.[0-9]+\\]/) && index($0, \" error, dev \") "
+             f"{{ if (substr($0, 2, RLENGTH - 2) + 0 > now - {window:g}) n++ }} END {{ print n + 0 }}'")
+    tries = int(window / 0.5) + 1
+    return (f"i=0; while [ $i -lt {tries} ] && [ \"$({count})\" -gt {allowed} ]; do sleep 0.5 2>/dev/null || usleep 500000; "
+            f"i=$((i + 1)); done; {command}")

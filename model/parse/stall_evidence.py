@@ -13,10 +13,22 @@ kernel log lines after a mark, and the host device model's aborts and resets (QE
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from dataclasses import dataclass
 
 from model.errors import ParseError
+from model.parse.fio_json import FioResult, fio_messages, parse_fio_json, parse_fio_run
+
+#: The guest's command that prints ``io_timeout=<ms>`` and ``device_timeout=<s>`` where the kernel
+#: shows them for the disk ``{disk}`` (POSIX shell and ``/sys`` only: the suite's guests and the replay's).
+TIMEOUT_SCRIPT = r"""
+d=/sys/block/{disk}
+[ -r $d/queue/io_timeout ] && echo "io_timeout=$(cat $d/queue/io_timeout)"
+[ -r $d/device/timeout ] && echo "device_timeout=$(cat $d/device/timeout)"
+true
+"""
 
 
 @dataclass(frozen=True)
@@ -92,6 +104,22 @@ RECOVERY_EVENTS: dict[str, str] = {
     "ide_cancel_dma_sync_remaining": "cancel",
     "virtio_set_status": "reset",
 }
+#: QEMU 7.2's trace events that show each controller's device model aborting, cancelling or
+#: resetting (:data:`RECOVERY_EVENTS` says which each is). SCSI HBAs share ``scsi_req_cancel``
+#: (the SCSI layer's cancel of a queued request) and have their own reset and abort events;
+#: virtio-blk has no abort, only a device reset (``virtio_set_status`` 0, as any virtio device).
+CONTROLLER_EVENTS: dict[str, tuple[str, ...]] = {
+    "virtio-blk": ("virtio_set_status",),
+    "virtio-scsi": ("virtio_scsi_tmf_req", "scsi_req_cancel", "virtio_set_status"),
+    "mptsas1068": ("scsi_req_cancel", "mptsas_reset"),
+    "lsi53c895a": ("scsi_req_cancel", "lsi_do_msgout_abort", "lsi_do_msgout_clearqueue",
+                   "lsi_do_msgout_busdevicereset", "lsi_reset"),
+    "megasas": ("scsi_req_cancel", "megasas_abort_frame", "megasas_reset", "megasas_dcmd_reset_ld"),
+    "megasas-gen2": ("scsi_req_cancel", "megasas_abort_frame", "megasas_reset", "megasas_dcmd_reset_ld"),
+    "nvme": ("pci_nvme_admin_cmd", "pci_nvme_mmio_stopped"),
+    "ahci": ("ahci_reset_port", "ahci_reset", "ide_cancel_dma_sync_buffered", "ide_cancel_dma_sync_remaining"),
+    "ide": ("ide_reset", "ide_bus_reset_aio", "ide_cancel_dma_sync_buffered", "ide_cancel_dma_sync_remaining"),
+}
 #: The NVMe admin commands that are error handling: Abort, and Delete I/O Submission Queue (the
 #: first step of the guest's controller reset). Its other admin commands (Identify, Get Log Page,
 #: Set Features) are routine.
@@ -141,3 +169,23 @@ def lines_after_mark(text: str, token: str) -> tuple[list[str], bool]:
     if at is None:
         return lines, False
     return lines[at + 1:], True
+
+
+def fio_outcome(stdout: str, stderr: str, status: int, source: str) -> tuple[FioResult, str]:
+    """fio's results after a stall and the error it reported ("" for none): an I/O error in the stall
+    is the rule's to judge, not a harness error; output that holds no results raises fio's own
+    error (FioError, model.parse.fio_json.parse_fio_run)."""
+    try:
+        result = parse_fio_json(stdout, source)
+    except ParseError:
+        return parse_fio_run(stdout, stderr, status, source), ""  # raises fio's own error
+    failed = [j for j in result.jobs if j.error]
+    lines = fio_messages(stdout, stderr).splitlines()
+    said = [line for line in lines if "err=" in line] or lines  # a failed job's own line, before the stop's
+    if failed:
+        names = "; ".join(f"error {j.error} ({errno.errorcode.get(j.error, '?')}: {os.strerror(j.error)})"
+                          for j in failed)
+        return result, names + (f"; fio said: {said[-1]}" if said else "")
+    if status != 0:
+        return result, f"fio exited with status {status}" + (f"; fio said: {said[-1]}" if said else "")
+    return result, ""

@@ -17,6 +17,9 @@ from typing import Any
 
 from model.errors import ParseError
 
+#: block_set_io_throttle's six mandatory limits (QEMU 7.2), all off.
+NO_LIMITS: dict[str, object] = {"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": 0, "iops_rd": 0, "iops_wr": 0}
+
 
 @dataclass(frozen=True)
 class ThrottleLimits:

@@ -113,6 +113,10 @@ _STRIDE_SECTORS = WORKLOAD.stride_bytes // SECTOR_BYTES
 #: touches the range at all, and the requests beside them (3 and 6, 8 sectors away) must not.
 FIRST_SECTOR = WORKLOAD.offset_bytes // SECTOR_BYTES + 4 * _STRIDE_SECTORS + _REQUEST_SECTORS // 2
 RANGE_SECTORS = _STRIDE_SECTORS
+#: fio's depth: requests in flight together, so that a failing one is answered beside completing ones.
+DEPTH = 4
+#: The swallow-errors fault's device-mapper name.
+SWALLOW = "vioc-swallow"
 
 
 def injected(kind: Kind) -> InjectedRange:

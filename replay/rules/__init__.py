@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from model.judging.verdict import RuleVerdict
+from model.kernel_log_check import InjectedErrors
 from model.parse.qemutrace import TracedRequest
 from replay.guest_script import Job
 from replay.qemu import CannotTest, HostAction, HostCall
@@ -53,6 +54,8 @@ class Replayed:
     #: the host actions the guest asked for, in order, and QEMU's events (QMP) read during the boot
     host_calls: Sequence[HostCall] = ()
     events: Sequence[Mapping[str, object]] = ()
+    #: QEMU's trace log of the boot, whole (the events a host action switched on are in it too)
+    trace: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,9 @@ class ReplayRule:
     judge: Callable[[Replayed], RuleVerdict]
     #: what the host does when the guest's script says ``host <name>`` (replay/qemu.py's HostAction)
     actions: Mapping[str, HostAction] = field(default_factory=dict)
+    #: where the rule makes its disk fail on purpose: the kernel-log check takes the kernel's I/O
+    #: errors there as the rule's own, as the run's check is told them (error-propagation)
+    injected: Callable[[Replayed], Sequence[InjectedErrors]] | None = None
 
 
 def _declared() -> dict[str, ReplayRule]:

@@ -16,7 +16,7 @@ from tests.libvirt_python import REASON
 pytest.importorskip("libvirt", reason=REASON)
 
 from guest.tools.devmapper import MirrorUnavailable, SwallowingMirror
-from guest.tools.error_propagation import MARK_END, ErrorPath, Timeouts
+from guest.tools.error_propagation import MARK_END, ErrorPath
 from guest.tools.fio import BackgroundFio, FioJob
 from guest.tools.tool import GuestTools
 from hypervisors.base import ErrorPolicyContradicted, Guest, InjectionUnavailable
@@ -29,7 +29,7 @@ from hypervisors.libvirt.controllers import (
 from hypervisors.libvirt.error_propagation import BlkdebugInjector
 from model.device_limits import ConfiguredLimits
 from model.disks import suite_disks
-from model.error_injection import InjectedRange
+from model.error_injection import InjectedRange, Timeouts
 from model.errors import HypervisorError
 from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
 from tests.unit.fake_shell import FakeShell

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import ast
 import json
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from replay.rules import direct_io as replay_direct_io
 from replay.rules import io_size as replay_io_size
 from replay.rules import queue_depth as replay_queue_depth
 from replay.rules.evidence import counted, window
+from tests.unit.fake_monitor import fake_monitor
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SUITES = Path(__file__).resolve().parents[2] / "suites"
@@ -108,32 +107,19 @@ def test_a_counted_job_is_the_difference_of_the_disks_counters_around_it() -> No
 
 # --- QMP ------------------------------------------------------------------------------------------------
 
+def _answer(message: dict[str, object]) -> list[bytes]:
+    """An event before each reply, as QEMU may send one at any time; ``bogus`` refused."""
+    event = b'{"event": "RESUME", "timestamp": {}}'
+    if message["execute"] == "bogus":
+        return [event, b'{"error": {"class": "CommandNotFound", "desc": "The command bogus has not been found"}}']
+    return [event, json.dumps({"return": {"did": message["execute"]}}).encode()]
+
+
 @pytest.fixture
 def monitor(tmp_path: Path) -> Iterator[tuple[Path, list[dict[str, object]]]]:
     """A unix socket that answers as QEMU's monitor does: a greeting, an event, then each command."""
-    path, got = tmp_path / "qmp.sock", []
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(1)
-
-    def serve() -> None:
-        conn, _ = server.accept()
-        conn.sendall(b'{"QMP": {"version": {}, "capabilities": []}}\r\n')
-        for line in conn.makefile("rb"):
-            message = json.loads(line)
-            got.append(message)
-            conn.sendall(b'{"event": "RESUME", "timestamp": {}}\r\n')
-            if message["execute"] == "bogus":
-                conn.sendall(b'{"error": {"class": "CommandNotFound", "desc": "The command bogus has not been found"}}\r\n')
-            else:
-                conn.sendall(json.dumps({"return": {"did": message["execute"]}}).encode() + b"\r\n")
-        conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield path, got
-    server.close()
-    thread.join(5)
+    with fake_monitor(tmp_path / "qmp.sock", _answer) as got:
+        yield tmp_path / "qmp.sock", got
 
 
 def test_qmp_negotiates_then_answers_each_command_past_events(monitor: tuple[Path, list[dict[str, object]]]) -> None:
@@ -260,3 +246,14 @@ def test_a_windowed_job_judges_the_requests_between_its_opening_and_closing() ->
     assert [r.start_us for r in window(reqs, whole)] == [int(101.2e6), int(103.9e6), int(104.5e6)]
     measured = JobOutput({}, 100.0, 105.0, 0, open_s=101.0, close_s=104.0)
     assert [r.start_us for r in window(reqs, measured)] == [int(101.2e6), int(103.9e6)]
+
+
+def test_the_faults_the_bench_keeps_off_a_controller_are_those_its_disk_cannot_carry() -> None:
+    """virtio-blk (Linux 6.1's virtio_blk: no SCSI queue depth, no queue/io_timeout) cannot carry tcq-off
+    or short-timeout: a faulted run with either skips every rule on its disks, error-propagation's too."""
+    from bench.replay_faithfulness import CANNOT_CARRY
+    from model.faults import FAULTS
+    vda = GuestLimits("vdb", 256, 1280, 32767, 512, 512, 0, "write back", 0, 2, 1, driver="virtio_blk")
+    cannot = {name for name, fault in FAULTS.items() if fault.cannot_apply(vda) is not None}
+    # and param-change-off, which the resize rule itself skips on virtio-blk (no resize notice to withhold)
+    assert CANNOT_CARRY["virtio-blk"] == cannot | {"param-change-off"}
