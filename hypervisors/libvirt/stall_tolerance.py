@@ -26,11 +26,12 @@ from collections.abc import Callable
 from pathlib import PurePath
 
 from hypervisors.libvirt.qmp import DomainQmp
-from hypervisors.libvirt.throttle import NO_LIMITS, backend_entry, set_io_throttle
+from hypervisors.libvirt.throttle import backend_entry, set_io_throttle
 from hypervisors.libvirt.trace import EventLogWindow, LogFiles
 from model.errors import HypervisorError
 from model.parse.blockstats import HostBlockCounters
 from model.parse.stall_evidence import HostEvent, parse_recovery_events
+from model.parse.throttle_limits import NO_LIMITS
 
 log = logging.getLogger("vioconform.libvirt")
 

@@ -21,6 +21,10 @@ from typing import Any
 
 from model.errors import FioError, ParseError
 
+#: fio's exit status when it ends on SIGINT: it prints "fio: terminating on signal 2" and then its
+#: complete JSON (fio 3.33, the embedded guest's and the host's). After the suite's own stop it
+#: is a normal end.
+FIO_STOPPED_EXIT = 128
 #: fio's iodepth_level keys: "16" means 16-31 I/Os in flight, ">=64" the rest.
 IODEPTH_LEVEL_KEYS = ("1", "2", "4", "8", "16", "32", ">=64")
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from guest.tools.fio import FIO_STOPPED_EXIT, FioJob, FioOutput
+from guest.tools.fio import FioJob, FioOutput
 from measure.stall_tolerance import DRAIN_S, _fio_outcome, drain_bound_s
 from model.errors import FioError
+from model.parse.fio_json import FIO_STOPPED_EXIT
 
 #: Recorded: fio's output after the default 2 s hold of the virtio-scsi scratch disk (stopped by the
 #: suite: "fio: terminating on signal 2" before the JSON, exit 128).
