@@ -1,0 +1,166 @@
+"""The replay of the opt-in platform rules write-cache and throttle (replay/rules/write_cache.py,
+throttle.py): their jobs and host actions follow the bundle's configuration, and the rules' own judges
+on what a real replay gave (tests/data/replay/*.replay.json.gz: a healthy and a faulted bundle of each,
+replayed on virtio-scsi) pass the healthy one and fail the faulted one as its run failed."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from model.parse.qemutrace import parse_qemu_trace
+from model.parse.throttle_limits import ThrottleLimits
+from model.rules.throttle import RULE_IOPS, with_burst
+from replay import main as cli
+from replay.qemu import Boot, CannotTest, HostCall
+from replay.qmp import Qmp
+from replay.rules import RULES, Replayed
+from replay.rules import throttle as replay_throttle
+from replay.rules import write_cache as replay_write_cache
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
+
+
+def recorded(rule: str, name: str) -> Replayed:
+    """What one real replay gave its rule's judge (tests/data/README.md), rebuilt as replay/main.py builds it."""
+    with gzip.open(DATA / f"{name}.replay.json.gz", "rt") as f:
+        data = json.load(f)
+    config = data["config"]
+    jobs = RULES[rule].jobs(config)
+    b = Boot(data["lines"], data["marks"], 0, counters={k: (v[0], v[1]) for k, v in data["counters"].items()},
+             host_calls=[HostCall(**{**c, "args": tuple(c["args"])}) for c in data["host_calls"]])
+    device, outputs = cli.guest_outputs(b, [j.name for j in jobs])
+    probed: dict[str, str] = {}
+    for line in b.lines:
+        if line.startswith("probed "):
+            serial, _, text = line.removeprefix("probed ").partition(" ")
+            probed[serial] = probed.get(serial, "") + text + "\n"
+    return Replayed(config, outputs, parse_qemu_trace(data["trace"]) if data["trace"] else [], device,
+                    counters=b.counters, probed=probed, host_calls=b.host_calls)
+
+
+# --- write-cache ---------------------------------------------------------------------------------------
+
+def test_a_recorded_wce_lie_replay_fails_as_its_run_did_and_a_healthy_one_passes() -> None:
+    faulted = RULES["write-cache"].judge(recorded("write-cache", "write-cache-wce-lie-virtio-scsi"))
+    assert not faulted.passed
+    assert [p.split(":")[0] for p in faulted.problems] == ["dut disk sdb", "scratch disk sda"]
+    assert all("believes write through over a host write-back cache" in p and "49 fsyncs sent 0 flushes, the host "
+               "saw 0 [blame: guest configuration]" in p for p in faulted.problems)
+    assert faulted.properties["dut_host_cache_mode"] == "writeback" and faulted.properties["scratch_host_cache_mode"] == "none"
+    assert faulted.properties["dut_guest_write_cache_probed"] == "write back"
+    healthy = RULES["write-cache"].judge(recorded("write-cache", "write-cache-healthy-virtio-scsi"))
+    assert healthy.passed, healthy.explain()
+    p = healthy.properties
+    assert (p["dut_fsyncs"], p["dut_flushes_guest"], p["dut_flushes_host"]) == (49, 49, 49)
+    assert (p["scratch_fsyncs"], p["scratch_flushes_guest"], p["scratch_flushes_host"]) == (49, 49, 49)
+
+
+CONFIG = {"disk": {"serial": "vioc-dut0"}, "limits_script": "echo name={disk}",
+          "disks": [{"role": "dut", "serial": "vioc-dut0", "host_ref": "ua-vioc-dut00"},
+                    {"role": "scratch", "serial": "vioc-dut1", "host_ref": "ua-vioc-dut01"}]}
+
+
+def test_write_cache_runs_the_runs_fsync_workload_on_each_disk_then_asks_the_host_for_its_cache() -> None:
+    jobs = RULES["write-cache"].jobs(CONFIG)
+    assert [j.name for j in jobs] == ["fsync-dut", "fsync-scratch", "cache"]
+    dut, scratch, cache = jobs
+    assert dut.counted and scratch.counted and not cache.args
+    assert {"--rw=randwrite", "--bs=4096", "--direct=0", "--ioengine=psync", "--fsync=1", "--io_size=204800",
+            "--size=67108864", "--iodepth=1"} <= set(dut.args)
+    assert scratch.target == "/dev/$(wait_disk vioc-dut1)"
+    # the run's set-up goes on the scratch disk too (the run prepares both), once, before the first run
+    assert "DEV=$(wait_disk vioc-dut1)" in dut.prepare and "apply_setup" in dut.prepare and "apply_setup" not in scratch.prepare
+    assert "host cache ua-vioc-dut00 ua-vioc-dut01" in cache.prepare
+
+
+def test_an_older_bundle_without_the_disks_qemu_ids_cannot_be_judged() -> None:
+    older = {**CONFIG, "disks": [{"role": "dut", "serial": "vioc-dut0"}]}
+    with pytest.raises(CannotTest, match="host_ref"):
+        RULES["write-cache"].jobs(older)
+
+
+class FakeQmp(Qmp):
+    """QEMU's monitor as a dictionary of replies; every command it was given, in order."""
+
+    def __init__(self, replies: dict[str, Any]) -> None:
+        super().__init__(Path("/nonexistent"))
+        self.replies = replies
+        self.given: list[tuple[str, dict[str, Any] | None]] = []
+
+    def execute(self, command: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.given.append((command, arguments))
+        return {"return": self.replies[command]}
+
+
+def _block(qdev: str, cache: dict[str, bool], **throttle: int) -> dict[str, Any]:
+    return {"qdev": qdev, "inserted": {"cache": cache, "iops": 0, "bps": 0, **throttle}}
+
+
+def test_the_cache_action_answers_each_devices_cache_flags_as_query_block_has_them() -> None:
+    q = FakeQmp({"query-version": {"qemu": {"major": 7, "minor": 2, "micro": 22}}, "query-block": [
+        _block("/machine/peripheral/ua-vioc-dut00/virtio-backend", {"writeback": True, "direct": False, "no-flush": False}),
+        _block("ua-vioc-dut01", {"writeback": False, "direct": True, "no-flush": True})]})
+    answer = replay_write_cache.host_cache_action(q, ["ua-vioc-dut00", "ua-vioc-dut01", "ua-vioc-dut09"])
+    assert answer == "7.2.22 ua-vioc-dut00=1,0,0 ua-vioc-dut01=0,1,1 ua-vioc-dut09=none"
+
+
+# --- throttle ------------------------------------------------------------------------------------------
+
+def test_a_recorded_throttle_burst_replay_fails_as_its_run_did_and_a_healthy_one_passes() -> None:
+    faulted = RULES["throttle"].judge(recorded("throttle", "throttle-throttle-burst-virtio-scsi"))
+    assert not faulted.passed
+    held, rate = faulted.problems
+    assert "a bucket that lets 1188000 I/Os through above the limit [blame: hypervisor]" in held
+    assert rate.startswith("throttled: the guest got ") and "its throttle let them through" in rate
+    assert faulted.properties["throttled_guest_iops"] > 230
+    healthy = RULES["throttle"].judge(recorded("throttle", "throttle-healthy-virtio-scsi"))
+    assert healthy.passed, healthy.explain()
+    p = healthy.properties
+    assert p["throttled_held"] == "iops=200, bps=0" and p["lifted_held"] == "no limit"
+    assert p["throttled_guest_iops"] <= 230 and p["again_guest_iops"] <= 230 and p["lifted_over_limit"] > 2
+
+
+def _config(disk_settings: list[list[str]], inject: list[str]) -> dict[str, object]:
+    return {"host_ref": "ua-vioc-dut00", "configuration": {"disk_settings": disk_settings},
+            "measure": {"window_s": 3.0, "inject": inject}}
+
+
+def test_throttle_sets_the_rules_own_limit_as_the_run_does_with_the_faults_burst_where_it_was_injected() -> None:
+    assert replay_throttle.limits(_config([], [])) == (ThrottleLimits(iops=RULE_IOPS), "the rule",
+                                                       ThrottleLimits(iops=RULE_IOPS))
+    limit, _, first = replay_throttle.limits(_config([], ["throttle-burst"]))
+    assert first == with_burst(limit) and first.iops_max > limit.iops
+    jobs = RULES["throttle"].jobs(_config([], ["throttle-burst"]))
+    assert [j.name for j in jobs] == ["throttled", "lifted", "again"]
+    assert (f"host throttle ua-vioc-dut00 iops={RULE_IOPS} bps=0 iops_max={first.iops_max} iops_max_length=60 "
+            "iops_rd=0 iops_wr=0 bps_rd=0 bps_wr=0;") in jobs[0].prepare
+    assert "host throttle ua-vioc-dut00 iops=0 bps=0 iops_rd=0 iops_wr=0 bps_rd=0 bps_wr=0;" in jobs[1].prepare
+    assert "iops_max" not in jobs[2].prepare
+    assert {"--rw=randread", "--bs=4096", "--iodepth=32", "--time_based", "--runtime=34s"} <= set(jobs[0].args)
+    assert "usleep 3000000" in jobs[0].during and "kill -INT $FIO" in jobs[0].during
+
+
+def test_a_limit_given_with_disk_is_kept_in_the_first_phase_as_qemu_started_with_it() -> None:
+    limit, set_by, first = replay_throttle.limits(_config([["cache", "none"], ["iops", "500"]], []))
+    assert (limit, set_by, first) == (ThrottleLimits(iops=500), "--disk cache=none,iops=500", None)
+    assert "host throttle ua-vioc-dut00 keep;" in RULES["throttle"].jobs(_config([["iops", "500"]], []))[0].prepare
+
+
+def test_the_throttle_action_sets_the_limits_on_the_block_backend_and_answers_what_it_holds() -> None:
+    backend = "/machine/peripheral/ua-vioc-dut00/virtio-backend"
+    q = FakeQmp({"query-block": [_block(backend, {}, iops=200, iops_max=20000, iops_max_length=60)],
+                 "block_set_io_throttle": {}})
+    held = json.loads(replay_throttle.set_throttle(q, ["ua-vioc-dut00", "iops=200", "iops_max=20000",
+                                                       "iops_max_length=60"]))
+    assert ThrottleLimits(**held) == ThrottleLimits(iops=200, iops_max=20000, iops_max_length_s=60)
+    command, arguments = q.given[1]
+    assert command == "block_set_io_throttle" and arguments is not None
+    assert arguments["id"] == backend and arguments["iops"] == 200 and arguments["bps_wr"] == 0
+    q.given.clear()
+    replay_throttle.set_throttle(q, ["ua-vioc-dut00", "keep"])
+    assert [c for c, _ in q.given] == ["query-block"]
