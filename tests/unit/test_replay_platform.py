@@ -117,12 +117,13 @@ def test_a_recorded_throttle_burst_replay_fails_as_its_run_did_and_a_healthy_one
     held, rate = faulted.problems
     assert "a bucket that lets 1188000 I/Os through above the limit [blame: hypervisor]" in held
     assert rate.startswith("throttled: the guest got ") and "its throttle let them through" in rate
-    assert faulted.properties["throttled_guest_iops"] > 230
+    assert float(faulted.properties["throttled_guest_iops"]) > 230
     healthy = RULES["throttle"].judge(recorded("throttle", "throttle-healthy-virtio-scsi"))
     assert healthy.passed, healthy.explain()
     p = healthy.properties
     assert p["throttled_held"] == "iops=200, bps=0" and p["lifted_held"] == "no limit"
-    assert p["throttled_guest_iops"] <= 230 and p["again_guest_iops"] <= 230 and p["lifted_over_limit"] > 2
+    assert float(p["throttled_guest_iops"]) <= 230 and float(p["again_guest_iops"]) <= 230
+    assert float(p["lifted_over_limit"]) > 2
 
 
 def _config(disk_settings: list[list[str]], inject: list[str]) -> dict[str, object]:
@@ -164,3 +165,10 @@ def test_the_throttle_action_sets_the_limits_on_the_block_backend_and_answers_wh
     q.given.clear()
     replay_throttle.set_throttle(q, ["ua-vioc-dut00", "keep"])
     assert [c for c, _ in q.given] == ["query-block"]
+
+
+def test_the_faithfulness_bench_selects_the_opt_in_rules_it_replays() -> None:
+    from bench.replay_faithfulness import selection
+    assert selection(["io-size"]) == ["-k", "io_size"]
+    assert selection(["io-size", "write-cache", "throttle"]) == ["-k", "io_size or write_cache or throttle",
+                                                                 "--with-rules", "write-cache,throttle"]
