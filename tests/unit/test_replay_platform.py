@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
+from bench.replay_faithfulness import selection
 from model.parse.qemutrace import parse_qemu_trace
 from model.parse.throttle_limits import ThrottleLimits
 from model.rules.throttle import RULE_IOPS, with_burst
 from replay import main as cli
 from replay.qemu import Boot, CannotTest, HostCall
-from replay.qmp import Qmp
-from replay.rules import RULES, Replayed
+from replay.qmp import Qmp, QmpError
+from replay.rules import RULES, Replayed, device
 from replay.rules import throttle as replay_throttle
 from replay.rules import write_cache as replay_write_cache
 
@@ -168,7 +169,62 @@ def test_the_throttle_action_sets_the_limits_on_the_block_backend_and_answers_wh
 
 
 def test_the_faithfulness_bench_selects_the_opt_in_rules_it_replays() -> None:
-    from bench.replay_faithfulness import selection
     assert selection(["io-size"]) == ["-k", "io_size"]
     assert selection(["io-size", "write-cache", "throttle"]) == ["-k", "io_size or write_cache or throttle",
                                                                  "--with-rules", "write-cache,throttle"]
+
+
+# --- identity and block-size: the device as the replay's QEMU says it -----------------------------------
+
+READS = [{"path": "/machine/peripheral/ua-vioc-dut00", "prop": p, "limit": limit, "unsaid": None, "why": ""}
+         for p, limit in (("logical_block_size", "logical_block_bytes"), ("physical_block_size", "physical_block_bytes"),
+                          ("serial", None), ("wwn", None))]
+DEVICE = {"disks": [{"role": "dut", "serial": "vioc-dut0", "qom_reads": READS,
+                     "identity": {"serial": "vioc-dut0", "wwn": "5000c50015ea7100", "size_bytes": 1 << 30,
+                                  "serial_bytes": 0, "bus": "virtio-scsi"},
+                     "configured_limits": {"logical_block_bytes": 512, "physical_block_bytes": 512}}],
+          "scripts": {"identity": "for f in size; do echo {disk}; done"}}
+
+
+class QomQmp(FakeQmp):
+    """A QEMU whose device has the properties of ``props`` (path, name) -> value; any other it refuses."""
+
+    def __init__(self, props: dict[tuple[str, str], object]) -> None:
+        super().__init__({"query-version": {"qemu": {"major": 7, "minor": 2, "micro": 22}}})
+        self.props = props
+
+    def execute(self, command: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        if command != "qom-get":
+            return super().execute(command, arguments)
+        assert arguments is not None
+        key = (arguments["path"], arguments["property"])
+        if key not in self.props:
+            raise QmpError(f"QEMU's monitor refused qom-get: Property '{key[1]}' not found")
+        return {"return": self.props[key]}
+
+
+def test_the_qom_action_asks_the_replays_qemu_each_property_the_run_read_of_the_device() -> None:
+    dev = "/machine/peripheral/ua-vioc-dut00"
+    q = QomQmp({(dev, "logical_block_size"): 512, (dev, "physical_block_size"): 4096, (dev, "serial"): "vioc-dut0"})
+    reads = device.reads_of(DEVICE["disks"][0])  # type: ignore[index]
+    line = device.ask("vioc-dut0", reads)
+    assert line.startswith(f"host qom vioc-dut0 {dev} logical_block_size {dev} physical_block_size")
+    answer = device.qom_action(q, line.split()[2:])
+    call = HostCall("qom", tuple(line.split()[2:]), 0, 1, answer)
+    said = device.advertised(Replayed({}, {}, [], "sda", host_calls=[call]), "vioc-dut0", reads)
+    assert (said.logical_block_bytes, said.physical_block_bytes, said.source) == (512, 4096, "QEMU 7.2.22, QMP qom-get")
+    assert any("no property wwn" in n for n in said.notes)  # refused: an older QEMU's, named
+
+
+def test_identity_and_block_size_read_each_disk_in_the_guest_and_ask_the_host_of_its_device() -> None:
+    identity = RULES["identity"].jobs(DEVICE)[0].prepare
+    assert "P=$(wait_disk vioc-dut0)" in identity and "echo $P" in identity  # the run's script, on the replay's disk
+    assert "host qom vioc-dut0 /machine/peripheral/ua-vioc-dut00 serial /machine/peripheral/ua-vioc-dut00 wwn" in identity
+    reads = RULES["block-size"].jobs(DEVICE)[0].prepare
+    assert ("512) fio --output-format=json --direct=1 --ioengine=psync --rw=read --filename=/dev/$P --name=aligned "
+            "--offset=0 --bs=512 --size=512 --name=short --offset=0 --bs=256 --size=256 --name=offset --offset=256") in reads
+    assert "host qom vioc-dut0 /machine/peripheral/ua-vioc-dut00 logical_block_size" in reads
+    older = {"disks": [{"role": "dut", "serial": "vioc-dut0"}], "scripts": DEVICE["scripts"]}
+    for rule in ("identity", "block-size"):
+        with pytest.raises(CannotTest, match="QOM properties"):
+            RULES[rule].jobs(older)
