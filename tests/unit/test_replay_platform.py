@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from bench.replay_faithfulness import selection
+from hypervisors.libvirt.identity import replay_device
 from model.parse.qemutrace import parse_qemu_trace
 from model.parse.throttle_limits import ThrottleLimits
 from model.rules.throttle import RULE_IOPS, with_burst
+from model.types import DiskSpec
 from replay import main as cli
 from replay.qemu import Boot, CannotTest, HostCall
 from replay.qmp import Qmp, QmpError
@@ -252,3 +254,14 @@ def test_a_recorded_block_size_replay_fails_on_the_runs_wrapper_and_passes_on_th
     p = healthy.properties
     assert (p["dut_physical_block_size_advertised"], p["dut_physical_block_size_guest"]) == ("512", "512")
     assert (p["dut_direct_aligned"], p["dut_direct_short"]) == ("read", "EINVAL: Invalid argument")
+
+
+def test_a_libvirt_bundle_names_what_its_replay_asks_of_each_device_and_the_identity_it_was_given() -> None:
+    """configuration.json's disks[] on libvirt: the QOM reads the run made of the device (QEMU's id as the
+    replay's qom action asks it) and the configured identity, which the replays of identity and block-size
+    read (an older bundle without them: 125, above)."""
+    said = replay_device(DiskSpec("virtio-blk", 2))
+    reads = device.reads_of(said)
+    assert ("/machine/peripheral/ua-vioc-dut02/virtio-backend", "physical_block_size") in [(r.path, r.prop) for r in reads]
+    assert said["identity"] == {"serial": "vioc-dut2", "wwn": None, "size_bytes": 1 << 30, "serial_bytes": 20,
+                                "bus": "virtio-blk"}
