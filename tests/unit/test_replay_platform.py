@@ -232,28 +232,29 @@ def test_identity_and_block_size_read_each_disk_in_the_guest_and_ask_the_host_of
             RULES[rule].jobs(older)
 
 
-def test_a_recorded_identity_replay_fails_on_the_runs_wrapper_and_passes_on_the_hosts_qemu() -> None:
-    """The same bundle (a run on an --emulator wrapper giving the disk another WWN), replayed with the
-    bundle's emulator and with --qemu the host's own."""
-    faulted = RULES["identity"].judge(recorded("identity", "identity-other-wwn-virtio-scsi"))
-    assert faulted.problems == (("dut disk sda: WWN: the suite configured '5000c50015ea7100', the device has "
-                                "'5000c50015ea71ff' (wwn of /machine/peripheral/ua-vioc-dut00, QEMU 7.2.22, QMP qom-get), "
-                                "the guest sees '5000c50015ea71ff' [blame: hypervisor]"),)
-    healthy = RULES["identity"].judge(recorded("identity", "identity-other-wwn-hosts-qemu-virtio-scsi"))
-    assert healthy.passed, healthy.explain()
-    assert healthy.properties["dut_wwn_guest"] == healthy.properties["dut_wwn_device"] == "5000c50015ea7100"
+WRAPPED = {
+    "identity": ("identity-other-wwn", ("dut disk sda: WWN: the suite configured '5000c50015ea7100', the device has "
+                 "'5000c50015ea71ff' (wwn of /machine/peripheral/ua-vioc-dut00, QEMU 7.2.22, QMP qom-get), the guest "
+                 "sees '5000c50015ea71ff' [blame: hypervisor]"),
+                 {"dut_wwn_guest": "5000c50015ea7100", "dut_wwn_device": "5000c50015ea7100"}),
+    "block-size": ("block-size-physical-4096", ("dut disk sda: physical block size: the suite asked for 512, the device "
+                   "advertises 4096 (physical_block_size 4096 of /machine/peripheral/ua-vioc-dut00), the guest sees 4096 "
+                   "[blame: hypervisor]"),
+                   {"dut_physical_block_size_advertised": "512", "dut_physical_block_size_guest": "512",
+                    "dut_direct_aligned": "read", "dut_direct_short": "EINVAL: Invalid argument"}),
+}
 
 
-def test_a_recorded_block_size_replay_fails_on_the_runs_wrapper_and_passes_on_the_hosts_qemu() -> None:
-    faulted = RULES["block-size"].judge(recorded("block-size", "block-size-physical-4096-virtio-scsi"))
-    assert faulted.problems == (("dut disk sda: physical block size: the suite asked for 512, the device advertises 4096 "
-                                "(physical_block_size 4096 of /machine/peripheral/ua-vioc-dut00), the guest sees 4096 "
-                                "[blame: hypervisor]"),)
-    healthy = RULES["block-size"].judge(recorded("block-size", "block-size-physical-4096-hosts-qemu-virtio-scsi"))
+@pytest.mark.parametrize("rule", sorted(WRAPPED))
+def test_a_recorded_replay_of_a_wrapper_bundle_fails_on_the_runs_wrapper_and_passes_on_the_hosts_qemu(rule: str) -> None:
+    """The same bundle (a run on an --emulator wrapper giving the disk another WWN, another physical block
+    size), replayed with the bundle's emulator and with --qemu the host's own."""
+    name, problem, healthy_said = WRAPPED[rule]
+    faulted = RULES[rule].judge(recorded(rule, f"{name}-virtio-scsi"))
+    assert faulted.problems == (problem,)
+    healthy = RULES[rule].judge(recorded(rule, f"{name}-hosts-qemu-virtio-scsi"))
     assert healthy.passed, healthy.explain()
-    p = healthy.properties
-    assert (p["dut_physical_block_size_advertised"], p["dut_physical_block_size_guest"]) == ("512", "512")
-    assert (p["dut_direct_aligned"], p["dut_direct_short"]) == ("read", "EINVAL: Invalid argument")
+    assert {k: healthy.properties[k] for k in healthy_said} == healthy_said
 
 
 def test_a_libvirt_bundle_names_what_its_replay_asks_of_each_device_and_the_identity_it_was_given() -> None:
