@@ -52,6 +52,12 @@ class Job:
     #: shell lines run while fio runs (fio's pid in ``$FIO``), e.g. ``host grow``: their output is
     #: the job's part ``during``
     during: str = ""
+    #: a measured window as the run's (measure/window.py): 0 measures fio's whole run; otherwise the
+    #: guest waits ``ramp_s`` after fio starts, takes its "0" readings and says ``OPEN <job>``, samples
+    #: inflight for ``window_s``, takes its "1" readings, says ``CLOSE <job>`` and stops fio (SIGINT),
+    #: whose run time must outlast the window
+    window_s: float = 0.0
+    ramp_s: float = 0.0
 
 
 def _setup_lines(setup: Sequence[Mapping[str, str]]) -> list[str]:
@@ -67,6 +73,23 @@ def _setup_lines(setup: Sequence[Mapping[str, str]]) -> list[str]:
     return lines
 
 
+_READ0 = "cat /proc/diskstats > /tmp/d0; cat /proc/stat > /tmp/s0; cut -d' ' -f1 /proc/uptime > /tmp/u0"
+_READ1 = "cat /proc/diskstats > /tmp/d1; cat /proc/stat > /tmp/s1; cut -d' ' -f1 /proc/uptime > /tmp/u1"
+
+
+def _windowed_lines(job: Job, fio: str) -> list[str]:
+    """fio started, the window measured inside its run as the run measures it, then fio stopped."""
+    n = job.name
+    return [
+        f"fio {fio} --filename={job.target} --output-format=json > /tmp/fio.json 2>/tmp/fio.err &",
+        "FIO=$!; : > /tmp/inflight",
+        f"usleep {round(job.ramp_s * 1e6)}", _READ0, f"say OPEN {n}",
+        "( while :; do cat /sys/block/$DEV/inflight >> /tmp/inflight; usleep 100000; done ) & SAMPLER=$!",
+        f"usleep {round(job.window_s * 1e6)}", _READ1, f"say CLOSE {n}",
+        "kill $SAMPLER; kill -INT $FIO 2>/dev/null; wait $FIO; RC=$?",
+    ]
+
+
 def _job_lines(job: Job) -> list[str]:
     n = job.name
     if not job.args:  # no fio: the preparation alone, between the job's marks
@@ -76,10 +99,8 @@ def _job_lines(job: Job) -> list[str]:
     count = [f"say COUNT {n} before; read -t {COUNT_WAIT_S} _ <&3"] if job.counted else []
     counted = [f"say COUNT {n} after; read -t {COUNT_WAIT_S} _ <&3"] if job.counted else []
     prepare = [f"(\n{job.prepare}\n) > /tmp/prep 2>&1", f"dump {n} prepared /tmp/prep"] if job.prepare else []
-    return [
-        *prepare,
-        f"say BEGIN {n}",
-        "cat /proc/diskstats > /tmp/d0; cat /proc/stat > /tmp/s0; cut -d' ' -f1 /proc/uptime > /tmp/u0",
+    whole = [
+        _READ0,
         *count,
         f"fio {fio} --filename={job.target} --output-format=json > /tmp/fio.json 2>/tmp/fio.err &",
         "FIO=$!; : > /tmp/inflight",
@@ -87,7 +108,12 @@ def _job_lines(job: Job) -> list[str]:
         "while kill -0 $FIO 2>/dev/null; do cat /sys/block/$DEV/inflight >> /tmp/inflight; usleep 100000; done",
         "wait $FIO; RC=$?",
         *counted,
-        "cat /proc/diskstats > /tmp/d1; cat /proc/stat > /tmp/s1; cut -d' ' -f1 /proc/uptime > /tmp/u1",
+        _READ1,
+    ]
+    return [
+        *prepare,
+        f"say BEGIN {n}",
+        *(_windowed_lines(job, fio) if job.window_s > 0 else whole),
         *(f"dump {n} {part} {path}" for part, path in (
             ("fio", "/tmp/fio.json"), ("fioerr", "/tmp/fio.err"), ("diskstats0", "/tmp/d0"),
             ("diskstats1", "/tmp/d1"), ("stat0", "/tmp/s0"), ("stat1", "/tmp/s1"), ("uptime0", "/tmp/u0"),

@@ -100,7 +100,8 @@ def guest_outputs(b: Boot, names: Sequence[str]) -> tuple[str, dict[str, JobOutp
                 parts.setdefault(part, []).append(text)
         end = next(line for line in b.lines if line.startswith(f"END {name} "))
         outs[name] = JobOutput({k: "\n".join(v) for k, v in parts.items()}, b.marks[f"BEGIN {name}"],
-                               b.marks[f"END {name}"], int(end.split()[2]))
+                               b.marks[f"END {name}"], int(end.split()[2]), b.marks.get(f"OPEN {name}"),
+                               b.marks.get(f"CLOSE {name}"))
     return device, outs
 
 

@@ -143,7 +143,7 @@ def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path, qmp: Q
                     continue
                 out.lines.append(line)
                 word = line.split(" ", 2)
-                if word[0] in ("BEGIN", "END") and len(word) > 1:
+                if word[0] in ("BEGIN", "END", "OPEN", "CLOSE") and len(word) > 1:
                     out.marks[f"{word[0]} {word[1]}"] = time.time()
                 elif word[0] == "COUNT" and len(word) > 2:
                     _count(proc, qmp, out, f"{word[1]} {word[2]}")

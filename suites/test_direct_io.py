@@ -18,6 +18,8 @@ from measure.counted import CountedRun, host_flushes, run_counted
 from measure.disk import GuestDisk
 from model.judging.verdict import RuleVerdict
 from model.rules.direct_io import (
+    REGION_BYTES,
+    WRITES,
     Durability,
     LatencyFloor,
     OneForOne,
@@ -29,12 +31,6 @@ from model.rules.direct_io import (
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
-
-#: Writes per run: enough that one lost or merged write is a visible 0.5 %, few enough to take
-#: under a second each on a file-backed disk under TCG.
-WRITES = 200
-#: The region written: random offsets in the first 64 MiB of the scratch disk.
-REGION_BYTES = 64 << 20
 
 
 def _writes(name: str, bs: int, n: int, **kw: object) -> FioJob:

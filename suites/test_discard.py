@@ -33,7 +33,10 @@ from model.rules.discard import (
     FILL_OFFSET_BYTES,
     FSTRIM_FILE_BYTES,
     FSTRIM_FS_BYTES,
+    MAX_SETTING,
+    MOUNT,
     RULE,
+    TRIM_FILE,
     ZEROES_RANGE,
     DiscardLimits,
     DiscardRange,
@@ -48,12 +51,6 @@ from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.needs import needed
-
-#: The guest's setting the beyond_max range lowers for a while (and sets back).
-MAX_SETTING = "queue/discard_max_bytes"
-#: Where fstrim's filesystem is mounted, and its file.
-MOUNT = "/mnt/vioc-discard"
-TRIM_FILE = f"{MOUNT}/freed"
 
 
 def _seen(disk: GuestDisk, tool: Discard, observer: DiscardObserver, r: DiscardRange, guest_max: int) -> RangeSeen:

@@ -19,7 +19,7 @@ import pytest
 
 from fixtures.options import SuiteOptions
 from guest.tools.fio import Fio, FioJob, FioOutput
-from guest.tools.hotplug import HotplugWatch, off_setting
+from guest.tools.hotplug import HotplugWatch
 from guest.tools.sysfs import Sysfs
 from guest.tools.system import WorkDir
 from hypervisors.base import HotplugDisk, HotplugUnavailable
@@ -40,6 +40,7 @@ from model.rules.hotplug import (
     Seen,
     Surprise,
     judge_hotplug,
+    off_setting,
 )
 from model.rules.limits import compare_limits
 from reports.records import Record

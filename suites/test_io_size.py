@@ -19,15 +19,11 @@ from measure.disk import GuestDisk
 from measure.window import measure, save_measurement
 from model.judging.figures import histogram_figure
 from model.judging.verdict import RuleVerdict
-from model.rules.io_size import REQUEST_BYTES, IoSizeMeasurement, judge_io_size
+from model.rules.io_size import DEPTH, REQUEST_BYTES, IoSizeMeasurement, judge_io_size
 from model.rules.io_size import max_transfer as max_transfer_of
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
-
-#: Requests in flight: enough to keep a latency disk busy, few enough that a 1 MiB request
-#: never waits for a tag on any controller.
-DEPTH = 4
 
 
 @pytest.mark.rule("io-size")

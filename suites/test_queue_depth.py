@@ -23,14 +23,12 @@ from measure.disk import GuestDisk
 from measure.window import measure, save_measurement
 from model.judging.figures import histogram_figure
 from model.judging.verdict import RuleVerdict
-from model.rules.queue_depth import DEPTHS, REQUIRE_QUEUING, DeviceSaid, judge_queue_depth
+from model.rules.queue_depth import BS_BYTES, DEPTHS, REQUIRE_QUEUING, DeviceSaid, judge_queue_depth
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 from suites.queue_depth_points import depth_point, guest_path
 
-#: The rule's reads: 4 KiB random reads, one request each (io.max's byte limits count with it)
-BS_BYTES = 4096
 
 @pytest.mark.rule("queue-depth")
 def test_queue_depth_propagation(disk: GuestDisk, suite_options: SuiteOptions, record: Record,

@@ -35,7 +35,13 @@ from model.judging.verdict import RuleVerdict
 from model.parse.filesystem import parse_resize2fs
 from model.parse.fio_json import fio_messages, parse_fio_json
 from model.rules.resize import (
+    FIO_STOP_S,
     GROW_BYTES,
+    IO_BLOCK_BYTES,
+    IO_DEPTH,
+    IO_REGION_BYTES,
+    IO_RUNTIME_S,
+    MOUNT,
     RULE,
     Bound,
     FsGrow,
@@ -52,14 +58,9 @@ from suites.needs import needed
 
 #: The fault of this rule: a device property set when the guest starts (model/faults.py).
 FAULT = "param-change-off"
-#: The I/O in flight through the resizes: 4 KiB random reads and writes, 4 in flight, over the disk's
-#: first 16 MiB (well inside the size it shrinks back to), until stopped (the runtime is a cap).
-JOB = FioJob("resize-io", rw="randrw", bs_bytes=4096, iodepth=4, size_bytes=16 << 20, runtime_s=120)
-#: How long fio may take to stop and print its JSON once signalled (one 4 KiB request in flight
-#: ends in milliseconds; the rest is fio writing its output under TCG).
-FIO_STOP_S = 10.0
-#: Where the filesystem grown online is mounted.
-MOUNT = "/mnt/vioc-resize"
+#: The I/O in flight through the resizes (model/rules/resize.py's IO_*).
+JOB = FioJob("resize-io", rw="randrw", bs_bytes=IO_BLOCK_BYTES, iodepth=IO_DEPTH, size_bytes=IO_REGION_BYTES,
+             runtime_s=IO_RUNTIME_S)
 
 
 def _step(name: str, disk: GuestDisk, resizer: DiskResizer, to_bytes: int, bound: Bound, raw: Path) -> ResizeStep:

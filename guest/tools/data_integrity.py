@@ -1,14 +1,6 @@
 """The data-integrity rule's guest side: fio writes the plan's passes with a verify header in every
-sector and reads the range back verifying each (one fio run), and device-mapper, through which the
-``lba-shift`` fault makes the guest write.
-
-fio's verify options (fio 3.33): ``--verify=md5 --verify_interval=512`` puts fio's header and an
-MD5 in every 512-byte sector it writes (model/parse/fio_verify.py reads them), ``--verify_pattern``
-fills the rest with the pass's pattern (its run id and generation: model.rules.data_integrity.pattern),
-``--do_verify=0`` leaves the verifying to the last job, a plain read of the range that verifies what
-it reads (``--continue_on_error=verify``: every failing read is reported, and the job goes on);
-``--verify_state_save=0`` keeps fio from leaving state files in the guest. ``--stonewall`` runs the
-jobs one after the other, so each pass's number is the generation it writes last.
+sector and reads the range back verifying each (one fio run, model.rules.data_integrity.fio_args), and
+device-mapper, through which the ``lba-shift`` fault makes the guest write.
 """
 
 from __future__ import annotations
@@ -19,15 +11,10 @@ import shlex
 from guest.tools.fio import Fio, FioOutput
 from guest.tools.sysfs import valid_disk
 from guest.tools.tool import GuestTool
-from model.parse.fio_verify import SECTOR_BYTES
-from model.rules.data_integrity import Region, WritePass, pattern
+from model.rules.data_integrity import READBACK_JOB, Region, WritePass, fio_args
 
-#: The read-back job's name in fio's output.
-READBACK_JOB = "readback"
-#: The read-back: 4 KiB O_DIRECT reads at depth 8. fio names the first bad sector of each read that
-#: fails, so small reads name more of them; 1024 reads of the 4 MiB range take about 0.2 s under TCG.
-READBACK_BS = 4096
-READBACK_DEPTH = 8
+__all__ = ["READBACK_JOB", "DeviceMapper", "IntegrityWrites"]
+
 #: The whole fio run (five passes and the read-back) takes 2.3-2.7 s in the embedded guest under
 #: TCG on this 2-core machine, most of it fio's start of each job; 120 s leaves room for a host
 #: loaded tenfold and still ends a hung guest's run.
@@ -42,20 +29,7 @@ class IntegrityWrites(GuestTool):
     @staticmethod
     def args(target: str, plan: tuple[WritePass, ...], region: Region, run_id: int, fio: str = "fio") -> list[str]:
         """fio's arguments: global options, then one job per pass and the read-back."""
-        a = [fio, "--output-format=json", f"--filename={target}", "--verify=md5", "--do_verify=0",
-             f"--verify_interval={SECTOR_BYTES}", "--verify_state_save=0", "--thread"]
-        for p in plan:
-            a += [f"--name={p.name}", f"--rw={p.rw}", f"--bs={p.bs_bytes}", f"--iodepth={p.iodepth}",
-                  f"--ioengine={'libaio' if p.direct else 'psync'}", f"--direct={int(p.direct)}",
-                  f"--offset={region.start_bytes + p.start_bytes}", f"--size={p.length_bytes}",
-                  f"--verify_pattern=0x{pattern(run_id, p.generation).hex()}"]
-            if not p.direct:
-                a += [*((f"--fsync={p.fsync_every}",) if p.fsync_every else ()), "--end_fsync=1"]
-            a.append("--stonewall")
-        a += [f"--name={READBACK_JOB}", "--rw=read", f"--bs={READBACK_BS}", f"--iodepth={READBACK_DEPTH}",
-              "--ioengine=libaio", "--direct=1", f"--offset={region.start_bytes}", f"--size={region.length_bytes}",
-              "--verify_fatal=0", "--continue_on_error=verify", "--stonewall"]
-        return a
+        return fio_args(target, plan, region, run_id, fio)
 
     def run(self, target: str, plan: tuple[WritePass, ...], region: Region, run_id: int) -> FioOutput:
         """Write the plan to ``target`` (a device), flush, read it back verifying: fio's output as it gave it."""

@@ -17,11 +17,9 @@ from dataclasses import dataclass
 
 from guest.tools.sysfs import valid_disk
 from guest.tools.tool import GuestTool
-from model.rules.discard import DiscardLimits
+from model.rules.discard import FILL_BLOCK_BYTES, DiscardLimits
 from transport.ssh import CommandResult
 
-#: The fill's block size: 64 KiB, a multiple of every granularity the suite's devices advertise.
-FILL_BLOCK_BYTES = 64 * 1024
 #: What ``zero``'s command says where no blkdiscard of the guest can zero (busybox's has no -z).
 NO_ZEROOUT = "no blkdiscard with -z (--zeroout) on PATH: util-linux's blkdiscard zeroes, busybox's cannot"
 NO_ZEROOUT_STATUS = 127

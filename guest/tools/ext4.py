@@ -1,12 +1,7 @@
 """ext4 that a rule makes on its disk and takes off again: discard's fstrim, resize's online grow.
 
-Made with e2fsprogs' ``mkfs.ext4`` (4 KiB blocks) so that its only writes are its own metadata:
-``lazy_itable_init`` and ``lazy_journal_init`` (the inode tables and the journal are not zeroed: 0.1 s
-for 1 GiB under TCG), and mounted with ``noinit_itable`` so that the kernel does not zero the inode
-tables in the background either (its ext4lazyinit thread would send write-zeroes while the rules
-count); ``nodiscard`` unless asked to discard the region first (mke2fs's default). ``fstrim``
-(util-linux or busybox) trims a mounted filesystem; ``resize2fs`` grows one online. Each method is one
-guest command: under TCG a command's round trip (about 80 ms) costs more than the work.
+Made and mounted as model/ext4_options.py says. ``fstrim`` (util-linux or busybox) trims a mounted
+filesystem; ``resize2fs`` grows one online. Each method is one guest command: under TCG a command's round trip (about 80 ms) costs more than the work.
 
 Example::
 
@@ -22,20 +17,12 @@ from dataclasses import dataclass
 
 from guest.tools.tool import GuestTool
 from model.errors import ParseError
+from model.ext4_options import BLOCK_BYTES, MKFS_OPTIONS, MOUNT_OPTIONS, STATFS, WIPE_BYTES
 from model.parse.filesystem import FsSize, parse_statfs
 from transport.ssh import CommandResult
 
-#: The filesystem's block: 4 KiB, ext4's default above 512 MiB and every host file system's.
-BLOCK_BYTES = 4096
-MKFS_OPTIONS = "nodiscard,lazy_itable_init=1,lazy_journal_init=1"
-MOUNT_OPTIONS = "noatime,noinit_itable"
-#: What ``wipe`` zeroes at the disk's start: the primary superblock (at 1 KiB) and group descriptors,
-#: so that nothing finds a filesystem there afterwards.
-WIPE_BYTES = 1 << 20
 #: The block the test files are written in.
 WRITE_BLOCK_BYTES = 1 << 20
-#: statfs(2) of a mountpoint (busybox's stat and coreutils' alike): block size, total, free, available.
-_STATFS = "stat -f -c '%S %b %f %a'"
 _SIZE_MARK = "VIOC-STATFS"
 
 
@@ -67,13 +54,13 @@ class Ext4(GuestTool):
         size = "" if size_bytes is None else f" {size_bytes // 1024}k"
         options = MKFS_OPTIONS.replace("nodiscard", "discard") if discard else MKFS_OPTIONS
         said = self._run(f"umount {m} 2>/dev/null; mkfs.ext4 -q -F -b {BLOCK_BYTES} -E {options} {dev}{size} && "
-                         f"mkdir -p {m} && mount -t ext4 -o {MOUNT_OPTIONS} {dev} {m} && {_STATFS} {m}",
+                         f"mkdir -p {m} && mount -t ext4 -o {MOUNT_OPTIONS} {dev} {m} && {STATFS} {m}",
                          timeout_s=120).stdout
         return parse_statfs(said.strip().splitlines()[-1], f"stat -f {mountpoint}")
 
     def size(self, mountpoint: str) -> FsSize:
         """The mounted filesystem's size as statfs gives it (what ``df`` shows)."""
-        said = self._run(f"{_STATFS} {shlex.quote(mountpoint)}").stdout
+        said = self._run(f"{STATFS} {shlex.quote(mountpoint)}").stdout
         return parse_statfs(said, f"stat -f {mountpoint}")
 
     def write_and_delete(self, path: str, size_bytes: int) -> None:
@@ -109,7 +96,7 @@ class Resize2fs(GuestTool):
     def grow(self, device: str, mountpoint: str) -> Grown:
         """``resize2fs`` of the filesystem on ``device`` (mounted at ``mountpoint``) to the device's size,
         then its size as statfs gives it: one guest command. A refusal is the guest's answer, not raised."""
-        done = self._run(f"resize2fs {shlex.quote(device)} 2>&1; s=$?; echo {_SIZE_MARK} $({_STATFS} "
+        done = self._run(f"resize2fs {shlex.quote(device)} 2>&1; s=$?; echo {_SIZE_MARK} $({STATFS} "
                          f"{shlex.quote(mountpoint)}); exit $s", check=False, timeout_s=120)
         said, _, size = done.stdout.partition(_SIZE_MARK)
         try:

@@ -1,6 +1,6 @@
 """The guest's side of a hot-plugged disk: waiting for a disk with a serial to appear, for a disk to go,
 and the two guest settings that decide whether a new device is bound or scanned at all
-(the ``hotplug-off`` fault: ``/sys/bus/pci/drivers_autoprobe``, ``scsi_mod``'s ``scan``).
+(the ``hotplug-off`` fault: model/rules/hotplug.py's ``off_setting``).
 
 Each wait is one command that polls the guest's own files every 0.1 s and times itself with the guest's
 clock (``/proc/uptime``, 10 ms steps), so the guest's side of each step is measured where it happens.
@@ -13,27 +13,6 @@ from dataclasses import dataclass
 
 from guest.tools.tool import GuestTool
 from model.errors import ParseError
-
-#: Where the guest's kernel says whether a new device on the virtio bus gets its driver at once ("1") or
-#: waits for one bound by hand ("0"). A hot-added virtio-blk is two devices: the PCI function, which
-#: the PCI core binds to virtio-pci with ``device_attach`` (pci_bus_add_device), whatever
-#: ``/sys/bus/pci/drivers_autoprobe`` says, and the virtio device virtio-pci registers on the virtio
-#: bus, which is probed only if that bus autoprobes. So the virtio bus's switch is the one that keeps
-#: the disk from appearing (measured: with the PCI bus's at 0 the disk appeared as fast as without).
-VIRTIO_AUTOPROBE = "/sys/bus/virtio/drivers_autoprobe"
-#: The PCI bus's switch: it keeps a device added by a bus rescan unbound, not one added by hot-plug.
-PCI_AUTOPROBE = "/sys/bus/pci/drivers_autoprobe"
-#: scsi_mod's scan mode: "sync" or "async" scans a new target at once, "manual" only when asked.
-SCSI_SCAN = "/sys/module/scsi_mod/parameters/scan"
-
-
-
-def off_setting(driver: str) -> tuple[str, str]:
-    """The guest setting (path, value) that keeps a new disk of ``driver`` from appearing (the
-    ``hotplug-off`` fault): a new target on a SCSI HBA is left unscanned (sd: scsi_mod's scan=manual),
-    a new virtio device without its driver (virtio_blk: the virtio bus's drivers_autoprobe)."""
-    return (SCSI_SCAN, "manual") if driver == "sd" else (VIRTIO_AUTOPROBE, "0")
-
 
 _UPTIME = "$(cut -d' ' -f1 /proc/uptime)"
 _SLEEP = "sleep 0.1 2>/dev/null || usleep 100000"

@@ -25,6 +25,9 @@ from hypervisors.libvirt.qmp import DomainQmp
 from hypervisors.libvirt.trace import EventLogWindow, LogFiles, deliverable
 from model.parse.backend_writes import EVENT, BackendWrite, parse_backend_writes
 from model.parse.blockstats import HostUnmapCounters, parse_qmp_blockstats, parse_qmp_unmap
+from model.sparse_file import allocated_in
+
+__all__ = ["BackendWriteTrace", "QmpDiscardObserver", "allocated_in", "punch_hole_problem"]
 
 #: linux/falloc.h
 FALLOC_FL_KEEP_SIZE = 0x01
@@ -56,30 +59,6 @@ def punch_hole_problem(directory: Path) -> str | None:
     finally:
         os.close(fd)
         os.unlink(name)
-
-
-def allocated_in(path: PurePath, offset_bytes: int, length_bytes: int) -> int:
-    """Bytes of ``path``'s range ``[offset, offset + length)`` that hold data (SEEK_DATA/SEEK_HOLE)."""
-    end = offset_bytes + length_bytes
-    total = 0
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        pos = offset_bytes
-        while pos < end:
-            try:
-                data = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError as e:
-                if e.errno == errno.ENXIO:  # no data after pos
-                    break
-                raise
-            if data >= end:
-                break
-            hole = os.lseek(fd, data, os.SEEK_HOLE)
-            total += min(hole, end) - data
-            pos = hole
-    finally:
-        os.close(fd)
-    return total
 
 
 class BackendWriteTrace(EventLogWindow):

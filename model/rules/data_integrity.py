@@ -33,10 +33,12 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from model.blame import Blame, BlameSettings
+from model.errors import FioError, ParseError
 from model.judging.figures import Pair, Threshold, pair_figure
 from model.judging.spec import PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict
-from model.parse.fio_verify import SECTOR_BYTES, VerifyFailure, VerifySector, parse_sector
+from model.parse.fio_json import FioResult, fio_messages, parse_fio_json
+from model.parse.fio_verify import SECTOR_BYTES, VerifyFailure, VerifySector, parse_sector, parse_verify_failures
 
 RULE = "data-integrity"
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on. Where each block lands depends on no setting: its own evidence names the layer (a hint).
@@ -62,6 +64,17 @@ REGION_START_BYTES = 256 * MIB
 GUARD_BYTES = 1 * MIB
 #: How many bad sectors each finding names (the first, by LBA); the counts cover them all.
 FIRST_SHOWN = 3
+#: The read-back job's name in fio's output.
+READBACK_JOB = "readback"
+#: The read-back: 4 KiB O_DIRECT reads at depth 8. fio names the first bad sector of each read that
+#: fails, so small reads name more of them; 1024 reads of the 4 MiB range take about 0.2 s under TCG.
+READBACK_BS = 4096
+READBACK_DEPTH = 8
+#: fio's job error when what it read failed to verify (EILSEQ): the verdict's, not the harness's.
+VERIFY_ERROR = 84
+#: The device-mapper target ``--inject lba-shift`` writes through (the suite's own name; removed after
+#: each repeat): linear over the disk from model.faults.LBA_SHIFT_SECTORS.
+SHIFT_TARGET = "vioc-lba-shift"
 
 Side = Literal["host", "guest"]
 Kind = Literal["misplaced", "lost", "torn", "outside"]
@@ -272,6 +285,66 @@ def _classify(s: VerifySector, lba: int, p: WritePass, run_id: int) -> Kind | No
     if gen > p.generation:
         return "misplaced"  # a later pass that never wrote here: its write landed here instead
     return None
+
+
+def fio_args(target: str, plan: Sequence[WritePass], region: Region, run_id: int, fio: str = "fio") -> list[str]:
+    """fio's command line that writes ``plan`` over ``region`` of ``target`` and reads it back verifying:
+    global options, then one job per pass and the read-back (guest/tools/data_integrity.py runs it).
+
+    fio's verify options (fio 3.33): ``--verify=md5 --verify_interval=512`` puts fio's header and an MD5
+    in every 512-byte sector it writes, ``--verify_pattern`` fills the rest with the pass's
+    :func:`pattern`, ``--do_verify=0`` leaves the verifying to the read-back, a plain read of the range
+    that verifies what it reads (``--continue_on_error=verify``: every failing read is reported, and the
+    job goes on); ``--verify_state_save=0`` leaves no state files in the guest. ``--stonewall`` runs the
+    jobs one after the other, so each pass's number is the generation it writes last."""
+    a = [fio, "--output-format=json", f"--filename={target}", "--verify=md5", "--do_verify=0",
+         f"--verify_interval={SECTOR_BYTES}", "--verify_state_save=0", "--thread"]
+    for p in plan:
+        a += [f"--name={p.name}", f"--rw={p.rw}", f"--bs={p.bs_bytes}", f"--iodepth={p.iodepth}",
+              f"--ioengine={'libaio' if p.direct else 'psync'}", f"--direct={int(p.direct)}",
+              f"--offset={region.start_bytes + p.start_bytes}", f"--size={p.length_bytes}",
+              f"--verify_pattern=0x{pattern(run_id, p.generation).hex()}"]
+        if not p.direct:
+            a += [*((f"--fsync={p.fsync_every}",) if p.fsync_every else ()), "--end_fsync=1"]
+        a.append("--stonewall")
+    a += [f"--name={READBACK_JOB}", "--rw=read", f"--bs={READBACK_BS}", f"--iodepth={READBACK_DEPTH}",
+          "--ioengine=libaio", "--direct=1", f"--offset={region.start_bytes}", f"--size={region.length_bytes}",
+          "--verify_fatal=0", "--continue_on_error=verify", "--stonewall"]
+    return a
+
+
+def fio_results(stdout: str, stderr: str, exit_status: int, target: str,
+                plan: Sequence[WritePass] = PLAN) -> tuple[FioResult, dict[str, int]]:
+    """fio's results of :func:`fio_args`' run and the writes each pass completed; FioError where a pass
+    failed or fio gave no results (the range was not written: nothing to judge). The read-back's verify
+    error is kept for the verdict."""
+    said = fio_messages(stdout, stderr)
+    try:
+        result = parse_fio_json(stdout, f"fio {RULE} on {target}")
+    except ParseError as e:
+        raise FioError(f"fio {RULE} on {target}: exit status {exit_status}, no results ({e}); fio said: "
+                       f"{said[-1500:] or '(nothing)'}", exit_status, said) from None
+    failed = [j for j in result.jobs if j.error and not (j.name == READBACK_JOB and j.error == VERIFY_ERROR)]
+    if failed or len(result.jobs) != len(plan) + 1:
+        jobs = "; ".join(f"job {j.name}: error {j.error}" for j in failed) or f"{len(result.jobs)} jobs"
+        raise FioError(f"fio {RULE} on {target} failed ({jobs}); fio said: {said[-1500:] or '(nothing else)'}",
+                       exit_status, said)
+    return result, {j.name: j.write.io_count for j in result.jobs if j.name != READBACK_JOB}
+
+
+def run_verdict(stdout: str, stderr: str, exit_status: int, target: str, shift_sectors: int, window: bytes,
+              guards_before: tuple[bytes, bytes], region: Region, plan: Sequence[WritePass], run_id: int,
+              where: str, mapping: str = "") -> RuleVerdict:
+    """One run judged from what fio said in the guest (:func:`fio_args`' run through ``target``, a
+    mapping ``shift_sectors`` into the disk, 0 for the disk itself) and the backing file's ``window``
+    read after it (:func:`check_backing`); FioError where fio did not write the range."""
+    result, writes = fio_results(stdout, stderr, exit_status, target, plan)
+    readback = result.job(READBACK_JOB)
+    guest = GuestCheck(target, readback.read.io_bytes,
+                       guest_bad_blocks(parse_verify_failures(stderr), shift_sectors * SECTOR_BYTES),
+                       failed=readback.error == VERIFY_ERROR)
+    host = check_backing(window, guards_before, region, plan, run_id, where)
+    return judge_data_integrity(host, guest, region, plan, run_id, writes, mapping)
 
 
 def check_backing(window: bytes, guards_before: tuple[bytes, bytes], region: Region, plan: Sequence[WritePass],

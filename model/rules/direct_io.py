@@ -24,6 +24,11 @@ from model.judging.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict, kib
 
 RULE = "direct-io"
+#: Writes per one-for-one run: enough that one lost or merged write is a visible 0.5 %, few enough to
+#: take under a second each on a file-backed disk under TCG; the run's and the replay's.
+WRITES = 200
+#: The region written: random offsets in the first 64 MiB of the scratch disk.
+REGION_BYTES = 64 << 20
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on.
 BLAME = BlameSettings(frozenset({"write_cache"}))
 #: Repeats without --repeats.

@@ -295,6 +295,14 @@ def split_max_bytes(limits: DiscardLimits) -> int | None:
     return want
 
 
+#: The block the guest fills a range with data in (dd's ``bs``): 64 KiB, a multiple of every granularity
+#: the suite's devices advertise.
+FILL_BLOCK_BYTES = 64 * 1024
+#: The guest's setting the beyond_max range lowers for a while (and sets back).
+MAX_SETTING = "queue/discard_max_bytes"
+#: Where fstrim's filesystem is mounted in the guest, and its file.
+MOUNT = "/mnt/vioc-discard"
+TRIM_FILE = f"{MOUNT}/freed"
 #: fstrim's filesystem: ext4 over the disk's first 64 MiB (one block group of 4 KiB blocks; made in
 #: about 0.1 s under TCG), apart from the ranges above.
 FSTRIM_FS_BYTES = 64 * MIB

@@ -72,6 +72,26 @@ SEEN_BOUND_S = 5.0
 GONE_BOUND_S = 5.0
 
 
+#: Where the guest's kernel says whether a new device on the virtio bus gets its driver at once ("1") or
+#: waits for one bound by hand ("0"). A hot-added virtio-blk is two devices: the PCI function, which
+#: the PCI core binds to virtio-pci with ``device_attach`` (pci_bus_add_device), whatever
+#: ``/sys/bus/pci/drivers_autoprobe`` says, and the virtio device virtio-pci registers on the virtio
+#: bus, which is probed only if that bus autoprobes. So the virtio bus's switch is the one that keeps
+#: the disk from appearing (measured: with the PCI bus's at 0 the disk appeared as fast as without).
+VIRTIO_AUTOPROBE = "/sys/bus/virtio/drivers_autoprobe"
+#: The PCI bus's switch: it keeps a device added by a bus rescan unbound, not one added by hot-plug.
+PCI_AUTOPROBE = "/sys/bus/pci/drivers_autoprobe"
+#: scsi_mod's scan mode: "sync" or "async" scans a new target at once, "manual" only when asked.
+SCSI_SCAN = "/sys/module/scsi_mod/parameters/scan"
+
+
+def off_setting(driver: str) -> tuple[str, str]:
+    """The guest setting (path, value) that keeps a new disk of ``driver`` from appearing (the
+    ``hotplug-off`` fault): a new target on a SCSI HBA is left unscanned (sd: scsi_mod's scan=manual),
+    a new virtio device without its driver (virtio_blk: the virtio bus's drivers_autoprobe)."""
+    return (SCSI_SCAN, "manual") if driver == "sd" else (VIRTIO_AUTOPROBE, "0")
+
+
 @dataclass(frozen=True)
 class Seen:
     """The hot-plugged disk as the guest showed it."""

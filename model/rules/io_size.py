@@ -23,6 +23,9 @@ from model.judging.spec import HIGHER, LOWER, PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict, kib
 
 RULE = "io-size"
+#: Requests in flight: enough to keep a latency disk busy, few enough that a 1 MiB request
+#: never waits for a tag on any controller; the run's and the replay's.
+DEPTH = 4
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on.
 BLAME = BlameSettings(frozenset({"max_hw_sectors_kb", "max_sectors_kb"}))
 #: Repeats without --repeats.

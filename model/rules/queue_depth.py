@@ -23,6 +23,9 @@ from model.judging.spec import HIGHER, PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict, kib
 
 RULE = "queue-depth"
+#: The rule's reads: 4 KiB random reads, one request each (io.max's byte limits count with it); the
+#: run's and the replay's.
+BS_BYTES = 4096
 #: The settings (model/blame.py's trail keys) the rule's verdict depends on.
 BLAME = BlameSettings(frozenset({"queue_depth", "nr_requests"}))
 #: Repeats without --repeats.

@@ -46,6 +46,17 @@ HOST_CPU_BOUND: tuple[str, ...] = ()
 #: What the scratch disk grows by: 64 MiB, a whole number of every logical block size and of
 #: the 1 MiB a partition table aligns to, small enough that a sparse file grows by nothing on disk.
 GROW_BYTES = 64 << 20
+#: The I/O in flight through the resizes: 4 KiB random reads and writes, 4 in flight, over the disk's
+#: first 16 MiB (well inside the size it shrinks back to), until stopped (the runtime is a cap).
+IO_BLOCK_BYTES = 4096
+IO_DEPTH = 4
+IO_REGION_BYTES = 16 << 20
+IO_RUNTIME_S = 120
+#: How long fio may take to stop and print its JSON once signalled (one 4 KiB request in flight
+#: ends in milliseconds; the rest is fio writing its output under TCG).
+FIO_STOP_S = 10.0
+#: Where the filesystem grown online is mounted.
+MOUNT = "/mnt/vioc-resize"
 
 _STEP = r"(grow|shrink)_"
 #: What the rule records (model/judging/spec.py). The seconds follow the host's load under TCG and

@@ -21,12 +21,15 @@ from replay.qemu import CannotTest, HostAction, HostCall
 
 @dataclass(frozen=True)
 class JobOutput:
-    """One job's output from the guest, by part (replay/guest_script.py), and its host wall times."""
+    """One job's output from the guest, by part (replay/guest_script.py), and its host wall times: of
+    its begin and end, and of its measured window's opening and closing (a job with a window)."""
 
     parts: Mapping[str, str]
     begin_s: float
     end_s: float
     exit_status: int
+    open_s: float | None = None
+    close_s: float | None = None
 
 
 @dataclass(frozen=True)

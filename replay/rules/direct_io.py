@@ -11,14 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from model.judging.verdict import RuleVerdict
-from model.rules.direct_io import RULE, Durability, OneForOne, judge_direct_io, latency_floor, write_cache
+from model.rules.direct_io import (
+    REGION_BYTES,
+    RULE,
+    WRITES,
+    Durability,
+    OneForOne,
+    judge_direct_io,
+    latency_floor,
+    write_cache,
+)
 from replay.guest_script import Job
 from replay.rules import Replayed, ReplayRule
 from replay.rules.evidence import configured_limits, counted, fio, fio_job, guest_limits, output, probed_limits, window
 
-#: Writes per one-for-one run and the region they land in (suites/test_direct_io.py's WRITES, REGION_BYTES).
-WRITES = 200
-REGION_BYTES = 64 << 20
 #: The one-for-one runs' request sizes, then the two durability runs.
 SIZES = (1024, 4096)
 DSYNC, FSYNC = "dsync4k", "fsync4k"

@@ -5,6 +5,7 @@ read in the replay), the host's counters over a counted job; and the fio jobs th
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import NoReturn, TypeVar
 
@@ -20,6 +21,9 @@ from replay.rules import JobOutput, Replayed
 L = TypeVar("L", GuestLimits, ConfiguredLimits)
 #: Seconds fio runs before the part of its run the replay judges (its ramp), in a time-based job.
 RAMP_S = 1.0
+#: fio's run time beyond the ramp and the window of a windowed job: the guest stops fio once the
+#: window has closed, so this only bounds a fio the guest could not stop.
+FIO_MARGIN_S = 30.0
 
 
 def part(out: JobOutput, name: str, job: str) -> str:
@@ -45,8 +49,11 @@ def fio_job(r: Replayed, job: str) -> FioJob:
 
 
 def window(requests: list[TracedRequest], out: JobOutput, ramp_s: float = RAMP_S) -> list[TracedRequest]:
-    """The traced requests that started in the job's run past its first ``ramp_s`` seconds."""
+    """The traced requests that started in the job's measured window (a job with one), or in its run
+    past its first ``ramp_s`` seconds."""
     start_us, end_us = (out.begin_s + ramp_s) * 1e6, out.end_s * 1e6
+    if out.open_s is not None and out.close_s is not None:
+        start_us, end_us = out.open_s * 1e6, out.close_s * 1e6
     return [r for r in requests if start_us <= r.start_us <= end_us]
 
 
@@ -108,3 +115,10 @@ def fio(name: str, options: Mapping[str, object], counted: bool = False, prepare
     ``counted``, ``prepare`` and ``target`` are the Job's."""
     args = [f"--name={name}", *(f"--{k}" if v is True else f"--{k}={v}" for k, v in options.items())]
     return Job(name, tuple(args), counted, prepare, target)
+
+
+def windowed(name: str, options: Mapping[str, object], window_s: float) -> Job:
+    """A time-based fio job whose ``window_s`` the guest measures as the run does (replay/guest_script.py's
+    Job.window_s): after the ramp, inside fio's run, then fio is stopped."""
+    job = fio(name, {**options, "time_based": True, "runtime": f"{RAMP_S + window_s + FIO_MARGIN_S:g}s"})
+    return dataclasses.replace(job, window_s=window_s, ramp_s=RAMP_S)

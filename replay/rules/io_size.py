@@ -10,21 +10,19 @@ import statistics
 from collections.abc import Mapping
 
 from model.judging.verdict import RuleVerdict
-from model.rules.io_size import REQUEST_BYTES, RULE, IoSizeMeasurement, judge_io_size, max_transfer
+from model.rules.io_size import DEPTH, REQUEST_BYTES, RULE, IoSizeMeasurement, judge_io_size, max_transfer
 from replay.guest_script import Job
 from replay.rules import Replayed, ReplayRule
-from replay.rules.evidence import RAMP_S, configured_limits, fio, fio_job, guest_limits, output, probed_limits, window
+from replay.rules.evidence import configured_limits, fio_job, guest_limits, output, probed_limits, window, windowed
 
-#: Requests in flight (suites/test_io_size.py's DEPTH).
-DEPTH = 4
 JOB = "io1m"
 
 
 def jobs(config: Mapping[str, object]) -> list[Job]:
     measure = config.get("measure")
     span = float(str(measure.get("window_s") or 2.0)) if isinstance(measure, dict) else 2.0
-    return [fio(JOB, {"rw": "randread", "bs": REQUEST_BYTES, "iodepth": DEPTH, "numjobs": 1, "ioengine": "libaio",
-                      "direct": 1, "time_based": True, "runtime": f"{RAMP_S + span:g}s", "group_reporting": True})]
+    return [windowed(JOB, {"rw": "randread", "bs": REQUEST_BYTES, "iodepth": DEPTH, "numjobs": 1, "ioengine": "libaio",
+                           "direct": 1, "group_reporting": True}, span)]
 
 
 def judge(r: Replayed) -> RuleVerdict:

@@ -1,6 +1,7 @@
 """queue-depth in the replay: each of the run's depths as a time-based fio job of 4 KiB random
-reads; the host's depth is the outstanding-at-issue of each request QEMU traced past fio's ramp, the
-guest's its ``/proc/diskstats`` aqu-sz over the job, inflight samples and CPU; judged by
+reads, measured in a window of the run's length inside fio's run, as the run measures it; the host's
+depth is the outstanding-at-issue of each request QEMU traced in the window, the guest's its
+``/proc/diskstats`` aqu-sz over the window, inflight samples and CPU; judged by
 ``model.rules.queue_depth`` with what the device advertised in the run (configuration.json) and the
 guest's limits on the disk's path read after the set-up.
 """
@@ -14,26 +15,22 @@ from model.errors import ParseError
 from model.judging.verdict import RuleVerdict
 from model.parse.proc_diskstats import DiskStatsDelta, diskstats_for
 from model.parse.proc_stat import cpu_busy_between
-from model.rules.queue_depth import RULE, DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
+from model.rules.queue_depth import BS_BYTES, RULE, DepthPoint, DeviceSaid, GuestPath, judge_queue_depth
 from replay.guest_script import Job
 from replay.qemu import CannotTest
 from replay.rules import Replayed, ReplayRule
-from replay.rules.evidence import RAMP_S, fio, fio_job, part, window
-
-#: The rule's request size (suites/test_queue_depth.py's BS_BYTES).
-BS_BYTES = 4096
+from replay.rules.evidence import fio_job, part, window, windowed
 
 
 def jobs(config: Mapping[str, object]) -> list[Job]:
-    """One job per depth the run measured, each the run's window long after fio's ramp."""
+    """One job per depth the run measured, each measured over the run's window after fio's ramp."""
     measure = config.get("measure")
     m = measure if isinstance(measure, dict) else {}
     depths = m.get("depths") or [1, 32]
     span = float(str(m.get("window_s") or 2.0))
     assert isinstance(depths, list)
-    return [fio(f"qd{d}", {"rw": "randread", "bs": BS_BYTES, "iodepth": d, "numjobs": 1, "ioengine": "libaio",
-                           "direct": 1, "time_based": True, "runtime": f"{RAMP_S + span:g}s", "group_reporting": True})
-            for d in depths]
+    return [windowed(f"qd{d}", {"rw": "randread", "bs": BS_BYTES, "iodepth": d, "numjobs": 1, "ioengine": "libaio",
+                                "direct": 1, "group_reporting": True}, span) for d in depths]
 
 
 def depth_point(r: Replayed, job: str) -> DepthPoint:

@@ -11,11 +11,12 @@ from tests.libvirt_python import REASON
 
 pytest.importorskip("libvirt", reason=REASON)
 
-from guest.tools.hotplug import SCSI_SCAN, VIRTIO_AUTOPROBE, HotplugWatch, Sighting, off_setting
+from guest.tools.hotplug import HotplugWatch, Sighting
 from guest.tools.tool import GuestTools
 from hypervisors.base import HOTPLUG_SIZE_BYTES, HotplugUnavailable
 from hypervisors.libvirt.hotplug import hotplug_spec, hotplug_xml
 from model.errors import ParseError
+from model.rules.hotplug import SCSI_SCAN, VIRTIO_AUTOPROBE, off_setting
 from model.types import DiskSpec
 from tests.unit.fake_shell import FakeShell
 

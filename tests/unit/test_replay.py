@@ -102,7 +102,14 @@ def test_the_guest_script_applies_the_set_up_in_order_then_runs_each_job() -> No
 def test_the_queue_depth_jobs_follow_the_runs_depths_and_window() -> None:
     jobs = replay_rule("queue-depth").jobs({"measure": {"depths": [1, 8, 32], "window_s": 3.0}})
     assert [j.name for j in jobs] == ["qd1", "qd8", "qd32"]
-    assert "--iodepth=8" in jobs[1].args and "--runtime=4s" in jobs[1].args and "--rw=randread" in jobs[1].args
+    assert "--iodepth=8" in jobs[1].args and "--time_based" in jobs[1].args and "--rw=randread" in jobs[1].args
+    # the run's window, measured inside fio's run after its ramp; fio outlasts it and is stopped
+    assert (jobs[1].window_s, jobs[1].ramp_s) == (3.0, 1.0) and "--runtime=34s" in jobs[1].args
+    script = guest_script("s", [], [], jobs[:1])
+    order = [script.index(s) for s in ("fio --name=qd1", "usleep 1000000", "cat /proc/diskstats > /tmp/d0",
+                                       "say OPEN qd1", "usleep 3000000", "cat /proc/diskstats > /tmp/d1",
+                                       "say CLOSE qd1", "kill -INT $FIO", "dump qd1 diskstats0", "say END qd1")]
+    assert order == sorted(order)
 
 
 def test_a_rule_the_replay_cannot_judge_is_cannot_test_with_the_reason() -> None:

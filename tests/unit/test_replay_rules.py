@@ -14,6 +14,9 @@ import pytest
 
 from model.device_limits import GuestLimits
 from model.parse.qemutrace import TracedRequest
+from model.rules import direct_io as model_direct_io
+from model.rules import io_size as model_io_size
+from model.rules import queue_depth as model_queue_depth
 from replay.guest_script import Job, guest_script
 from replay.qemu import CannotTest, boot
 from replay.qmp import Qmp, QmpError
@@ -21,7 +24,7 @@ from replay.rules import RULES, JobOutput, Replayed, replay_rule
 from replay.rules import direct_io as replay_direct_io
 from replay.rules import io_size as replay_io_size
 from replay.rules import queue_depth as replay_queue_depth
-from replay.rules.evidence import counted
+from replay.rules.evidence import counted, window
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SUITES = Path(__file__).resolve().parents[2] / "suites"
@@ -37,22 +40,17 @@ def test_each_module_of_replay_rules_that_declares_a_replay_is_a_rule_the_replay
     assert all(RULES[name].rule == name for name in RULES)
 
 
-def _suite_constant(module: str, name: str) -> object:
-    """A module-level constant of suites/<module>.py (a test module: importing it outside the suite's
-    plugin fails on its markers), evaluated from its source."""
-    tree = ast.parse((SUITES / f"{module}.py").read_text())
-    value = next(n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-                 and any(isinstance(t, ast.Name) and t.id == name for t in getattr(n, "targets", [getattr(n, "target", None)])))
-    assert value is not None
-    return eval(compile(ast.Expression(value), module, "eval"), {"__builtins__": {}})
-
-
-@pytest.mark.parametrize(("replayed", "module", "name"), [
-    (replay_queue_depth.BS_BYTES, "test_queue_depth", "BS_BYTES"), (replay_io_size.DEPTH, "test_io_size", "DEPTH"),
-    (replay_direct_io.WRITES, "test_direct_io", "WRITES"), (replay_direct_io.REGION_BYTES, "test_direct_io", "REGION_BYTES")])
-def test_the_figures_the_replays_jobs_copy_are_the_suites(replayed: int, module: str, name: str) -> None:
-    """The replay carries no suite code: what its jobs copy must stay the suites'."""
-    assert replayed == _suite_constant(module, name)
+def test_the_replay_and_the_suite_take_their_figures_from_the_rules_module() -> None:
+    """The replay carries no suite code: the figures its jobs share with the run's (a request size, a
+    depth, a count) live in model/rules/ and neither copies them."""
+    shared = {"BS_BYTES", "DEPTH", "WRITES", "REGION_BYTES"}
+    for path in (*(SUITES / f"test_{m}.py" for m in ("queue_depth", "io_size", "direct_io")),
+                 *(Path(m.__file__ or "") for m in (replay_queue_depth, replay_io_size, replay_direct_io))):
+        tree = ast.parse(path.read_text())
+        assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        assert not assigned & shared, path
+    assert {"BS_BYTES"} <= vars(model_queue_depth).keys() and {"DEPTH"} <= vars(model_io_size).keys()
+    assert {"WRITES", "REGION_BYTES"} <= vars(model_direct_io).keys()
 
 
 def test_the_replays_jobs_are_the_runs() -> None:
@@ -62,7 +60,8 @@ def test_the_replays_jobs_are_the_runs() -> None:
     assert {"--sync=dsync", "--io_size=409600"} <= set(jobs[2].args)
     assert {"--direct=0", "--ioengine=psync", "--fsync=1"} <= set(jobs[3].args)
     io = replay_rule("io-size").jobs({"measure": {"window_s": 3.0}})
-    assert {"--bs=1048576", "--iodepth=4", "--rw=randread", "--time_based", "--runtime=4s"} <= set(io[0].args)
+    assert {"--bs=1048576", "--iodepth=4", "--rw=randread", "--time_based", "--runtime=34s"} <= set(io[0].args)
+    assert io[0].window_s == 3.0
 
 
 def _io_size(length: int, max_sectors_kb: int) -> Replayed:
@@ -253,3 +252,11 @@ def test_a_cell_agrees_when_every_replay_reached_the_runs_verdict() -> None:
     assert failed.agrees and failed.row() == "| io-size | virtio-scsi | io-breakup | FAILED | 1, 1 | 1 of 2 | 2 |"
     assert not Cell("io-size", "virtio-blk", "", "passed", [0, 125], [True, True]).agrees
     assert not Cell("io-size", "virtio-blk", "", "error", [], []).agrees
+
+
+def test_a_windowed_job_judges_the_requests_between_its_opening_and_closing() -> None:
+    reqs = [TracedRequest(int(t * 1e6), int(t * 1e6) + 9, False, False, 0, 4096, 1) for t in (100.5, 101.2, 103.9, 104.5)]
+    whole = JobOutput({}, 100.0, 105.0, 0)
+    assert [r.start_us for r in window(reqs, whole)] == [int(101.2e6), int(103.9e6), int(104.5e6)]
+    measured = JobOutput({}, 100.0, 105.0, 0, open_s=101.0, close_s=104.0)
+    assert [r.start_us for r in window(reqs, measured)] == [int(101.2e6), int(103.9e6)]

@@ -7,13 +7,20 @@ import json
 import stat
 import tarfile
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
-from fixtures.reproducer import wanted
+from fixtures.options import SuiteOptions
+from fixtures.reproducer import _hotplug, wanted
 from fixtures.reproducer_files import BundleInputs, Evidence, bundle_name, configuration, qemu_command, write_bundle
+from hypervisors.base import Guest, HotplugUnavailable, HypervisorBackend
+from measure.disk import GuestDisk
 from model import secret
 from model.configuration import Configuration
+from model.device_limits import ConfiguredLimits
+from model.rules.hotplug import SURPRISE_REMOVAL
 from reports.html import reproducer_link
 from reports.records import Record
 from reports.run_data import case_properties
@@ -154,3 +161,21 @@ def test_the_results_modes_sweep_keeps_the_replay_executable(tmp_path: Path) -> 
     assert stat.S_IMODE((root / "replay").stat().st_mode) == 0o750
     assert stat.S_IMODE((root / "README.md").stat().st_mode) == 0o640
     assert stat.S_IMODE((results.path / "raw.json").stat().st_mode) == 0o640
+
+
+def test_a_hotplug_bundle_names_the_disk_the_rule_adds_as_the_backend_describes_it() -> None:
+    """The replay adds that disk again (replay/rules/hotplug.py): its serial, size and configured limits."""
+    added = SimpleNamespace(serial="vioc-dut90", size_bytes=64 << 20,
+                            configured=ConfiguredLimits(128, logical_block_bytes=512, physical_block_bytes=4096, queues=2))
+    backend = SimpleNamespace(hotplug_disk=lambda guest, beside: added)
+    opts = SimpleNamespace(option=lambda o: o is SURPRISE_REMOVAL)
+    disk = SimpleNamespace(attached=None)
+    entry = _hotplug(cast(HypervisorBackend, backend), cast(Guest, None), cast(GuestDisk, disk), cast(SuiteOptions, opts))
+    assert entry is not None and (entry["serial"], entry["size_bytes"], entry["surprise_removal"]) == ("vioc-dut90", 64 << 20, True)
+    assert ConfiguredLimits(**cast(dict[str, Any], entry["configured_limits"])) == added.configured
+
+    def refused(guest: object, beside: object) -> None:
+        raise HotplugUnavailable("no room")
+
+    assert _hotplug(cast(HypervisorBackend, SimpleNamespace(hotplug_disk=refused)), cast(Guest, None),
+                    cast(GuestDisk, disk), cast(SuiteOptions, opts)) is None
