@@ -29,6 +29,7 @@ from pathlib import Path
 
 from bench.suite_run import SuiteRun, run_suite_at
 from model.faults import FAULTS
+from model.rules import opt_in
 from replay.rules import RULES
 
 #: The fault that fails each rule (model/faults.py).
@@ -75,13 +76,20 @@ def case_name(rule: str, controller: str) -> str:
     return f"{rule}[libvirt:{controller}:latency5ms]"
 
 
+def selection(rules: list[str]) -> list[str]:
+    """The suite's arguments that run ``rules``: ``-k``, and ``--with-rules`` for those outside the default
+    suite (write-cache, throttle...: without it the run deselects them)."""
+    chosen = [r for r in rules if opt_in(r)]
+    return ["-k", " or ".join(r.replace("-", "_") for r in rules), *(["--with-rules", ",".join(chosen)] if chosen else [])]
+
+
 def suite_runs(rules: list[str], controller: str, work: Path) -> tuple[SuiteRun, SuiteRun]:
     """The faulted run (every rule's fault the controller carries) and the healthy run with every bundle."""
-    k = " or ".join(r.replace("-", "_") for r in rules)
+    select = selection(rules)
     faults = [FAULT_OF[r] for r in rules if FAULT_OF.get(r) and FAULT_OF[r] not in CANNOT_CARRY.get(controller, ())]
-    faulty = run_suite_at(work / f"{controller}-faults", "--controllers", controller, "-k", k,
+    faulty = run_suite_at(work / f"{controller}-faults", "--controllers", controller, *select,
                           *(a for f in faults for a in ("--inject", f)), timeout=None)
-    healthy = run_suite_at(work / f"{controller}-healthy", "--controllers", controller, "-k", k,
+    healthy = run_suite_at(work / f"{controller}-healthy", "--controllers", controller, *select,
                            "--reproducer", "all", timeout=None)
     return faulty, healthy
 

@@ -452,6 +452,12 @@ class HypervisorBackend(ABC):
         where this backend has none to give (a bundle then names what it lacks). Default: None."""
         return None
 
+    def replay_device(self, disk: AttachedDisk) -> dict[str, object]:
+        """What a reproducer bundle's replay asks its hypervisor of ``disk``'s device, and the identity
+        the disk was given (configuration.json's ``disks[]``; libvirt: ``qom_reads``, ``identity``).
+        Default: nothing (the identity and block-size replays then say the bundle lacks it)."""
+        return {}
+
     def check_controllers(self, names: Sequence[str]) -> None:
         unknown = list(dict.fromkeys(n for n in names if n not in self.controllers))  # each once (a disk pair shares one)
         if unknown:

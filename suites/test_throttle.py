@@ -18,15 +18,13 @@ from measure.disk import GuestDisk
 from measure.throttle import PhaseMeasurement, measure_phase
 from model.judging.verdict import RuleVerdict
 from model.parse.throttle_limits import ThrottleLimits
-from model.rules.throttle import RULE_IOPS, ThrottlePhase, judge_throttle, with_burst
+from model.rules.throttle import BS_BYTES, DEPTH, FAULT, RULE_IOPS, ThrottlePhase, judge_throttle, with_burst
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 
-#: The rule's workload: 4 KiB random reads at depth 32, the queue-depth rule's deepest (its IOPS on
-#: the latency disk are the 3,000-4,300 the rule's own limit is set against).
-JOB = FioJob("throttle", rw="randread", bs_bytes=4096, iodepth=32)
-FAULT = "throttle-burst"
+#: The rule's workload (model/rules/throttle.py's BS_BYTES, DEPTH).
+JOB = FioJob("throttle", rw="randread", bs_bytes=BS_BYTES, iodepth=DEPTH)
 
 
 def phase_of(p: PhaseMeasurement, asked: ThrottleLimits) -> ThrottlePhase:

@@ -16,16 +16,13 @@ from hypervisors.base import HostCacheUnavailable
 from measure.counted import host_flushes, run_counted
 from measure.disk import GuestDisk
 from model.judging.verdict import RuleVerdict
-from model.rules.write_cache import DiskCache, Flushes, GuestCache, judge_write_cache
+from model.rules.write_cache import REGION_BYTES, WRITES, DiskCache, Flushes, GuestCache, judge_write_cache
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
 
-#: Buffered writes, each followed by an fsync (fio's last has none: one fsync fewer). 50: a lost flush
-#: is a visible 2 %, and the run takes about a second per disk under TCG.
-WRITES = 50
-#: Random offsets in the first 64 MiB of the disk, at depth 1.
-FSYNC_JOB = FioJob("fsync4k", rw="randwrite", bs_bytes=4096, iodepth=1, io_bytes=4096 * WRITES, size_bytes=64 << 20,
+#: The rule's workload (model/rules/write_cache.py's WRITES, REGION_BYTES).
+FSYNC_JOB = FioJob("fsync4k", rw="randwrite", bs_bytes=4096, iodepth=1, io_bytes=4096 * WRITES, size_bytes=REGION_BYTES,
                    randseed=1, runtime_s=120, direct=False, ioengine="psync", fsync_every=1)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from guest.tools.fio import FioOutput
 from guest.tools.fio_push import FioBinary
 from guest.tools.tool import GuestShell, GuestTool, GuestTools
+from model.rules.block_size import direct_reads_args
 
 
 class DirectReads(GuestTool):
@@ -27,9 +28,5 @@ class DirectReads(GuestTool):
     def read(self, device: str, reads: Sequence[tuple[str, int, int]]) -> FioOutput:
         """One fio run on ``device`` with a job per (name, offset, length) of ``reads``; fio's JSON
         has each job's ``error`` (22, EINVAL, where the kernel refused the read)."""
-        args = [self.binary.path, "--output-format=json", "--direct=1", "--ioengine=psync", "--rw=read",
-                f"--filename={device}"]
-        for name, offset, length in reads:
-            args += [f"--name={name}", f"--offset={int(offset)}", f"--bs={int(length)}", f"--size={int(length)}"]
-        ran = self._run(shlex.join(args), check=False, timeout_s=120)
+        ran = self._run(shlex.join([self.binary.path, *direct_reads_args(device, reads)]), check=False, timeout_s=120)
         return FioOutput(ran.stdout, ran.stderr, ran.exit_status)

@@ -14,6 +14,10 @@ from guest.tools.tool import GuestTool
 
 #: The files read, under ``/sys/block/<disk>/``.
 IDENTITY_FILES = ("size", "serial", "device/serial", "device/wwid", "device/vpd_pg80", "device/vpd_pg83")
+#: The shell that reads them of disk ``{disk}`` (a reproducer bundle's replay runs it too): one
+#: ``FILE=HEX`` line per file the guest's kernel shows.
+IDENTITY_SCRIPT = (f"for f in {' '.join(IDENTITY_FILES)}; do [ -r /sys/block/{{disk}}/$f ] && "
+                   "{ printf '%s=' $f; od -An -v -tx1 /sys/block/{disk}/$f | tr -d ' \\n'; echo; }; done; true")
 
 
 class Identity(GuestTool):
@@ -23,6 +27,4 @@ class Identity(GuestTool):
 
     def files(self, disk: str) -> str:
         """One ``FILE=HEX`` line per file of :data:`IDENTITY_FILES` the guest's kernel shows, in one command."""
-        d = f"/sys/block/{valid_disk(disk)}"
-        return self._run(f"for f in {' '.join(IDENTITY_FILES)}; do [ -r {d}/$f ] && "
-                         f"{{ printf '%s=' $f; od -An -v -tx1 {d}/$f | tr -d ' \\n'; echo; }}; done; true").stdout
+        return self._run(IDENTITY_SCRIPT.replace("{disk}", valid_disk(disk))).stdout

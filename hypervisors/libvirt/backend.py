@@ -51,6 +51,7 @@ from hypervisors.libvirt import (
     accel,
     environment,
     host_checks,
+    identity,
     imageboot,
     leftovers,
     machine,
@@ -569,6 +570,10 @@ class LibvirtBackend(HypervisorBackend):
         return ReplaySources(self.conn.lookupByName(guest.name).XMLDesc(0), self.files.qemu_log(guest.name), family,
                              tuple(trace.FAMILY_EVENTS.get(family or "", ())),
                              embedded.kernel_path if embedded else None, embedded.initrd_path if embedded else None)
+
+    def replay_device(self, disk: AttachedDisk) -> dict[str, object]:
+        """The QOM properties read of the disk's device and its configured identity (hypervisors/libvirt/identity.py)."""
+        return identity.replay_device(disk.spec)
 
     def request_tracer(self, guest: Guest, disk: AttachedDisk) -> trace.QemuTracer | None:
         family = CONTROLLERS[disk.spec.controller].trace_family

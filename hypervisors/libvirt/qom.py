@@ -15,7 +15,7 @@ import libvirt
 
 from hypervisors.libvirt.controllers import CONTROLLERS, device_id, hba_alias
 from hypervisors.libvirt.qmp import qmp
-from model.advertised import Advertised, DeviceFamily, QomValue, advertised_from_qom, qom_reads
+from model.advertised import Advertised, DeviceFamily, QomRead, QomValue, advertised_from_qom, qom_reads
 from model.host_cache import HostCache, host_cache_of
 from model.types import DiskSpec
 
@@ -58,13 +58,18 @@ def block_writeback(conn: libvirt.virConnect, domain: str, device: str) -> bool 
     return None if cache is None else cache.writeback
 
 
-def read_advertised(conn: libvirt.virConnect, domain: str, spec: DiskSpec) -> Advertised:
-    """What the device of disk ``spec`` advertises, as the running QEMU of ``domain`` answers.
-    HypervisorError where the monitor cannot be reached at all."""
+def disk_reads(spec: DiskSpec) -> list[QomRead]:
+    """The QOM properties that say what the device of disk ``spec`` advertises (model.advertised.qom_reads)."""
     ctl = CONTROLLERS[spec.controller]
     disk_path = f"{PERIPHERAL}/{device_id(spec)}"
     hba_path = f"{PERIPHERAL}/{hba_alias(ctl.name)}" if ctl.has_hba else None
-    reads = qom_reads(family(spec.controller), disk_path, hba_path)
+    return qom_reads(family(spec.controller), disk_path, hba_path)
+
+
+def read_advertised(conn: libvirt.virConnect, domain: str, spec: DiskSpec) -> Advertised:
+    """What the device of disk ``spec`` advertises, as the running QEMU of ``domain`` answers.
+    HypervisorError where the monitor cannot be reached at all."""
+    reads = disk_reads(spec)
     notes = []
     listed: dict[str, set[str] | None] = {}
     for path in dict.fromkeys(r.path for r in reads):

@@ -11,12 +11,11 @@ works on every disk QEMU has, the null-co latency disk libvirt does not know too
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 from hypervisors.libvirt.qmp import DomainQmp
 from model.errors import HypervisorError
-from model.parse.throttle_limits import NO_LIMITS, ThrottleLimits, parse_throttle
+from model.parse.throttle_limits import NO_LIMITS, ThrottleLimits, parse_throttle, qmp_arguments
 
 
 def qmp_error(reply: dict[str, Any]) -> str:
@@ -42,17 +41,6 @@ def set_io_throttle(channel: DomainQmp, qdev: str, arguments: dict[str, object])
     reply = channel.execute({"execute": "block_set_io_throttle", "arguments": {"id": qdev, **NO_LIMITS, **arguments}})
     if qmp_error(reply):
         raise HypervisorError(f"QMP block_set_io_throttle on {qdev} of {channel.domain} failed: {qmp_error(reply)}")
-
-
-def qmp_arguments(limits: ThrottleLimits) -> dict[str, object]:
-    """``block_set_io_throttle``'s arguments for ``limits`` (its field names; the burst lengths only
-    where a burst is set: QEMU refuses a length without its rate)."""
-    out: dict[str, object] = {}
-    for f in fields(limits):
-        value = getattr(limits, f.name)
-        if value or f.name in NO_LIMITS:
-            out[f.name.removesuffix("_s")] = value
-    return out
 
 
 class QmpThrottle:

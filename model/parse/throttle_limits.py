@@ -79,3 +79,14 @@ def parse_throttle(inserted: Mapping[str, Any], source: str) -> ThrottleLimits:
             raise ParseError(f"{source}: inserted.{key} is {value!r}, not a whole number of at least 0")
         values[name] = value
     return ThrottleLimits(**values)
+
+
+def qmp_arguments(limits: ThrottleLimits) -> dict[str, object]:
+    """QMP ``block_set_io_throttle``'s arguments for ``limits`` but the block backend's ``id`` (its field
+    names; the burst lengths only where a burst is set: QEMU refuses a length without its rate)."""
+    out: dict[str, object] = {}
+    for f in fields(limits):
+        value = getattr(limits, f.name)
+        if value or f.name in NO_LIMITS:
+            out[f.name.removesuffix("_s")] = value
+    return out

@@ -86,6 +86,16 @@ def probes_from_fio(stdout: str, reads: Sequence[tuple[str, int, int]], source: 
     return [DirectProbe(kind, offset, length, result.job(kind).error) for kind, offset, length in reads]
 
 
+def direct_reads_args(filename: str, reads: Sequence[tuple[str, int, int]]) -> list[str]:
+    """fio's arguments (but the program) for the reads of ``reads`` on ``filename``: one job per
+    (name, offset, length), psync (one read(2) each), O_DIRECT; fio's JSON has each job's ``error``
+    (22, EINVAL, where the kernel refused the read)."""
+    args = ["--output-format=json", "--direct=1", "--ioengine=psync", "--rw=read", f"--filename={filename}"]
+    for name, offset, length in reads:
+        args += [f"--name={name}", f"--offset={int(offset)}", f"--bs={int(length)}", f"--size={int(length)}"]
+    return args
+
+
 def probes_for(logical_bytes: int) -> tuple[tuple[str, int, int], ...]:
     """The reads to make on a disk with this logical block: (kind, offset, length)."""
     half = logical_bytes // 2

@@ -56,6 +56,12 @@ METRICS: Metrics = (
     (r"lifted_over_limit", MetricSpec("x", HIGHER)),
 )
 MIN_EFFECTS: Mapping[str, float] = {}
+#: The rule's workload in each phase (suites/test_throttle.py, and the replay's): 4 KiB random reads at
+#: depth 32, the queue-depth rule's deepest (its IOPS on the latency disk are the 3,000-4,300 the rule's
+#: own limit is set against).
+BS_BYTES = 4096
+DEPTH = 32
+FAULT = "throttle-burst"
 #: The throttle-burst fault (model/faults.py): the limit set with a burst of this many times the limit
 #: for :data:`FAULT_BURST_LENGTH_S` s, a bucket the guest cannot empty in a window (200 IOPS: 20,000 IOPS
 #: for 60 s, 1.2 million requests), as a QoS policy with a burst sized for the backend's peak does.

@@ -70,6 +70,12 @@ REPEATABLE = True
 #: with "write through" written to queue/write_cache, 0 and 0.
 MIN_FLUSHES_PER_FSYNC = 1.0
 WRITE_BACK = "write back"
+#: The rule's workload on each disk (suites/test_write_cache.py, and the replay's): this many buffered
+#: 4 KiB writes, each followed by an fsync (fio's last has none: one fsync fewer), at random offsets in
+#: the first :data:`REGION_BYTES` of the disk, at depth 1. 50: a lost flush is a visible 2 %, and the
+#: run takes about a second per disk under TCG.
+WRITES = 50
+REGION_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)

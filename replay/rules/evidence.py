@@ -87,9 +87,10 @@ def guest_limits(r: Replayed) -> GuestLimits:
         raise CannotTest(f"the guest's limits of the disk could not be read: {e}") from e
 
 
-def counted(r: Replayed, job: str) -> HostCountersDelta:
-    """The host's counters of the disk from before ``job`` started to after it ended (QMP)."""
-    ref = str(r.config.get("host_ref") or "")
+def counted(r: Replayed, job: str, ref: str = "") -> HostCountersDelta:
+    """The host's counters of the disk (``ref``: its name in QEMU's monitor; default the disk under
+    test's) from before ``job`` started to after it ended (QMP)."""
+    ref = ref or str(r.config.get("host_ref") or "")
     if not ref:
         _missing("host_ref")
     try:
