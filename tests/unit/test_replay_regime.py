@@ -1,0 +1,142 @@
+"""buffered-direct's and multi-queue's replays (replay/rules/buffered_direct.py, multi_queue.py): their jobs
+follow the bundle's configuration, buffered-direct judges against the baseline the bundle carries (what the
+run compared with: fixtures/reproducer_baseline.py), and both judge what a real replay recorded
+(tests/data/replay/) with the rules' own judges."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fixtures.reproducer_baseline import baseline_file, stored_baseline
+from model.across.moves import Series
+from model.parse.qemutrace import TracedRequest
+from model.rules.buffered_direct import DEFAULT_REPEATS, RegimeSample, RegimeSeries, merge_baseline
+from replay.qemu import CannotTest
+from replay.rules import RULES, JobOutput, Replayed
+from replay.rules.buffered_direct import in_flight_per_second
+from reports.store.baseline import StoredBaseline
+from reports.store.engine import StoredRun
+
+CONFIG_ID = "libvirt:virtio-scsi:latency5ms"
+MIB = 1 << 20
+
+
+def test_buffered_direct_runs_the_runs_copies_each_after_a_cache_drop() -> None:
+    jobs = RULES["buffered-direct"].jobs({"measure": {"repeats": 3, "window_s": 3.0}})
+    assert [j.name for j in jobs] == ["buffered0", "buffered1", "buffered2", "direct0", "direct1", "direct2"]
+    assert {"--rw=read", "--bs=1048576", "--iodepth=1", "--ioengine=psync", "--direct=0", "--runtime=4s",
+            "--time_based"} <= set(jobs[0].args)
+    assert "--direct=1" in jobs[3].args
+    assert all("echo 3 > /proc/sys/vm/drop_caches" in j.prepare for j in jobs)
+    assert len(RULES["buffered-direct"].jobs({})) == 2 * DEFAULT_REPEATS
+
+
+def test_the_requests_in_flight_each_second_are_the_time_they_spent_in_it() -> None:
+    # one request the whole first second, two overlapping halves of the second, one across both
+    requests = [TracedRequest(10_000_000, 11_000_000, False, False, 0, MIB, 1),
+                TracedRequest(11_000_000, 11_500_000, False, False, 0, MIB, 1),
+                TracedRequest(11_250_000, 11_750_000, False, False, 0, MIB, 2),
+                TracedRequest(10_500_000, 11_500_000, False, False, 0, MIB, 2)]
+    assert in_flight_per_second(requests, 10.0, 2.0) == [1.5, 1.5]
+    assert in_flight_per_second(requests, 10.0, 0.5) == [1.0]
+
+
+def _copies(size: int, depth_us: int = 5000) -> tuple[dict[str, JobOutput], list[TracedRequest]]:
+    """Two buffered and two direct copies of 3 s each (a 1 s ramp, a 2 s window), back to back: one
+    request of ``size`` at a time, each ``depth_us`` long, one every 10 ms (0.5 in flight)."""
+    outputs, requests = {}, []
+    for k, job in enumerate(("buffered0", "buffered1", "direct0", "direct1")):
+        begin = 100.0 + 10 * k
+        outputs[job] = JobOutput({"fio": "{}"}, begin, begin + 3.2, 0)
+        length = size if job.startswith("buffered") else MIB
+        requests += [TracedRequest(int(begin * 1e6) + i * 10_000, int(begin * 1e6) + i * 10_000 + depth_us, False, False,
+                                   i * 2048, length, 1) for i in range(300)]
+    return outputs, requests
+
+
+def _series(request_bytes: float, depth: float) -> dict[str, RegimeSeries]:
+    return {m: RegimeSeries(m, (RegimeSample(request_bytes, depth), RegimeSample(request_bytes, depth)))
+            for m in ("buffered", "direct")}
+
+
+def _carried(tmp_path: Path, request_bytes: float = MIB, depth: float = 0.5) -> dict[str, object]:
+    """configuration.json's baseline_file as a run with --baseline FILE writes it."""
+    path = tmp_path / "base.json"
+    path.write_text(merge_baseline(None, CONFIG_ID, _series(request_bytes, depth), {}))
+    carried = baseline_file(path, "buffered-direct", CONFIG_ID)
+    assert carried is not None
+    return {"measure": {"repeats": 2, "window_s": 2.0}, "baseline_file": carried}
+
+
+def test_buffered_direct_judges_the_copies_against_the_baseline_the_bundle_carries(tmp_path: Path) -> None:
+    config = _carried(tmp_path)
+    healthy = RULES["buffered-direct"].judge(Replayed(config, *_copies(MIB), "sda"))
+    assert healthy.passed, healthy.explain()
+    assert healthy.properties["buffered_request_bytes_median"] == MIB
+    assert healthy.properties["buffered_depth_median"] == 0.5
+    assert healthy.properties["baseline"] == str(tmp_path / "base.json")  # named as the run's verdict named it
+    faulted = RULES["buffered-direct"].judge(Replayed(config, *_copies(4096), "sda"))
+    assert not faulted.passed
+    assert faulted.problems == (f"buffered copy: host request size 4 KiB against 1024 KiB in the baseline "
+                                f"({tmp_path / 'base.json'}); the noise allows 256 KiB (spreads of both runs, at "
+                                "least 25%)",)
+
+
+def test_the_baselines_allowance_is_the_runs(tmp_path: Path) -> None:
+    """A baseline whose copies spread widely allows what the run allowed: the same copies pass against it."""
+    wide = tmp_path / "wide.json"
+    wide.write_text(merge_baseline(None, CONFIG_ID, {m: RegimeSeries(m, (RegimeSample(MIB, 0.5), RegimeSample(MIB, 2.5)))
+                                                   for m in ("buffered", "direct")}, {}))
+    config = {"measure": {"window_s": 2.0}, "baseline_file": baseline_file(wide, "buffered-direct", CONFIG_ID)}
+    outputs, requests = _copies(MIB, depth_us=9_000)  # 0.9 in flight: 0.6 from the baseline's median of 1.5
+    verdict = RULES["buffered-direct"].judge(Replayed(config, outputs, requests, "sda"))
+    assert verdict.passed, verdict.explain()
+    assert verdict.properties["buffered_depth_allowed_change"] == 2.0
+
+
+def test_a_bundle_without_the_runs_baseline_cannot_judge_buffered_direct() -> None:
+    with pytest.raises(CannotTest, match="carries no baseline"):
+        RULES["buffered-direct"].judge(Replayed({"measure": {"repeats": 2}}, *_copies(MIB), "sda"))
+    with pytest.raises(CannotTest, match="baseline_file holds no copies"):
+        RULES["buffered-direct"].judge(Replayed({"baseline_file": {"source": "x"}}, *_copies(MIB), "sda"))
+
+
+def test_the_baseline_file_is_carried_only_for_buffered_direct_and_only_where_the_run_had_one(tmp_path: Path) -> None:
+    assert baseline_file(None, "buffered-direct", CONFIG_ID) is None
+    path = tmp_path / "base.json"
+    path.write_text(merge_baseline(None, CONFIG_ID, _series(MIB, 1.0), {}))
+    assert baseline_file(path, "queue-depth", CONFIG_ID) is None
+    carried = baseline_file(path, "buffered-direct", CONFIG_ID)
+    assert carried == {"source": str(path), "series": json.loads(path.read_text())["configs"][CONFIG_ID]}
+
+
+def _stored(series: dict[str, Series] | None) -> StoredBaseline:
+    run = StoredRun(7, "/tmp/results-7", None, None, {}, {}, "", True)
+    return StoredBaseline(run, "sqlite://", {("buffered-direct", CONFIG_ID): series} if series is not None else {})
+
+
+def test_a_stored_baseline_is_carried_and_compared_as_the_run_compared_it() -> None:
+    before = {f"{m}_request_bytes_median": Series("bytes", "higher-better", (float(MIB), float(MIB)))
+              for m in ("buffered", "direct")}
+    carried = stored_baseline(_stored(before), "buffered-direct", CONFIG_ID)
+    assert carried is not None and carried["source"] == "run 7 (/tmp/results-7)" and carried["missing"] == ""
+    config = {"measure": {"window_s": 2.0}, "stored_baseline": json.loads(json.dumps(carried))}
+    healthy = RULES["buffered-direct"].judge(Replayed(config, *_copies(MIB), "sda"))
+    assert healthy.passed and healthy.properties["baseline_metrics_judged"] == 2, healthy.explain()
+    faulted = RULES["buffered-direct"].judge(Replayed(config, *_copies(4096), "sda"))
+    assert [p.split(":")[0] for p in faulted.problems] == ["worse than the baseline run 7 (/tmp/results-7)"]
+    assert "buffered_request_bytes_median" in faulted.problems[0]
+
+
+def test_a_stored_baseline_without_this_configuration_fails_nothing_and_passes_nothing() -> None:
+    carried = stored_baseline(_stored(None), "buffered-direct", CONFIG_ID)
+    assert carried is not None and carried["series"] is None and "no baseline for buffered-direct" in str(carried["missing"])
+    with pytest.raises(CannotTest, match="would have ended in an ERROR"):
+        RULES["buffered-direct"].judge(Replayed({"stored_baseline": carried}, *_copies(MIB), "sda"))
+    with pytest.raises(CannotTest, match="stored_baseline could not be read"):
+        RULES["buffered-direct"].judge(Replayed({"stored_baseline": {"source": "x", "series": {"a": 1}}},
+                                                *_copies(MIB), "sda"))
+    assert stored_baseline(None, "buffered-direct", CONFIG_ID) is None
