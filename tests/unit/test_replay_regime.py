@@ -5,21 +5,25 @@ run compared with: fixtures/reproducer_baseline.py), and both judge what a real 
 
 from __future__ import annotations
 
+import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from fixtures.reproducer_baseline import baseline_file, stored_baseline
 from model.across.moves import Series
-from model.parse.qemutrace import TracedRequest
+from model.parse.qemutrace import TracedRequest, parse_qemu_trace
 from model.rules.buffered_direct import DEFAULT_REPEATS, RegimeSample, RegimeSeries, merge_baseline
-from replay.qemu import CannotTest
+from replay import main as cli
+from replay.qemu import Boot, CannotTest, replay_line
 from replay.rules import RULES, JobOutput, Replayed
 from replay.rules.buffered_direct import in_flight_per_second
 from reports.store.baseline import StoredBaseline
 from reports.store.engine import StoredRun
 
+DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
 CONFIG_ID = "libvirt:virtio-scsi:latency5ms"
 MIB = 1 << 20
 
@@ -80,9 +84,9 @@ def test_buffered_direct_judges_the_copies_against_the_baseline_the_bundle_carri
     assert healthy.properties["baseline"] == str(tmp_path / "base.json")  # named as the run's verdict named it
     faulted = RULES["buffered-direct"].judge(Replayed(config, *_copies(4096), "sda"))
     assert not faulted.passed
-    assert faulted.problems == (f"buffered copy: host request size 4 KiB against 1024 KiB in the baseline "
+    assert faulted.problems == ((f"buffered copy: host request size 4 KiB against 1024 KiB in the baseline "
                                 f"({tmp_path / 'base.json'}); the noise allows 256 KiB (spreads of both runs, at "
-                                "least 25%)",)
+                                "least 25%)"),)
 
 
 def test_the_baselines_allowance_is_the_runs(tmp_path: Path) -> None:
@@ -140,3 +144,48 @@ def test_a_stored_baseline_without_this_configuration_fails_nothing_and_passes_n
         RULES["buffered-direct"].judge(Replayed({"stored_baseline": {"source": "x", "series": {"a": 1}}},
                                                 *_copies(MIB), "sda"))
     assert stored_baseline(None, "buffered-direct", CONFIG_ID) is None
+
+
+# --- judging a recorded replay --------------------------------------------------------------------------
+
+def _recorded(name: str, trace: bool = True) -> Replayed:
+    """A real replay's guest lines, job marks and QEMU trace (tests/data/replay/<name>.*), with the
+    configuration keys of its bundle the judge reads."""
+    config = json.loads((DATA / f"{name}.configuration.json").read_text())
+    lines = [x for x in map(replay_line, (DATA / f"{name}.console.log").read_text().splitlines()) if x is not None]
+    b = Boot(lines, json.loads((DATA / f"{name}.marks.json").read_text()), 0)
+    device, outputs = cli.guest_outputs(b, [j.name for j in RULES[config["rule"]].jobs(config)])
+    requests = []
+    if trace:
+        with gzip.open(DATA / f"{name}.qemu-trace.log.gz", "rt") as f:
+            requests = parse_qemu_trace(f.read())
+    limits = "\n".join(line.removeprefix("disk limits ") for line in lines if line.startswith("disk limits "))
+    return Replayed(config, outputs, requests, device, limits_text=limits)
+
+
+def test_a_recorded_healthy_buffered_direct_replay_passes_against_the_runs_baseline() -> None:
+    verdict = RULES["buffered-direct"].judge(_recorded("buffered-direct-healthy-virtio-scsi"))
+    assert verdict.passed, verdict.explain()
+    p = verdict.properties
+    assert (p["buffered_request_bytes_median"], p["direct_request_bytes_median"], p["buffered_runs"]) == (MIB, MIB, 2)
+    assert (p["buffered_depth_median"], p["direct_depth_median"]) == (0.3, 0.45)
+    assert p["baseline"] == "/tmp/rread-base.json"
+
+
+def test_a_recorded_readahead_off_replay_fails_with_the_runs_words() -> None:
+    replayed = _recorded("buffered-direct-readahead-off-virtio-scsi")
+    verdict = RULES["buffered-direct"].judge(replayed)
+    assert verdict.problems == (("buffered copy: host request size 4 KiB against 1024 KiB in the baseline "
+                                "(/tmp/rread-base.json); the noise allows 256 KiB (spreads of both runs, at least 25%)"),)
+    assert verdict.properties["buffered_request_bytes_median"] == 4096
+    # the same copies against no baseline are not judged
+    with pytest.raises(CannotTest, match="carries no baseline"):
+        RULES["buffered-direct"].judge(replace(replayed, config={**replayed.config, "baseline_file": None}))
+
+
+def test_a_recorded_healthy_multi_queue_replay_passes_with_the_rules_judge() -> None:
+    verdict = RULES["multi-queue"].judge(_recorded("multi-queue-healthy-virtio-scsi", trace=False))
+    assert verdict.passed, verdict.explain()
+    p = verdict.properties
+    assert (p["configured_queues"], p["guest_hw_queues"], p["vcpus"], p["online_cpus"]) == (2, 2, 2, 2)
+    assert (p["queue0_count"], p["queue1_count"], p["queues_used"]) == (254, 275, 2)
