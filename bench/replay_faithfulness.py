@@ -8,7 +8,8 @@ environment; a table of the run's verdict against the replay's, with the number 
 
 One faulted run per controller applies every fault the controller can carry at once (each fails its
 own rule and leaves the others' verdicts alone), one healthy run writes every bundle: two suite runs
-per controller whatever the number of rules. Prints the table (markdown) and exits 1 where a replay
+per controller whatever the number of rules, and a third first where a rule needs a baseline to reach a
+verdict (buffered-direct: a healthy run saves one, ``--save-baseline``, and both runs compare with it). Prints the table (markdown) and exits 1 where a replay
 disagreed with its run's verdict. Where both failed, it also counts the replays whose ``FAIL:`` lines
 are the run's, figures and disk names aside (a judge that words its bar after a figure, as queue-depth
 does after the guest's aqu-sz, may say the same failure in other words).
@@ -35,6 +36,9 @@ from replay.rules import RULES
 FAULT_OF = {f.rule: f.name for f in FAULTS.values()}
 #: Faults a controller cannot carry: its disks' tests would skip (model/faults.py's cannot_apply).
 CANNOT_CARRY = {"virtio-blk": {"tcq-off"}}
+#: Rules whose test reaches a verdict only against a baseline (model/rules/buffered_direct.py's NO_BASELINE):
+#: their runs here compare with a file a healthy run saved first (``--baseline FILE``), which their bundles carry.
+NEEDS_BASELINE = {"buffered-direct"}
 #: A replay boots the embedded guest and runs the rule's jobs: 30-100 s under TCG here; the bound is
 #: for a replay that never ends, not a speed goal.
 REPLAY_TIMEOUT_S = 900
@@ -71,14 +75,31 @@ def case_name(rule: str, controller: str) -> str:
     return f"{rule}[libvirt:{controller}:latency5ms]"
 
 
+def baseline_args(rules: list[str], controller: str, work: Path) -> list[str]:
+    """``--baseline FILE`` where a rule of ``rules`` reaches a verdict only against a baseline (buffered-direct
+    measures only without one: no verdict, no bundle): FILE saved first by a healthy run of those rules
+    (``--save-baseline``); none for other rules."""
+    needing = [r for r in rules if r in NEEDS_BASELINE]
+    if not needing:
+        return []
+    base = work / f"{controller}-baseline.json"
+    run_suite_at(work / f"{controller}-save-baseline", "--controllers", controller,
+                 "-k", " or ".join(r.replace("-", "_") for r in needing), "--save-baseline", str(base), timeout=None)
+    if not base.is_file():
+        raise SystemExit(f"the healthy run on {controller} saved no baseline ({base}) for {', '.join(needing)}")
+    return ["--baseline", str(base)]
+
+
 def suite_runs(rules: list[str], controller: str, work: Path) -> tuple[SuiteRun, SuiteRun]:
-    """The faulted run (every rule's fault the controller carries) and the healthy run with every bundle."""
+    """The faulted run (every rule's fault the controller carries) and the healthy run with every bundle,
+    both against the same baseline where a rule needs one."""
     k = " or ".join(r.replace("-", "_") for r in rules)
     faults = [FAULT_OF[r] for r in rules if FAULT_OF.get(r) and FAULT_OF[r] not in CANNOT_CARRY.get(controller, ())]
+    base = baseline_args(rules, controller, work)
     faulty = run_suite_at(work / f"{controller}-faults", "--controllers", controller, "-k", k,
-                          *(a for f in faults for a in ("--inject", f)), timeout=None)
+                          *(a for f in faults for a in ("--inject", f)), *base, timeout=None)
     healthy = run_suite_at(work / f"{controller}-healthy", "--controllers", controller, "-k", k,
-                           "--reproducer", "all", timeout=None)
+                           "--reproducer", "all", *base, timeout=None)
     return faulty, healthy
 
 

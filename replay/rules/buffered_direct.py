@@ -32,8 +32,8 @@ from model.rules.buffered_direct import (
 from replay.guest_script import Job
 from replay.qemu import CannotTest
 from replay.rules import JobOutput, Replayed, ReplayRule
-from replay.rules.baseline import against_stored
 from replay.rules.evidence import RAMP_S, fio, output
+from replay.rules.stored_run import against_stored
 
 #: As the run's PageCache.drop: dirty pages written back, clean ones dropped, so each copy reads the disk.
 DROP_CACHES = "sync; echo 3 > /proc/sys/vm/drop_caches"
