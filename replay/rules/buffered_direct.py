@@ -1,7 +1,7 @@
 """buffered-direct in the replay: as the run does, each copy's read side ``repeats`` times through the
 page cache and then as many times with O_DIRECT (a sequential read of 1 MiB requests at depth 1 with
-psync, the page cache dropped before each, the run's window after fio's ramp); each copy measured on
-the host from QEMU's trace over the window: its mean request size and its mean requests in flight (each
+psync, the page cache dropped before each, the run's window from fio's ramp after its first request);
+each copy measured on the host from QEMU's trace over the window: its mean request size and its mean requests in flight (each
 second's, Little's law on the traced requests, the median of the seconds: what the run's counters give).
 Judged by ``model.rules.buffered_direct`` against the run's own baseline as the bundle carries it
 (``baseline_file``: the copies of ``--baseline FILE``; ``stored_baseline``: ``--baseline RUN``, compared
@@ -35,6 +35,9 @@ from replay.rules import JobOutput, Replayed, ReplayRule
 from replay.rules.evidence import RAMP_S, fio, output
 from replay.rules.stored_run import against_stored
 
+#: Seconds fio reads past the window: its end (and its clock's start, a little before its first request
+#: reaches the host) stays outside the window, as the run stops fio only after its window closed.
+TAIL_S = 0.5
 #: As the run's PageCache.drop: dirty pages written back, clean ones dropped, so each copy reads the disk.
 DROP_CACHES = "sync; echo 3 > /proc/sys/vm/drop_caches"
 
@@ -52,7 +55,8 @@ def jobs(config: Mapping[str, object]) -> list[Job]:
     """``buffered0``, ``buffered1``..., then ``direct0``...: the run's order."""
     repeats, span = _measure(config)
     return [fio(f"{mode}{i}", {"rw": "read", "bs": COPY_BLOCK_BYTES, "iodepth": 1, "numjobs": 1, "ioengine": "psync",
-                               "direct": int(mode == "direct"), "time_based": True, "runtime": f"{RAMP_S + span:g}s",
+                               "direct": int(mode == "direct"), "time_based": True,
+                               "runtime": f"{RAMP_S + span + TAIL_S:g}s",
                                "group_reporting": True}, prepare=DROP_CACHES)
             for mode in MODES for i in range(repeats)]
 
@@ -73,13 +77,17 @@ def in_flight_per_second(requests: list[TracedRequest], start_s: float, span_s: 
 
 
 def sample(r: Replayed, job: str, span_s: float) -> RegimeSample:
-    """One copy's host figures over its window (fio's ramp left out)."""
+    """One copy's host figures over its window: as in the run, the window opens fio's ramp after its
+    first request reached the host (a loaded host starts fio seconds late)."""
     out: JobOutput = output(r, job)
-    start = out.begin_s + RAMP_S
     reads = [t for t in r.requests if not t.is_flush and not t.is_write]
+    first = next((t.start_us for t in reads if out.begin_s * 1e6 <= t.start_us <= out.end_s * 1e6), None)
+    if first is None:
+        raise CannotTest(f"fio job {job}: QEMU traced no read of the disk during the copy: the evidence is incomplete")
+    start = first / 1e6 + RAMP_S
     inside = [t for t in reads if start * 1e6 <= t.start_us <= (start + span_s) * 1e6]
     if not inside:
-        raise CannotTest(f"fio job {job}: QEMU traced no read of the disk during the copy: the evidence is incomplete")
+        raise CannotTest(f"fio job {job}: QEMU traced no read of the disk in the copy's window: the evidence is incomplete")
     return RegimeSample(statistics.fmean(t.length_bytes for t in inside),
                         statistics.median(in_flight_per_second(reads, start, span_s)))
 
