@@ -189,3 +189,35 @@ def test_a_recorded_healthy_multi_queue_replay_passes_with_the_rules_judge() -> 
     p = verdict.properties
     assert (p["configured_queues"], p["guest_hw_queues"], p["vcpus"], p["online_cpus"]) == (2, 2, 2, 2)
     assert (p["queue0_count"], p["queue1_count"], p["queues_used"]) == (254, 275, 2)
+
+
+def test_a_recorded_replay_on_an_emulator_giving_one_queue_fails_as_its_run_did() -> None:
+    """The bundle of a run whose --emulator gave the virtio-scsi device one queue where libvirt asked for
+    two: the replay ran that emulator again, and the guest set up one hardware queue."""
+    replayed = _recorded("multi-queue-one-queue-emulator-virtio-scsi", trace=False)
+    verdict = RULES["multi-queue"].judge(replayed)
+    assert verdict.problems == (
+        "the guest set up 1 hardware queue(s) for 2 configured and 2 vCPUs: the driver does not use the device's queues",
+        ("one fio job ran on each of 2 online vCPU(s), but only 1 queue(s) carried at least 10% of the I/O "
+        "(queue 0: 161 (100%)); expected 2"))
+    assert replayed.config["emulator"] == "/tmp/rread-emu/qemu-one-queue"
+
+
+def test_multi_queue_runs_one_job_per_online_cpu_for_the_runs_window() -> None:
+    job, = RULES["multi-queue"].jobs({"measure": {"window_s": 3.0}})
+    assert not job.args  # the guest counts its online CPUs: fio's command line is the preparation's
+    assert "--numjobs=$N" in job.prepare and "--cpus_allowed=$ON" in job.prepare and "--runtime=4s" in job.prepare
+    assert "--bs=4096" in job.prepare and "--iodepth=4" in job.prepare and "--rw=randread" in job.prepare
+
+
+def test_multi_queue_cannot_judge_a_disk_with_one_queue_configured_or_no_virtio_device() -> None:
+    replayed = _recorded("multi-queue-healthy-virtio-scsi", trace=False)
+    limits = replayed.config["configured_limits"]
+    assert isinstance(limits, dict)
+    one = {**replayed.config, "configured_limits": {**limits, "queues": 1}}
+    with pytest.raises(CannotTest, match="configured 1 queue"):
+        RULES["multi-queue"].judge(replace(replayed, config=one))
+    out = replayed.outputs["mq"]
+    text = out.parts["prepared"].replace("/virtio1/", "/ata1/")
+    with pytest.raises(CannotTest, match="not on a virtio device"):
+        RULES["multi-queue"].judge(replace(replayed, outputs={"mq": replace(out, parts={"prepared": text})}))
