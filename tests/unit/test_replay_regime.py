@@ -9,10 +9,12 @@ import gzip
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fixtures.reproducer_baseline import baseline_file, stored_baseline
+from fixtures.reproducer_files import configuration
 from model.across.moves import Series
 from model.parse.qemutrace import TracedRequest, parse_qemu_trace
 from model.rules.buffered_direct import DEFAULT_REPEATS, RegimeSample, RegimeSeries, merge_baseline
@@ -221,3 +223,18 @@ def test_multi_queue_cannot_judge_a_disk_with_one_queue_configured_or_no_virtio_
     text = out.parts["prepared"].replace("/virtio1/", "/ata1/")
     with pytest.raises(CannotTest, match="not on a virtio device"):
         RULES["multi-queue"].judge(replace(replayed, outputs={"mq": replace(out, parts={"prepared": text})}))
+
+
+def test_the_bundles_configuration_carries_a_baseline_only_where_the_run_had_one(tmp_path: Path) -> None:
+    common: dict[str, Any] = {"test_id": CONFIG_ID, "rule": "buffered-direct", "backend": "libvirt", "controller": "virtio-scsi",
+              "disk": {}, "kernel_name": "sda", "machine": "pc", "emulator": None, "accel": "tcg", "vcpus": 2,
+              "memory_mib": 512, "kernel_cmdline": "", "measure": {}, "device_queue_depth": 128,
+              "advertised_queue_depth": None, "trace_family": "scsi"}
+    without = configuration(**common)
+    assert "baseline_file" not in without and "stored_baseline" not in without and without["format"] == 1
+    carried = _carried(tmp_path)["baseline_file"]
+    assert isinstance(carried, dict)
+    stored = stored_baseline(_stored(None), "buffered-direct", CONFIG_ID)
+    written = configuration(**common, baseline_file=carried, stored_baseline=stored)
+    assert written["baseline_file"] == carried and written["stored_baseline"] == stored
+    assert {k: v for k, v in written.items() if k not in ("baseline_file", "stored_baseline")} == without
