@@ -238,3 +238,13 @@ def test_the_bundles_configuration_carries_a_baseline_only_where_the_run_had_one
     written = configuration(**common, baseline_file=carried, stored_baseline=stored)
     assert written["baseline_file"] == carried and written["stored_baseline"] == stored
     assert {k: v for k, v in written.items() if k not in ("baseline_file", "stored_baseline")} == without
+
+
+def test_a_recorded_readahead_off_replay_fails_against_the_stored_run_its_bundle_carries() -> None:
+    """The bundle of a readahead-off run with --baseline RUN (a healthy stored run): the replay compares
+    with the same series and says the run's three failures."""
+    verdict = RULES["buffered-direct"].judge(_recorded("buffered-direct-readahead-off-stored-run-virtio-scsi"))
+    source = "run 1 (/tmp/rread-s1), of another series (libvirt_local_virtio_scsi_lat5ms_embedded)"
+    assert verdict.problems == tuple(f"worse than the baseline {source}: buffered_request_bytes_{s}: 1.04858e+06 -> 4096 "
+                                     "bytes (-100%, worse)" for s in ("max", "median", "min"))
+    assert verdict.properties["baseline_metrics_compared"] == 14
