@@ -8,7 +8,8 @@ environment; a table of the run's verdict against the replay's, with the number 
 
 One faulted run per controller applies every fault the controller can carry at once (each fails its
 own rule and leaves the others' verdicts alone), one healthy run writes every bundle: two suite runs
-per controller whatever the number of rules. Prints the table (markdown) and exits 1 where a replay
+per controller whatever the number of rules, and a third first where a rule needs a baseline to reach a
+verdict (buffered-direct: a healthy run saves one, ``--save-baseline``, and both runs compare with it). Prints the table (markdown) and exits 1 where a replay
 disagreed with its run's verdict. Where both failed, it also counts the replays whose ``FAIL:`` lines
 are the run's, figures and disk names aside (a judge that words its bar after a figure, as queue-depth
 does after the guest's aqu-sz, may say the same failure in other words).
@@ -38,6 +39,9 @@ FAULT_OF = {f.rule: f.name for f in FAULTS.values()}
 #: virtio-blk has no queue depth to set and, in Linux 6.1, no command timeout (no queue/io_timeout)),
 #: or the rule's own skip (virtio-blk has no resize notice a device property withholds, suites/test_resize.py).
 CANNOT_CARRY = {"virtio-blk": {"tcq-off", "short-timeout", "param-change-off"}}
+#: Rules whose test reaches a verdict only against a baseline (model/rules/buffered_direct.py's NO_BASELINE):
+#: their runs here compare with a file a healthy run saved first (``--baseline FILE``), which their bundles carry.
+NEEDS_BASELINE = {"buffered-direct"}
 #: A replay boots the embedded guest and runs the rule's jobs: 30-100 s under TCG here; the bound is
 #: for a replay that never ends, not a speed goal.
 REPLAY_TIMEOUT_S = 900
@@ -83,14 +87,31 @@ def selection(rules: list[str]) -> list[str]:
     return ["-k", " or ".join(r.replace("-", "_") for r in rules), *(["--with-rules", ",".join(chosen)] if chosen else [])]
 
 
+def baseline_args(rules: list[str], controller: str, work: Path) -> list[str]:
+    """``--baseline FILE`` where a rule of ``rules`` reaches a verdict only against a baseline (buffered-direct
+    measures only without one: no verdict, no bundle): FILE saved first by a healthy run of those rules
+    (``--save-baseline``); none for other rules."""
+    needing = [r for r in rules if r in NEEDS_BASELINE]
+    if not needing:
+        return []
+    base = work / f"{controller}-baseline.json"
+    run_suite_at(work / f"{controller}-save-baseline", "--controllers", controller, *selection(needing),
+                 "--save-baseline", str(base), timeout=None)
+    if not base.is_file():
+        raise SystemExit(f"the healthy run on {controller} saved no baseline ({base}) for {', '.join(needing)}")
+    return ["--baseline", str(base)]
+
+
 def suite_runs(rules: list[str], controller: str, work: Path) -> tuple[SuiteRun, SuiteRun]:
-    """The faulted run (every rule's fault the controller carries) and the healthy run with every bundle."""
+    """The faulted run (every rule's fault the controller carries) and the healthy run with every bundle,
+    both against the same baseline where a rule needs one."""
     select = selection(rules)
     faults = [FAULT_OF[r] for r in rules if FAULT_OF.get(r) and FAULT_OF[r] not in CANNOT_CARRY.get(controller, ())]
+    base = baseline_args(rules, controller, work)
     faulty = run_suite_at(work / f"{controller}-faults", "--controllers", controller, *select,
-                          *(a for f in faults for a in ("--inject", f)), timeout=None)
+                          *(a for f in faults for a in ("--inject", f)), *base, timeout=None)
     healthy = run_suite_at(work / f"{controller}-healthy", "--controllers", controller, *select,
-                           "--reproducer", "all", timeout=None)
+                           "--reproducer", "all", *base, timeout=None)
     return faulty, healthy
 
 

@@ -22,6 +22,7 @@ from measure.disk import GuestDisk
 from measure.window import measure
 from model.errors import ParseError
 from model.rules.buffered_direct import (
+    COPY_BLOCK_BYTES,
     NO_BASELINE,
     RegimeSample,
     RegimeSeries,
@@ -35,10 +36,6 @@ from reports.store.baseline import StoredBaseline
 from suites.assertions import conclude_against, raw_dir_for, trails_of
 from suites.kernel_log_watch import watch
 from suites.needs import needed
-
-#: The copy's read requests: 1 MiB, a typical cp/dd buffer; the page cache turns them into
-#: readahead-sized requests, O_DIRECT sends them as they are.
-COPY_BLOCK_BYTES = 1 << 20
 
 
 def _copy_job(mode: str) -> FioJob:

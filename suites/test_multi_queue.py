@@ -14,7 +14,7 @@ from guest.tools.interrupts import Interrupts
 from measure.disk import GuestDisk
 from measure.window import measure
 from model.judging.verdict import RuleVerdict
-from model.rules.multi_queue import judge_multiqueue
+from model.rules.multi_queue import BS_BYTES, DEPTH, judge_multiqueue
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
@@ -33,7 +33,7 @@ def test_multiqueue(disk: GuestDisk, suite_options: SuiteOptions, record: Record
     if virtio_dev is None:
         pytest.skip(f"{disk.kernel_name} is not on a virtio device ({path}): per-queue interrupts unknown")
     cpus, present = irq.cpus("online"), irq.cpus("present")
-    job = FioJob("mq", rw="randread", bs_bytes=4096, iodepth=4, numjobs=len(cpus),
+    job = FioJob("mq", rw="randread", bs_bytes=BS_BYTES, iodepth=DEPTH, numjobs=len(cpus),
                  cpus_allowed=",".join(map(str, cpus)))
 
     def once(raw: Path) -> RuleVerdict:

@@ -45,6 +45,9 @@ NO_BASELINE = ("buffered-direct measured only: no --baseline to compare with (gi
                "previous run of this series, --baseline RUN for a stored run's id or results directory, or "
                "--baseline FILE for a file made with --save-baseline FILE on the previous image or hypervisor version)")
 MODES = ("buffered", "direct")
+#: The copy's read requests: 1 MiB, a typical cp/dd buffer; the page cache turns them into
+#: readahead-sized requests, O_DIRECT sends them as they are.
+COPY_BLOCK_BYTES = 1 << 20
 #: What each copy is measured by on the host: its mean request size and its mean depth.
 QUANTITIES = ("request_bytes", "depth")
 

@@ -28,6 +28,10 @@ DEFAULT_REPEATS = 1
 REPEATABLE = True
 #: Which of its metrics follow the host CPU the guest gets (model/across/contention.py).
 HOST_CPU_BOUND: tuple[str, ...] = ()
+#: The workload, one fio job per online vCPU: 4 KiB random reads at depth 4 each, small requests that
+#: complete one interrupt each, enough in flight for every queue to carry some.
+BS_BYTES = 4096
+DEPTH = 4
 
 #: A queue counts as used when it carried at least this share of the completions. Measured here
 #: (Debian 6.1, 2 vCPUs, one fio job pinned per vCPU, 2 s): the two queues split the
