@@ -22,12 +22,12 @@ def test_every_rule_has_a_controller_on_the_test_image() -> None:
     assert set(ON_THE_TEST_IMAGE.values()) == {"virtio-scsi", "virtio-blk"}  # both drivers load and are recorded
 
 
-def test_the_selection_collects_each_rule_once_on_its_controller() -> None:
+def test_the_selection_collects_each_rule_once_on_its_controller(tmp_path: Path) -> None:
     """The ``-k`` expression, given to the suite's own collection with both controllers: one test per
     rule, on the plan's controller, and no other."""
     pytest.importorskip("libvirt")  # the suite's collection imports the libvirt backend (tox -e unit has none)
     proc = subprocess.run([sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:cacheprovider",
-                           "--controllers", "virtio-scsi,virtio-blk", "-k", selection(ON_THE_TEST_IMAGE)],
+                           "--results-dir", str(tmp_path / "r"), "--store", "none", "--controllers", "virtio-scsi,virtio-blk", "-k", selection(ON_THE_TEST_IMAGE)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     collected = [line for line in proc.stdout.splitlines() if line.startswith("suites/")]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _collected(*args: str) -> tuple[list[str], str]:
-    proc = subprocess.run([sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:cacheprovider",
-                           *args], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    # the session makes its results directory before it collects: one of its own, never the checkout's
+    with tempfile.TemporaryDirectory(prefix="vioc-opt-in-") as out:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:cacheprovider",
+                               "--results-dir", f"{out}/r", "--store", "none", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return [line for line in proc.stdout.splitlines() if line.startswith("suites/")], proc.stdout
 
