@@ -33,6 +33,7 @@ from tests.lane_order import longest_first
 SHARED_MODULES = {
     "tests/e2e/test_rules_guest.py": "the healthy whole-suite run and its baseline, and the run of six faults",
     "tests/e2e/test_controllers.py": "the healthy run of queue-depth and alignment beyond the default controllers",
+    "tests/e2e/test_opt_in_healthy.py": "the healthy run of the rules outside the default suite",
     "tests/e2e/test_repeats_baseline.py": "the healthy repeated run",
     "tests/e2e/test_fio_push.py": "a booted guest",
     "tests/e2e/test_trace_guest.py": "a booted, traced guest",
