@@ -38,7 +38,8 @@ MISMATCH_GRACE_S = 10.0
 #: kernel) had read 11 MiB of its boot disk 10 s after the start and 20 MiB after 21 s (BIOS); a disk
 #: with a boot signature and no bootloader stays at 512 bytes (SeaBIOS) or 9.5 KiB (OVMF) for good.
 #: A firmware that has read nothing yet is still starting (OVMF under TCG on a host at load 20+ had
-#: read 0 bytes 30 s after the start, and then booted): only one that read and stopped is judged here;
+#: read 0 bytes 30 s after the start, and then booted; at load 15 OVMF read its first 12 KiB 36 s after
+#: the start): only one that read and then stopped, its read unchanged for this long, is judged here;
 #: one that never reads is left to the boot timeout and the firmware's own last words.
 NOT_BOOTED_S = 30.0
 BOOTED_READ_BYTES = 1024**2
@@ -138,6 +139,8 @@ class BootJudge:
         self._finished_at: float | None = None
         self._finished_line = ""
         self._last: Observation | None = None
+        #: the boot disk's bytes read at the last observation, and when that figure was first seen
+        self._read: tuple[int | None, float] = (None, 0.0)
 
     def judge(self, obs: Observation) -> bool:
         self._last = obs
@@ -160,8 +163,10 @@ class BootJudge:
             self._fail(f"guest {self.name} did not boot: its firmware found nothing to boot (console: "
                        f"{gave_up.group(0)!r}); does the image have a bootloader for {self.firmware_hint}?", obs)
         read = obs.boot_disk_read_bytes
+        if read != self._read[0]:
+            self._read = (read, obs.elapsed_s)
         if (not self.spoke_ssh and read is not None and 0 < read < BOOTED_READ_BYTES
-                and obs.elapsed_s >= NOT_BOOTED_S):
+                and obs.elapsed_s - self._read[1] >= NOT_BOOTED_S):
             self._fail(f"guest {self.name} did not boot: {obs.elapsed_s:.0f} s after the start its firmware had read "
                        f"{_size(read)} of the boot disk and nothing more: does the image have a bootloader for "
                        f"{self.firmware_hint}?", obs)

@@ -11,9 +11,9 @@ this here: it appends the group to each test's node id, which pytest 9.2 no long
 change, so every test stayed a group of its own (seen: the healthy whole-suite run made three
 times). This file's scheduler does the grouping instead, by module path.
 
-pytest-xdist starts the largest work units first (``--loadscope-reorder``, its default): the shared
-modules, then the single tests, of which those marked ``long`` (a minute or more under CI load)
-come first, so the run does not end with one long test alone on an otherwise idle machine.
+The work units are handed out longest first (tests/lane_order.py: by the time each took in the
+lane, not by pytest-xdist's count of tests in a unit), so the run does not end with one long test
+alone on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -27,9 +27,13 @@ from typing import Any
 
 import pytest
 
+from tests.lane_order import longest_first
+
 #: Modules whose tests share one expensive module-scoped fixture, and what it is.
 SHARED_MODULES = {
-    "tests/e2e/test_rules_guest.py": "the healthy whole-suite run and its baseline",
+    "tests/e2e/test_rules_guest.py": "the healthy whole-suite run and its baseline, and the run of six faults",
+    "tests/e2e/test_controllers.py": "the healthy run of queue-depth and alignment beyond the default controllers",
+    "tests/e2e/test_opt_in_healthy.py": "the healthy run of the rules outside the default suite",
     "tests/e2e/test_repeats_baseline.py": "the healthy repeated run",
     "tests/e2e/test_fio_push.py": "a booted guest",
     "tests/e2e/test_trace_guest.py": "a booted, traced guest",
@@ -57,12 +61,8 @@ def work_unit(nodeid: str) -> str:
     return module if module in SHARED_MODULES else nodeid
 
 
-def long_first(item: pytest.Item) -> int:
-    return 0 if item.get_closest_marker("long") else 1
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=long_first)  # stable: the order within each part is pytest's
+    longest_first(items, work_unit)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> object | None:
@@ -70,6 +70,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> object | Non
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    config.option.loadscopereorder = False  # the collection's order is already longest first
 
     class ByWorkUnit(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:

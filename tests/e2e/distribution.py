@@ -15,7 +15,8 @@ from __future__ import annotations
 
 #: rule -> the controller it runs on in the healthy test image's run.
 ON_THE_TEST_IMAGE = {
-    # SCSI's queue_depth, which virtio-blk lacks (the UEFI boot's tcq-off sets it on the same image)
+    # SCSI's queue_depth, which virtio-blk lacks (the UEFI boot's tcq-off sets it on the same image:
+    # tests/e2e/test_remote_libvirt.py)
     "queue-depth": "virtio-scsi",
     # the SCSI command timeout the rules read, which virtio-blk lacks
     "stall-tolerance": "virtio-scsi",
@@ -26,8 +27,8 @@ ON_THE_TEST_IMAGE = {
     "hotplug": "virtio-scsi",
     # sd re-reads the cache mode when the partition table is re-read (the set-up runs again)
     "alignment": "virtio-scsi",
-    # limits on virtio-blk on the test image: tests/e2e/test_remote_libvirt.py (UEFI, a remote host)
-    "limits": "virtio-scsi",
+    # limits on virtio-scsi on the test image: tests/e2e/test_remote_libvirt.py (UEFI, a remote host)
+    "limits": "virtio-blk",
     "io-size": "virtio-blk",
     "direct-io": "virtio-blk",
     "buffered-direct": "virtio-blk",

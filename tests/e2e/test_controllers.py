@@ -18,7 +18,7 @@ from hypervisors.base import GuestRequest
 from hypervisors.libvirt.backend import LibvirtBackend
 from hypervisors.libvirt.controllers import CONTROLLERS, disk_file
 from measure.standalone import standalone_guest
-from tests.e2e.conftest import SuiteRun, orphaned_domains
+from tests.e2e.conftest import SuiteRun, orphaned_domains, run_suite_at
 from tests.unit.test_controllers import two_disks_each
 
 ALL = ",".join(CONTROLLERS)
@@ -26,11 +26,22 @@ ALL = ",".join(CONTROLLERS)
 BEYOND_DEFAULT = tuple(c for c in CONTROLLERS if c not in ("virtio-scsi", "virtio-blk"))
 KIB = 1024
 #: The queue-depth rule only, shorter windows: 9 controllers in about 100 s.
-QUICK = ("-k", "test_queue_depth_propagation", "--depths", "1,32", "--window-s", "2")
+QUEUE_DEPTH = "test_queue_depth_propagation"
+QUICK_WINDOWS = ("--depths", "1,32", "--window-s", "2")
+QUICK = ("-k", QUEUE_DEPTH, *QUICK_WINDOWS)
 #: Where the guest can set queue_depth=1 (tcq-off must fail the rule), and where it cannot
 #: (sym53c8xx makes queue_depth read-only: tcq-off must skip with the reason).
 TCQ_SETTABLE = ("mptsas1068", "megasas", "ahci")
 TCQ_FIXED = ("lsi53c895a",)
+#: The alignment rule's test, and the controllers it runs on here (the default two run it in the default suite).
+ALIGNMENT = "test_alignment"
+ALIGNMENT_ON = ("ahci", "ide")
+
+
+def case_key(controller: str) -> str:
+    """A ``-k`` word that matches the suite's tests on ``controller`` only (``ide`` alone would match any
+    name holding those letters)."""
+    return f"libvirt:{controller}:"
 
 
 def case_name(controller: str) -> str:
@@ -85,13 +96,21 @@ def test_suite_ids_carry_every_controller(run_suite) -> None:  # type: ignore[no
         assert f"test_queue_depth_propagation[libvirt:{name}:latency5ms]" in run.output, (name, run.output)
 
 
-@pytest.mark.long
-def test_queue_depth_passes_on_every_controller(run_suite) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    """One healthy run on the controllers beyond the default two: queue-depth on all of them, and
+    alignment on AHCI and IDE (the alignment test below reads it; its misaligned run is its own)."""
+    return run_suite_at(tmp_path_factory.mktemp("healthy") / "results", "--controllers", ",".join(BEYOND_DEFAULT),
+                        "-k", f"{QUEUE_DEPTH} or ({ALIGNMENT} and ({' or '.join(map(case_key, ALIGNMENT_ON))}))",
+                        *QUICK_WINDOWS)
+
+
+def test_queue_depth_passes_on_every_controller(healthy: SuiteRun) -> None:
     """The controllers beyond the default two: virtio-scsi and virtio-blk pass it in the default suite's
     run (tests/e2e/test_rules_guest.py), with every depth and the default window."""
-    run: SuiteRun = run_suite("--controllers", ",".join(BEYOND_DEFAULT), *QUICK)
+    run = healthy
     assert run.returncode == 0, run.output
-    cases = run.cases()
+    cases = {name: case for name, case in run.cases().items() if name.startswith("queue-depth[")}
     assert set(cases) == {case_name(c) for c in BEYOND_DEFAULT}, run.output
     tested = run.suite_properties()
     for name in BEYOND_DEFAULT:
@@ -137,11 +156,13 @@ def _no_leftover_domains():  # type: ignore[no-untyped-def]
     assert orphaned_domains() == []
 
 
-def test_alignment_runs_on_ahci_from_its_ncq_trace_and_skips_on_ide(run_suite) -> None:  # type: ignore[no-untyped-def]
-    """AHCI's NCQ trace events give each request's offset: a healthy partition passes, sector 63 fails.
-    PIIX IDE has no per-request completion event in QEMU 7.2: a skip with that reason."""
-    for fault, ahci_fails in (((), False), (("--inject", "misaligned"), True)):
-        run: SuiteRun = run_suite("--controllers", "ahci,ide", "-k", "alignment", *fault)
+def test_alignment_runs_on_ahci_from_its_ncq_trace_and_skips_on_ide(run_suite, healthy: SuiteRun) -> None:  # type: ignore[no-untyped-def]
+    """AHCI's NCQ trace events give each request's offset: a healthy partition passes (the module's
+    healthy run), sector 63 fails. PIIX IDE has no per-request completion event in QEMU 7.2: a skip
+    with that reason."""
+    misaligned: SuiteRun = run_suite("--controllers", ",".join(ALIGNMENT_ON), "-k", ALIGNMENT, "--inject", "misaligned")
+    assert set(misaligned.cases()) == {f"alignment[libvirt:{c}:latency5ms]" for c in ALIGNMENT_ON}, misaligned.output
+    for run, ahci_fails in ((healthy, False), (misaligned, True)):
         cases = run.cases()
         ahci, ide = cases["alignment[libvirt:ahci:latency5ms]"], cases["alignment[libvirt:ide:latency5ms]"]
         props = SuiteRun.props(ahci)

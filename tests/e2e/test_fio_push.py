@@ -101,9 +101,3 @@ def test_a_guest_without_fio_gets_the_static_one_and_the_record_says_so(run_suit
     assert f"<td>fio_origin</td><td>pushed: {static_fio.sha256[:12]}</td>" in tested
     assert run.left_behind == []
 
-
-def test_the_images_own_fio_is_named_in_the_record(run_suite: RunSuite) -> None:
-    run = run_suite("--controllers", "virtio-blk", "-k", "limits")
-    assert run.returncode == 0, run.output[-3000:]
-    props = suite_properties(str(run.junit))
-    assert props["fio_origin"] == "image" and props["fio_version"].startswith("fio-"), props

@@ -170,19 +170,6 @@ def test_healthy_image_passes_the_rules_and_is_left_unchanged(run_suite: RunSuit
 
 
 @pytest.mark.long
-def test_tcq_off_fails_queue_depth_on_the_image_booted_by_uefi(run_suite: RunSuite, test_image: Path) -> None:
-    """OVMF (Debian's ovmf) boots the same disk through its EFI system partition (the healthy test
-    above boots it by BIOS), and a fault still fails its rule there: tcq-off, queue-depth. Needs the
-    suite's fio push: the test image has no fio. (One boot for both: UEFI and a fault's verdict.)"""
-    run: SuiteRun = run_suite("--image", str(test_image), "--firmware", "uefi", "--controllers", "virtio-scsi",
-                              "--inject", "tcq-off", "-k", "queue_depth", *PATIENT, timeout=1500)
-    assert run.returncode == 1, run.output[-6000:]
-    assert run.outcomes() == {"queue-depth[libvirt:virtio-scsi:latency5ms]": "failed"}, run.output[-6000:]
-    assert "BdsDxe" in (run.results / "logs" / "console.log").read_text(errors="replace")  # OVMF booted it
-    assert run.left_behind == []
-
-
-@pytest.mark.long
 def test_a_guest_with_another_host_key_is_refused_with_the_remedy(run_suite: RunSuite, test_image: Path,
                                                                   tmp_path: Path) -> None:
     """--guest-user/--guest-key/--guest-host-key attach no seed: the test image's cloud-init then

@@ -5,8 +5,8 @@ The rules' own e2e files check each rule's healthy figures on this module's run 
 (their ``healthy_figures``), not on runs of their own: the same guest, options and rule, run once.
 
 Whether a fault leaves the *other* rules alone is shown by running it with every rule
-(docs/user-guide.md, "What each fault moves"; bench/rules.py); here each fault runs with its own rule only,
-to keep the project's tests short.
+(docs/user-guide.md, "What each fault moves"; bench/rules.py); here the six faults run together, each
+rule's failure carrying its own fault's signature, in one run of their six rules (one boot, not six).
 """
 
 from __future__ import annotations
@@ -84,12 +84,14 @@ def test_each_rules_healthy_figures(rule: str, healthy: tuple[SuiteRun, Path]) -
 
 
 def test_the_record_says_what_was_tested(healthy: tuple[SuiteRun, Path]) -> None:
-    """The JUnit suite properties and report.html name the image, the guest's kernel, each
-    controller's driver and the block settings the guest chose at boot (read before any fault)."""
+    """The JUnit suite properties and report.html name the image, the guest's kernel, the fio that ran,
+    each controller's driver and the block settings the guest chose at boot (read before any fault)."""
     run, _ = healthy
     props = run.suite_properties()
     assert re.fullmatch(r"embedded:[0-9a-f]{16}", props["image"]) and props["image.format"] == "initramfs", props
     assert props["guest.os_id"] == "embedded" and re.fullmatch(r"\d+\.\d+\.\d+-\d+-amd64", props["guest.kernel"])
+    # the image's own fio, named (the pushed static one: tests/e2e/test_fio_push.py)
+    assert props["fio_origin"] == "image" and props["fio_version"].startswith("fio-"), props
     for controller, module in (("virtio-scsi", "virtio_scsi"), ("virtio-blk", "virtio_blk")):
         d = f"disk.{controller}"
         assert props[f"{d}.driver"] == module and props[f"{d}.driver_module"] == module, props
@@ -124,19 +126,59 @@ FAULT_CASES = {
 }
 
 
-@pytest.mark.parametrize("fault", FAULT_CASES)
-def test_fault_fails_its_rule(fault: str, healthy: tuple[SuiteRun, Path], tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def faulted(healthy: tuple[SuiteRun, Path], tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    """One run of the six faults' rules with all six faults on, against the healthy baseline: one boot
+    and one session instead of six. Each fault moves only its own rule among these six (docs/user-guide.md,
+    "What each fault moves": io-breakup also moves buffered-direct, whose failure below must still carry
+    readahead-off's 4 KiB, not io-breakup's 64 KiB), and each failure must carry its own fault's signature,
+    which no other of the six produces."""
     _, base = healthy
-    test, rule, text = FAULT_CASES[fault]
-    run = run_suite_at(tmp_path / "results", *BOTH, "--inject", fault, "--baseline", str(base), "-k", test)
-    assert run.returncode == 1, run.output
-    cases = run.cases()
-    assert set(cases) == {f"{rule}[{c}]" for c in CONFIGS}, sorted(cases)
+    faults = [arg for fault in FAULT_CASES for arg in ("--inject", fault)]
+    tests = " or ".join([test for test, _, _ in FAULT_CASES.values()] + [AFTER_THE_WARNING])
+    return run_suite_at(tmp_path_factory.mktemp("faulted") / "results", *BOTH, *faults, "--baseline", str(base),
+                        "-k", tests)
+
+
+def test_the_faulted_run_fails_exactly_the_faults_rules(faulted: SuiteRun) -> None:
+    assert faulted.returncode == 1, faulted.output[-3000:]
+    expected = {f"{rule}[{c}]": "failed" for _, rule, _ in FAULT_CASES.values() for c in CONFIGS}
+    assert faulted.outcomes() == expected | {f"multi-queue[{c}]": "passed" for c in CONFIGS}, faulted.output[-3000:]
+    assert faulted.left_behind == []
+
+
+#: The rule that runs after limits on the same guest: kernel-warning's WARNING must not fail it too.
+AFTER_THE_WARNING = "multiqueue"
+WARNING = "WARNING: CPU: 1 PID: 20 at kernel/sched/core.c:752 update_rq_clock+0xb6/0x190"
+
+
+def test_a_kernel_warning_fails_the_rule_it_runs_under_and_no_other(faulted: SuiteRun) -> None:
+    """The kernel-log check: kernel-warning makes Debian's 6.1 kernel print a WARNING inside the limits
+    rule's window, which fails limits with the line quoted, and leaves the rule that runs next
+    (multi-queue, on the same guest) passing."""
+    cases = faulted.cases()
+    for c in CONFIGS:
+        limits = cases[f"limits[{c}]"]
+        text = SuiteRun.failure_text(limits)
+        assert "FAIL: the guest's kernel logged a WARNING line during the rule: [" in text and WARNING in text, text
+        assert text.count("FAIL:") == 1, text  # the limits themselves are as asked: the warning alone fails it
+        props = SuiteRun.props(limits)
+        assert props["kernel_log_bad_lines"] == "1" and props["kernel_log_bad_kinds"] == "WARNING", props
+        assert props["kernel_log_source"] == "dmesg" and int(props["kernel_log_new_lines"]) > 20, props
+        kept = (faulted.results / "raw" / c.replace(":", "_") / "kernel-log-limits.txt").read_text()
+        assert WARNING in kept and "__balance_push_cpu_stop" in kept
+        mq = SuiteRun.props(cases[f"multi-queue[{c}]"])
+        assert faulted.outcomes()[f"multi-queue[{c}]"] == "passed" and mq["kernel_log_bad_lines"] == "0", mq
+
+
+@pytest.mark.parametrize("fault", FAULT_CASES)
+def test_fault_fails_its_rule(fault: str, faulted: SuiteRun) -> None:
+    _, rule, text = FAULT_CASES[fault]
+    cases = faulted.cases()
     for c in CONFIGS:
         failure = cases[f"{rule}[{c}]"].find("failure")
-        assert failure is not None, run.output[-3000:]
+        assert failure is not None, faulted.output[-3000:]
         assert text in (failure.text or ""), failure.text
-    assert run.left_behind == []
 
 
 def test_one_online_cpu_fails_multiqueue(tmp_path: Path) -> None:

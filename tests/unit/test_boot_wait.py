@@ -42,8 +42,8 @@ CONSOLE = ("SeaBIOS (version 1.16.2)\r\nBooting from Hard Disk...\r\n\x1b[0m[   
            "[\x1b[0;32m  OK  \x1b[0m] Started ssh.service - OpenBSD Secure Shell server.\n")
 
 
-def judge(access: Access = SEEDED, timeout_s: float = 300.0) -> BootJudge:
-    return BootJudge("vioconform-1", 2222, timeout_s, access, "ssh-ed25519 AAAApinned")
+def judge(access: Access = SEEDED, timeout_s: float = 300.0, firmware: str = "bios") -> BootJudge:
+    return BootJudge("vioconform-1", 2222, timeout_s, access, "ssh-ed25519 AAAApinned", firmware)
 
 
 def feed(j: BootJudge, seconds: float, probe_result: ProbeResult, console: str = CONSOLE,
@@ -108,6 +108,22 @@ def test_an_image_without_a_bootloader_fails_once_the_boot_disk_stays_unread() -
     feed(judge(), 100, BOOTING, read=BOOTED_READ_BYTES)
     # a firmware that has read nothing yet is still starting (OVMF on a loaded host)
     feed(judge(), 100, BOOTING, read=0)
+
+
+def test_a_firmware_that_starts_reading_late_is_judged_from_when_its_read_stops() -> None:
+    """OVMF on a loaded host read nothing for 35 s, then its first 12 KiB: it is still starting, not
+    stuck. Only a read that stays where it is for NOT_BOOTED_S is a disk it cannot boot."""
+    late, started = judge(firmware="uefi"), NOT_BOOTED_S + 5
+    feed(late, started, BOOTING, console="", read=0)
+    feed(late, NOT_BOOTED_S - 1, BOOTING, console="", read=12 * 1024, start=started + 1)
+    with pytest.raises(BootFailed, match="did not boot: 66 s after the start its firmware had read 12 KiB of the "
+                                         "boot disk and nothing more: does the image have a bootloader for UEFI"):
+        late.judge(Observation(started + 1 + NOT_BOOTED_S, BOOTING, "", 12 * 1024))
+    # one that goes on reading is booting, however slowly
+    going = judge(firmware="uefi")
+    feed(going, started, BOOTING, console="", read=0)
+    for step in range(60):
+        assert going.judge(Observation(started + 1 + step, BOOTING, "", 12 * 1024 + step * 4096)) is False
 
 
 def test_firmware_that_gave_up_fails_at_once() -> None:
