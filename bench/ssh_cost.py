@@ -1,0 +1,129 @@
+"""What one guest command costs over the suite's SSH transport, and where that time goes.
+
+Boots the project's cloud-init test image (``bench.testimage``; systemd, a non-root login with
+passwordless ``sudo``) through the suite's own path, then times, interleaved ``--repeats`` times:
+
+- ``open``: a session channel opened and closed (the SSH round trip a command starts with);
+- ``exec true``: ``true`` as the login user, on its own channel (no sudo);
+- ``exec sudo -n true`` and ``exec sudo -n sh -c true`` (the second is what each command was);
+- ``run true``: the transport's ``run("true")``, whatever way it runs a command as root;
+
+then, inside the guest (one command, no SSH in the figure), 20 of each: ``sh -c true``,
+``sudo -n true``, ``sudo -n sh -c true``: what sudo itself costs, apart from the round trip. It
+prints the medians and ranges in milliseconds, the host's load average before and after, and the
+guest's sudo and PAM set-up (what a sudo runs through).
+
+    python -m bench.ssh_cost [--repeats 20] [--controller virtio-scsi]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+import paramiko
+
+from bench.testimage import ensure_test_image
+from hypervisors.base import GuestRequest, ImageRequest
+from hypervisors.cleanup import CleanupStack, make_run_dir
+from hypervisors.libvirt.backend import LibvirtBackend
+from images.user import inspect_image
+from model.types import DiskSpec
+from transport.ssh import SshTransport, generate_run_key
+
+#: Inside the guest: N of a command, timed with the guest's own clock, in ms each.
+IN_GUEST = ('n=20; t0=$(date +%s%N); i=0; while [ $i -lt $n ]; do {cmd} >/dev/null 2>&1; i=$((i + 1)); done; '
+            't1=$(date +%s%N); echo $(( (t1 - t0) / n / 1000 ))')
+#: What the guest's sudo goes through.
+SETUP = ("cat /etc/pam.d/sudo | grep -v '^#' | grep .; echo ---; grep -rh '^[^#]' /etc/pam.d/common-session-noninteractive; "
+         "echo ---; systemctl is-enabled systemd-logind 2>&1; sudo -V | head -1")
+
+
+def _exec(ssh: SshTransport, command: str) -> Callable[[], None]:
+    def once() -> None:
+        transport = ssh._client.get_transport()
+        assert transport is not None
+        channel = transport.open_session()
+        channel.exec_command(command)
+        status = channel.recv_exit_status()
+        channel.close()
+        assert status == 0, f"{command}: exit {status}"
+    return once
+
+
+def _open(ssh: SshTransport) -> None:
+    transport = ssh._client.get_transport()
+    assert transport is not None
+    transport.open_session().close()
+
+
+def _run_true(ssh: SshTransport) -> None:
+    ssh.run("true")
+
+
+def _line(name: str, ms: list[float]) -> str:
+    return (f"{name:<28} median {statistics.median(ms):7.1f} ms  ({min(ms):.1f}-{max(ms):.1f}, "
+            f"{len(ms)} runs)")
+
+
+def measure(ssh: SshTransport, repeats: int) -> list[str]:
+    """The figures as printed lines."""
+    probes: dict[str, Callable[[], None]] = {
+        "open": lambda: _open(ssh),
+        "exec true": _exec(ssh, "true"),
+        "exec sudo -n true": _exec(ssh, "sudo -n true"),
+        "exec sudo -n sh -c true": _exec(ssh, "sudo -n sh -c true"),
+        "run true": lambda: _run_true(ssh),
+    }
+    times: dict[str, list[float]] = {name: [] for name in probes}
+    for _ in range(repeats):
+        for name, probe in probes.items():
+            t0 = time.perf_counter()
+            probe()
+            times[name].append((time.perf_counter() - t0) * 1000)
+    lines = [_line(name, ms) for name, ms in times.items()]
+    for cmd in ("sh -c true", "sudo -n true", "sudo -n sh -c true"):
+        each = ssh.run(IN_GUEST.format(cmd=cmd)).stdout.strip()
+        lines.append(f"in the guest: {cmd:<19} {int(each) / 1000:7.1f} ms each (20 in a loop)")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.ssh_cost", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--controller", default="virtio-scsi")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("paramiko").setLevel(logging.WARNING)
+    info = inspect_image(ensure_test_image(logging.getLogger("bench").info).path)
+    cleanup = CleanupStack()
+    try:
+        run_dir = make_run_dir(cleanup)
+        backend = LibvirtBackend(cleanup, accel_mode="auto")
+        cleanup.push("libvirt connection", backend.close)
+        _, pub = generate_run_key(run_dir)
+        guest = backend.start_guest(GuestRequest(
+            f"vioconform-sshcost-{os.getpid()}", (DiskSpec(args.controller, 0),), run_dir, pub,
+            vcpus=2, memory_mib=1024, boot_timeout_s=900, image=ImageRequest(info, "bios")))
+        ssh = SshTransport.to_guest(guest)
+        cleanup.push("SSH connection", ssh.close)
+        print(f"booted in {guest.boot_seconds:.1f} s ({guest.accel}); load average {os.getloadavg()}")
+        print(ssh.run(SETUP, check=False).stdout.rstrip())
+        for line in measure(ssh, args.repeats):
+            print(line)
+        print(f"load average after: {os.getloadavg()}")
+    except paramiko.SSHException as e:
+        print(f"bench.ssh_cost: error: {e}")
+        return 2
+    finally:
+        cleanup.run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
