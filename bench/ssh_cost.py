@@ -13,7 +13,11 @@ then, inside the guest (one command, no SSH in the figure), 20 of each: ``sh -c 
 prints the medians and ranges in milliseconds, the host's load average before and after, and the
 guest's sudo and PAM set-up (what a sudo runs through).
 
-    python -m bench.ssh_cost [--repeats 20] [--controller virtio-scsi]
+With ``--embedded`` it boots the embedded guest instead (root login, no sudo; the sudo lines are
+left out) and adds ``framed in one sh``: ``true`` sent framed to one ``sh`` on one channel, as the
+root shell of a non-root login runs it (transport/root_shell.py): what one such shell would save there.
+
+    python -m bench.ssh_cost [--repeats 20] [--controller virtio-scsi] [--embedded]
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import select
 import statistics
 import time
 from collections.abc import Callable
@@ -33,11 +38,12 @@ from hypervisors.cleanup import CleanupStack, make_run_dir
 from hypervisors.libvirt.backend import LibvirtBackend
 from images.user import inspect_image
 from model.types import DiskSpec
+from transport.root_shell import Frame
 from transport.ssh import SshTransport, generate_run_key
 
-#: Inside the guest: N of a command, timed with the guest's own clock, in ms each.
-IN_GUEST = ('n=20; t0=$(date +%s%N); i=0; while [ $i -lt $n ]; do {cmd} >/dev/null 2>&1; i=$((i + 1)); done; '
-            't1=$(date +%s%N); echo $(( (t1 - t0) / n / 1000 ))')
+#: Inside the guest: N of a command, timed with the guest's own clock (/proc/uptime, in 10 ms), in µs each.
+IN_GUEST = ('n=20; read -r a _ </proc/uptime; i=0; while [ $i -lt $n ]; do {cmd} >/dev/null 2>&1; i=$((i + 1)); done; '
+            'read -r b _ </proc/uptime; echo $(( (${{b%.*}}${{b#*.}} - ${{a%.*}}${{a#*.}}) * 10000 / n ))')
 #: What the guest's sudo goes through.
 SETUP = ("cat /etc/pam.d/sudo | grep -v '^#' | grep .; echo ---; grep -rh '^[^#]' /etc/pam.d/common-session-noninteractive; "
          "echo ---; systemctl is-enabled systemd-logind 2>&1; sudo -V | head -1")
@@ -61,6 +67,21 @@ def _open(ssh: SshTransport) -> None:
     transport.open_session().close()
 
 
+def _framed_in(shell: paramiko.Channel) -> Callable[[], None]:
+    def once() -> None:
+        frame = Frame("true")
+        shell.sendall(frame.script())
+        out, err = b"", b""
+        while frame.read(out, err) is None:
+            if shell.recv_ready():
+                out += shell.recv(65536)
+            elif shell.recv_stderr_ready():
+                err += shell.recv_stderr(65536)
+            else:
+                select.select([shell], [], [], 1.0)
+    return once
+
+
 def _run_true(ssh: SshTransport) -> None:
     ssh.run("true")
 
@@ -72,13 +93,18 @@ def _line(name: str, ms: list[float]) -> str:
 
 def measure(ssh: SshTransport, repeats: int) -> list[str]:
     """The figures as printed lines."""
-    probes: dict[str, Callable[[], None]] = {
-        "open": lambda: _open(ssh),
-        "exec true": _exec(ssh, "true"),
-        "exec sudo -n true": _exec(ssh, "sudo -n true"),
-        "exec sudo -n sh -c true": _exec(ssh, "sudo -n sh -c true"),
-        "run true": lambda: _run_true(ssh),
-    }
+    probes: dict[str, Callable[[], None]] = {"open": lambda: _open(ssh), "exec true": _exec(ssh, "true")}
+    root = ssh.endpoint.user == "root"
+    if root:
+        transport = ssh._client.get_transport()
+        assert transport is not None
+        shell = transport.open_session()
+        shell.exec_command("sh")
+        probes["framed in one sh"] = _framed_in(shell)
+    else:
+        probes["exec sudo -n true"] = _exec(ssh, "sudo -n true")
+        probes["exec sudo -n sh -c true"] = _exec(ssh, "sudo -n sh -c true")
+    probes["run true"] = lambda: _run_true(ssh)
     times: dict[str, list[float]] = {name: [] for name in probes}
     for _ in range(repeats):
         for name, probe in probes.items():
@@ -86,7 +112,7 @@ def measure(ssh: SshTransport, repeats: int) -> list[str]:
             probe()
             times[name].append((time.perf_counter() - t0) * 1000)
     lines = [_line(name, ms) for name, ms in times.items()]
-    for cmd in ("sh -c true", "sudo -n true", "sudo -n sh -c true"):
+    for cmd in ("sh -c true",) if root else ("sh -c true", "sudo -n true", "sudo -n sh -c true"):
         each = ssh.run(IN_GUEST.format(cmd=cmd)).stdout.strip()
         lines.append(f"in the guest: {cmd:<19} {int(each) / 1000:7.1f} ms each (20 in a loop)")
     return lines
@@ -97,10 +123,12 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--controller", default="virtio-scsi")
+    ap.add_argument("--embedded", action="store_true", help="the embedded guest (root login) instead of the test image")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("paramiko").setLevel(logging.WARNING)
-    info = inspect_image(ensure_test_image(logging.getLogger("bench").info).path)
+    image = None if args.embedded else ImageRequest(inspect_image(ensure_test_image(logging.getLogger("bench").info).path),
+                                                    "bios")
     cleanup = CleanupStack()
     try:
         run_dir = make_run_dir(cleanup)
@@ -109,11 +137,12 @@ def main() -> int:
         _, pub = generate_run_key(run_dir)
         guest = backend.start_guest(GuestRequest(
             f"vioconform-sshcost-{os.getpid()}", (DiskSpec(args.controller, 0),), run_dir, pub,
-            vcpus=2, memory_mib=1024, boot_timeout_s=900, image=ImageRequest(info, "bios")))
+            vcpus=2, memory_mib=512 if image is None else 1024, boot_timeout_s=900, image=image))
         ssh = SshTransport.to_guest(guest)
         cleanup.push("SSH connection", ssh.close)
         print(f"booted in {guest.boot_seconds:.1f} s ({guest.accel}); load average {os.getloadavg()}")
-        print(ssh.run(SETUP, check=False).stdout.rstrip())
+        if image is not None:
+            print(ssh.run(SETUP, check=False).stdout.rstrip())
         for line in measure(ssh, args.repeats):
             print(line)
         print(f"load average after: {os.getloadavg()}")

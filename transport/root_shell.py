@@ -1,10 +1,11 @@
-"""One root shell per connection for a login that is not root: ``sudo -n sh`` on one SSH channel,
-fed the commands on its standard input, each framed so its output, error output and exit status
-come back apart from the next command's.
+"""One root shell per SSH connection: ``sudo -n sh`` for a login that is not root (``sh`` for a
+guest's root login) on one channel, fed the commands on its standard input, each framed so its
+output, error output and exit status come back apart from the next command's.
 
 Why: a ``sudo`` is the largest part of a guest command's cost on a systemd image under emulation
-(it loads its plugins and PAM modules and logs, each time); one per connection instead of one per
-command leaves the SSH round trip and a ``fork`` (docs/benchmarks.md, "The per-command cost").
+(it loads its plugins and PAM modules and logs, each time), then the exec channel's session and
+login shell; one shell per connection leaves the SSH round trip and a ``fork`` (docs/benchmarks.md,
+"The per-command cost").
 
 Each command runs as ``( eval 'COMMAND' ) </dev/null`` in that shell, so it behaves as
 ``sudo -n sh -c 'COMMAND'`` did: its own subshell (``exit``, ``cd``, variables, traps and
@@ -24,6 +25,9 @@ from dataclasses import dataclass, field
 
 #: What the channel runs: a root shell that reads its commands from standard input.
 SHELL_COMMAND = "sudo -n sh"
+#: The same for a root login (the embedded guest's): no sudo, and still no channel, login shell and
+#: ``sh`` start per command.
+ROOT_SHELL_COMMAND = "sh"
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from model.errors import GuestDied, GuestDiedEarlier, HypervisorError
 from model.types import SshEndpoint
 from transport.probe import BANNER_TIMEOUT_S, HANDSHAKE_TIMEOUT_S
 from transport.probe import pinned_key as _pinned_key
-from transport.root_shell import SHELL_COMMAND, Frame
+from transport.root_shell import ROOT_SHELL_COMMAND, SHELL_COMMAND, Frame
 
 # paramiko logs every connection at INFO; the suite's own progress lines are what a user reads.
 logging.getLogger("paramiko").setLevel(logging.WARNING)
@@ -231,22 +231,26 @@ class SshTarget(Protocol):
 
 
 class SshTransport:
-    """One SSH connection to a guest; ``run`` executes a shell command as root: directly when the
-    endpoint's user is root, else in one ``sudo -n sh`` per connection (transport/root_shell.py;
-    checked once on connecting: ``SudoNotUsable``).
+    """One SSH connection to a guest; ``run`` executes a shell command as root, in one root shell
+    per connection (transport/root_shell.py): ``sudo -n sh`` for a login that is not root (checked
+    once on connecting: ``SudoNotUsable``), ``sh`` for root where ``root_shell``; a root login without
+    it runs each command on a channel of its own (an ESXi host's, whose shell the suite does not test).
 
     ``liveness`` (see ``Guest.dead_reason``) is asked every few seconds while a command runs;
     ``console`` gives the guest's console tail for the errors. ``SshTransport.to_guest(guest)``
-    wires both for a guest a backend started."""
+    wires both for a guest a backend started, and its root shell."""
 
     def __init__(self, endpoint: SshEndpoint, connect_timeout_s: float = 60.0,
-                 liveness: Liveness | None = None, console: Callable[[], str] | None = None) -> None:
+                 liveness: Liveness | None = None, console: Callable[[], str] | None = None,
+                 root_shell: bool = False) -> None:
         self.endpoint = endpoint
+        #: what the connection's root shell runs (None: each command on a channel of its own)
+        self._shell_command = SHELL_COMMAND if endpoint.user != "root" else ROOT_SHELL_COMMAND if root_shell else None
         self._liveness = liveness
         self._console = console
         #: set once the guest died or the connection dropped: later commands fail at once with it
         self._gone: tuple[type[HypervisorError], str, str | None] | None = None
-        #: a non-root login's root shell (transport/root_shell.py), once the first command opened it
+        #: the connection's root shell (transport/root_shell.py), once the first command opened it
         self._shell: paramiko.Channel | None = None
         self._client = self._connect(connect_timeout_s)
         transport = self._client.get_transport()
@@ -264,7 +268,8 @@ class SshTransport:
 
     @classmethod
     def to_guest(cls, guest: SshTarget, connect_timeout_s: float = 60.0) -> SshTransport:
-        return cls(guest.ssh, connect_timeout_s, liveness=guest.dead_reason, console=guest.console_tail)
+        return cls(guest.ssh, connect_timeout_s, liveness=guest.dead_reason, console=guest.console_tail,
+                   root_shell=True)
 
     def _connect(self, timeout_s: float) -> paramiko.SSHClient:
         ep = self.endpoint
@@ -292,8 +297,8 @@ class SshTransport:
 
     def run(self, command: str, check: bool = True, timeout_s: float = 300.0, hint: str = "") -> CommandResult:
         """Run ``command`` with /bin/sh; raise GuestCommandError on a non-zero exit if ``check``.
-        As root on a channel of its own; for another login in the connection's root shell
-        (transport/root_shell.py: one ``sudo -n sh`` per connection, not one a command).
+        In the connection's root shell (transport/root_shell.py: one ``sudo -n sh`` or ``sh`` per
+        connection, not one a command), else on a channel of its own.
 
         GuestDied if the guest dies meanwhile (or died under an earlier command), SshConnectionLost
         if the connection drops under it, GuestUnreachable after ``timeout_s``."""
@@ -301,10 +306,10 @@ class SshTransport:
             kind, message, console = self._gone
             raise kind(message, console)
         t0 = time.monotonic()
-        if self.endpoint.user == "root":
+        if self._shell_command is None:
             status, stdout, stderr = self._exec(command, t0, timeout_s)
         else:
-            status, stdout, stderr = self._in_root_shell(command, t0, timeout_s)
+            status, stdout, stderr = self._in_root_shell(command, t0, timeout_s, self._shell_command)
         result = CommandResult(command, status, stdout.decode(errors="replace"), stderr.decode(errors="replace"),
                                time.monotonic() - t0)
         if check and not result.ok:
@@ -334,14 +339,14 @@ class SshTransport:
             raise self._lost(command, t0, "the command's channel closed without an exit status")
         return channel.exit_status, stdout, stderr
 
-    def _in_root_shell(self, command: str, t0: float, timeout_s: float) -> tuple[int, bytes, bytes]:
+    def _in_root_shell(self, command: str, t0: float, timeout_s: float, shell_command: str) -> tuple[int, bytes, bytes]:
         """``command`` in the connection's root shell, opened on first need and again after one ended.
         A command that fails, times out or loses its guest closes the shell's channel, as ``_exec``
         closes the command's own (the next command opens a new shell)."""
         shell = self._shell
         if shell is None or shell.closed or shell.eof_received or shell.exit_status_ready():
             self._drop_shell()
-            shell = self._shell = self._open_channel(command, t0, SHELL_COMMAND)
+            shell = self._shell = self._open_channel(command, t0, shell_command)
         frame = Frame(command)
         try:
             # A shell that ended (its sudo refused) takes no input: its status and words are read below.

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from model.types import SshEndpoint
 from tests.unit.test_sudo import FAKE_SUDO, server_with
 from tests.vsphere.vsphere_sshd import LoopbackSshd
 from transport.root_shell import Frame
-from transport.ssh import GuestUnreachable, SshTransport
+from transport.ssh import GuestUnreachable, SshTransport, generate_run_key
 
 
 @pytest.fixture
@@ -109,3 +110,24 @@ def test_the_frame_ignores_what_came_before_it_and_a_nonce_it_does_not_own() -> 
     assert framed is not None and (framed.exit_status, framed.stdout, framed.stderr) == (5, b"body", b"")
     assert frame.read(out, b"vioconform-start-abc\n") is None  # the error stream's end is still to come
     assert frame.started(out) and not other.started(out)
+
+
+def test_a_guests_root_login_runs_its_commands_in_one_shell_and_an_esxi_hosts_each_on_its_own(tmp_path: Path) -> None:
+    """``to_guest`` (a guest's session) asks for the root shell; a plain root transport (an ESXi host's
+    vscsiStats) keeps a channel a command."""
+    key_path, pub = generate_run_key(tmp_path)
+    server = LoopbackSshd(tmp_path, lambda _user: [pub])
+    endpoint = SshEndpoint("127.0.0.1", server.port, "root", key_path, server.host_key_line)
+    try:
+        for root_shell, commands in ((True, ["sh"]), (False, ["echo 1; exit 4", "echo 2; exit 4"])):
+            server.commands.clear()
+            ssh = SshTransport(endpoint, connect_timeout_s=20, root_shell=root_shell)
+            try:
+                for i in (1, 2):
+                    ran = ssh.run(f"echo {i}; exit 4", check=False)
+                    assert (ran.stdout, ran.exit_status) == (f"{i}\n", 4)
+            finally:
+                ssh.close()
+            assert server.commands == commands
+    finally:
+        server.stop()
