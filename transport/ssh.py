@@ -18,6 +18,7 @@ import logging
 import select
 import shlex
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -252,6 +253,7 @@ class SshTransport:
         self._gone: tuple[type[HypervisorError], str, str | None] | None = None
         #: the connection's root shell (transport/root_shell.py), once the first command opened it
         self._shell: paramiko.Channel | None = None
+        self._shell_lock = threading.Lock()
         self._client = self._connect(connect_timeout_s)
         transport = self._client.get_transport()
         if transport is not None:
@@ -307,9 +309,15 @@ class SshTransport:
             raise kind(message, console)
         t0 = time.monotonic()
         if self._shell_command is None:
-            status, stdout, stderr = self._exec(command, t0, timeout_s)
-        else:
-            status, stdout, stderr = self._in_root_shell(command, t0, timeout_s, self._shell_command)
+            status, stdout, stderr = self._exec(command, t0, timeout_s, command)
+        elif self._shell_lock.acquire(blocking=False):
+            try:
+                status, stdout, stderr = self._in_root_shell(command, t0, timeout_s, self._shell_command)
+            finally:
+                self._shell_lock.release()
+        else:  # another thread's command holds the shell: this one runs beside it, as before the shell
+            status, stdout, stderr = self._exec(command, t0, timeout_s, command if self.endpoint.user == "root"
+                                                else f"sudo -n sh -c {shlex.quote(command)}")
         result = CommandResult(command, status, stdout.decode(errors="replace"), stderr.decode(errors="replace"),
                                time.monotonic() - t0)
         if check and not result.ok:
@@ -328,9 +336,9 @@ class SshTransport:
             raise self._lost(command, t0, f"could not start the command: {e}") from e
         return channel
 
-    def _exec(self, command: str, t0: float, timeout_s: float) -> tuple[int, bytes, bytes]:
-        """``command`` on a channel of its own: its exit status, output and error output."""
-        channel = self._open_channel(command, t0, command)
+    def _exec(self, command: str, t0: float, timeout_s: float, exec_: str) -> tuple[int, bytes, bytes]:
+        """``command`` on a channel of its own (sent as ``exec_``): its exit status, output and error output."""
+        channel = self._open_channel(command, t0, exec_)
         try:
             stdout, stderr = self._wait(channel, command, t0, timeout_s)
         finally:

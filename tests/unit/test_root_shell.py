@@ -7,6 +7,7 @@ logs each call (tests/unit/test_sudo.py's)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,3 +132,22 @@ def test_a_guests_root_login_runs_its_commands_in_one_shell_and_an_esxi_hosts_ea
             assert server.commands == commands
     finally:
         server.stop()
+
+
+def test_commands_from_two_threads_run_beside_each_other(qa: tuple[SshTransport, LoopbackSshd, Path]) -> None:
+    """The shell runs one command at a time; a command another thread sends meanwhile runs on a
+    channel of its own through ``sudo -n sh -c``, as every command did before the shell."""
+    ssh, _, calls = qa
+    said: dict[str, str] = {}
+
+    def run(name: str) -> None:
+        said[name] = ssh.run(f"sleep 2; echo {name}").stdout
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert said == {"a": "a\n", "b": "b\n"}
+    made = calls.read_text().splitlines()
+    assert made[0] == "sh" and sorted(made[1:]) in (["sh -c sleep 2; echo a"], ["sh -c sleep 2; echo b"]), made
