@@ -315,7 +315,7 @@ class SshTransport:
                 status, stdout, stderr = self._in_root_shell(command, t0, timeout_s, self._shell_command)
             finally:
                 self._shell_lock.release()
-        else:  # another thread's command holds the shell: this one runs beside it, as before the shell
+        else:  # another thread's command holds the shell: this one runs beside it, on its own channel
             status, stdout, stderr = self._exec(command, t0, timeout_s, command if self.endpoint.user == "root"
                                                 else f"sudo -n sh -c {shlex.quote(command)}")
         result = CommandResult(command, status, stdout.decode(errors="replace"), stderr.decode(errors="replace"),

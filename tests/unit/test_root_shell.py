@@ -136,7 +136,7 @@ def test_a_guests_root_login_runs_its_commands_in_one_shell_and_an_esxi_hosts_ea
 
 def test_commands_from_two_threads_run_beside_each_other(qa: tuple[SshTransport, LoopbackSshd, Path]) -> None:
     """The shell runs one command at a time; a command another thread sends meanwhile runs on a
-    channel of its own through ``sudo -n sh -c``, as every command did before the shell."""
+    channel of its own through ``sudo -n sh -c``."""
     ssh, _, calls = qa
     said: dict[str, str] = {}
 
