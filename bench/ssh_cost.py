@@ -32,14 +32,13 @@ from collections.abc import Callable
 
 import paramiko
 
+from bench.booted import booted_guest
 from bench.testimage import ensure_test_image
-from hypervisors.base import GuestRequest, ImageRequest
-from hypervisors.cleanup import CleanupStack, make_run_dir
-from hypervisors.libvirt.backend import LibvirtBackend
+from hypervisors.base import ImageRequest
 from images.user import inspect_image
 from model.types import DiskSpec
 from transport.root_shell import Frame
-from transport.ssh import SshTransport, generate_run_key
+from transport.ssh import SshTransport
 
 #: Inside the guest: N of a command, timed with the guest's own clock (/proc/uptime, in 10 ms), in µs each.
 IN_GUEST = ('n=20; read -r a _ </proc/uptime; i=0; while [ $i -lt $n ]; do {cmd} >/dev/null 2>&1; i=$((i + 1)); done; '
@@ -129,28 +128,18 @@ def main() -> int:
     logging.getLogger("paramiko").setLevel(logging.WARNING)
     image = None if args.embedded else ImageRequest(inspect_image(ensure_test_image(logging.getLogger("bench").info).path),
                                                     "bios")
-    cleanup = CleanupStack()
     try:
-        run_dir = make_run_dir(cleanup)
-        backend = LibvirtBackend(cleanup, accel_mode="auto")
-        cleanup.push("libvirt connection", backend.close)
-        _, pub = generate_run_key(run_dir)
-        guest = backend.start_guest(GuestRequest(
-            f"vioconform-sshcost-{os.getpid()}", (DiskSpec(args.controller, 0),), run_dir, pub,
-            vcpus=2, memory_mib=512 if image is None else 1024, boot_timeout_s=900, image=image))
-        ssh = SshTransport.to_guest(guest)
-        cleanup.push("SSH connection", ssh.close)
-        print(f"booted in {guest.boot_seconds:.1f} s ({guest.accel}); load average {os.getloadavg()}")
-        if image is not None:
-            print(ssh.run(SETUP, check=False).stdout.rstrip())
-        for line in measure(ssh, args.repeats):
-            print(line)
-        print(f"load average after: {os.getloadavg()}")
+        with booted_guest(f"vioconform-sshcost-{os.getpid()}", DiskSpec(args.controller, 0),
+                          512 if image is None else 1024, 900.0, image) as (guest, ssh, _):
+            print(f"booted in {guest.boot_seconds:.1f} s ({guest.accel}); load average {os.getloadavg()}")
+            if image is not None:
+                print(ssh.run(SETUP, check=False).stdout.rstrip())
+            for line in measure(ssh, args.repeats):
+                print(line)
+            print(f"load average after: {os.getloadavg()}")
     except paramiko.SSHException as e:
         print(f"bench.ssh_cost: error: {e}")
         return 2
-    finally:
-        cleanup.run()
     return 0
 
 
