@@ -162,9 +162,9 @@ class LoopbackSshd:
         try:
             if status >= 0:  # killed by a signal: sshd sends the signal's name, no status (paramiko reads -1)
                 channel.send_exit_status(status)
+            channel.close()
         except (OSError, EOFError, paramiko.SSHException):
-            pass  # the client closed the channel first
-        channel.close()
+            pass  # the client closed the channel, or its connection, first
 
     def use_host_key(self, private_openssh: str | None) -> None:
         """Present this ed25519 key (OpenSSH private key text) to new connections; None: the server's own."""
