@@ -16,14 +16,12 @@ import sys
 import time
 from pathlib import Path
 
+from bench.booted import booted_guest
 from fixtures.argtypes import _positive_float, _positive_int
-from hypervisors.base import GuestRequest, ImageRequest
-from hypervisors.cleanup import CleanupStack, make_run_dir
-from hypervisors.libvirt.backend import LibvirtBackend
+from hypervisors.base import ImageRequest
 from images.user import UserImageError, inspect_image
 from model.errors import HypervisorError
 from model.types import DiskSpec
-from transport.ssh import SshTransport, generate_run_key
 
 #: What the guest is asked after the boot (through sudo: the seed's user is not root).
 REPORT = ("systemd-analyze 2>/dev/null | head -1; cloud-init status --long 2>/dev/null | head -3; "
@@ -53,22 +51,10 @@ def _boot(args: argparse.Namespace) -> int:
           f"SHA-256 {info.sha256[:16]}... in {time.monotonic() - t0:.1f} s")
     for firmware in args.firmware.split(","):
         load = os.getloadavg()[0]
-        cleanup = CleanupStack()
-        try:
-            run_dir = make_run_dir(cleanup)
-            backend = LibvirtBackend(cleanup, accel_mode="auto")
-            cleanup.push("libvirt connection", backend.close)
-            _, pub = generate_run_key(run_dir)
-            guest = backend.start_guest(GuestRequest(
-                f"vioconform-bench-{os.getpid()}-{firmware}", (DiskSpec("virtio-scsi", 0),), run_dir, pub,
-                vcpus=args.vcpus, memory_mib=args.memory, boot_timeout_s=args.timeout,
-                image=ImageRequest(info, firmware)))
-            ssh = SshTransport.to_guest(guest)
-            cleanup.push("SSH connection", ssh.close)
+        with booted_guest(f"vioconform-bench-{os.getpid()}-{firmware}", DiskSpec("virtio-scsi", 0), args.memory,
+                          args.timeout, ImageRequest(info, firmware), vcpus=args.vcpus) as (guest, ssh, run_dir):
             said = ssh.run(REPORT, check=False).stdout.strip()
             overlay_kib = (run_dir / "overlay.qcow2").stat().st_blocks // 2
-        finally:
-            cleanup.run()
         print(f"{firmware}: boot to SSH {guest.boot_seconds:.1f} s ({guest.accel}, {args.vcpus} vCPUs, "
               f"{args.memory} MiB, load average {load:.1f} before the boot); overlay {overlay_kib / 1024:.0f} MiB")
         for line in said.splitlines():

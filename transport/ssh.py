@@ -13,10 +13,12 @@ timeout; every later command on the transport fails at once with the same cause.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import select
 import shlex
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -31,6 +33,7 @@ from model.errors import GuestDied, GuestDiedEarlier, HypervisorError
 from model.types import SshEndpoint
 from transport.probe import BANNER_TIMEOUT_S, HANDSHAKE_TIMEOUT_S
 from transport.probe import pinned_key as _pinned_key
+from transport.root_shell import ROOT_SHELL_COMMAND, SHELL_COMMAND, Frame
 
 # paramiko logs every connection at INFO; the suite's own progress lines are what a user reads.
 logging.getLogger("paramiko").setLevel(logging.WARNING)
@@ -62,13 +65,6 @@ class GuestUnreachable(RuntimeError):
 
 class SudoNotUsable(GuestUnreachable):
     """A non-root login whose ``sudo -n`` does not work (asks for a password, is missing)."""
-
-
-def as_root(command: str, user: str) -> str:
-    """The command as sent to the guest: as is for root; for another user through ``sudo -n sh -c``
-    (never a password prompt: sudo fails at once instead). Exit status, output and signals go
-    through sudo unchanged; a background job the command starts runs as root too."""
-    return command if user == "root" else f"sudo -n sh -c {shlex.quote(command)}"
 
 
 def sudo_problem(user: str, ran: CommandResult) -> str | None:
@@ -236,20 +232,28 @@ class SshTarget(Protocol):
 
 
 class SshTransport:
-    """One SSH connection to a guest; ``run`` executes a shell command as root: directly when the
-    endpoint's user is root, else through ``sudo -n`` (checked once on connecting: ``SudoNotUsable``).
+    """One SSH connection to a guest; ``run`` executes a shell command as root, in one root shell
+    per connection (transport/root_shell.py): ``sudo -n sh`` for a login that is not root (checked
+    once on connecting: ``SudoNotUsable``), ``sh`` for root where ``root_shell``; a root login without
+    it runs each command on a channel of its own (an ESXi host's, whose shell the suite does not test).
 
     ``liveness`` (see ``Guest.dead_reason``) is asked every few seconds while a command runs;
     ``console`` gives the guest's console tail for the errors. ``SshTransport.to_guest(guest)``
-    wires both for a guest a backend started."""
+    wires both for a guest a backend started, and its root shell."""
 
     def __init__(self, endpoint: SshEndpoint, connect_timeout_s: float = 60.0,
-                 liveness: Liveness | None = None, console: Callable[[], str] | None = None) -> None:
+                 liveness: Liveness | None = None, console: Callable[[], str] | None = None,
+                 root_shell: bool = False) -> None:
         self.endpoint = endpoint
+        #: what the connection's root shell runs (None: each command on a channel of its own)
+        self._shell_command = SHELL_COMMAND if endpoint.user != "root" else ROOT_SHELL_COMMAND if root_shell else None
         self._liveness = liveness
         self._console = console
         #: set once the guest died or the connection dropped: later commands fail at once with it
         self._gone: tuple[type[HypervisorError], str, str | None] | None = None
+        #: the connection's root shell (transport/root_shell.py), once the first command opened it
+        self._shell: paramiko.Channel | None = None
+        self._shell_lock = threading.Lock()
         self._client = self._connect(connect_timeout_s)
         transport = self._client.get_transport()
         if transport is not None:
@@ -266,7 +270,8 @@ class SshTransport:
 
     @classmethod
     def to_guest(cls, guest: SshTarget, connect_timeout_s: float = 60.0) -> SshTransport:
-        return cls(guest.ssh, connect_timeout_s, liveness=guest.dead_reason, console=guest.console_tail)
+        return cls(guest.ssh, connect_timeout_s, liveness=guest.dead_reason, console=guest.console_tail,
+                   root_shell=True)
 
     def _connect(self, timeout_s: float) -> paramiko.SSHClient:
         ep = self.endpoint
@@ -294,6 +299,8 @@ class SshTransport:
 
     def run(self, command: str, check: bool = True, timeout_s: float = 300.0, hint: str = "") -> CommandResult:
         """Run ``command`` with /bin/sh; raise GuestCommandError on a non-zero exit if ``check``.
+        In the connection's root shell (transport/root_shell.py: one ``sudo -n sh`` or ``sh`` per
+        connection, not one a command), else on a channel of its own.
 
         GuestDied if the guest dies meanwhile (or died under an earlier command), SshConnectionLost
         if the connection drops under it, GuestUnreachable after ``timeout_s``."""
@@ -301,25 +308,74 @@ class SshTransport:
             kind, message, console = self._gone
             raise kind(message, console)
         t0 = time.monotonic()
+        if self._shell_command is None:
+            status, stdout, stderr = self._exec(command, t0, timeout_s, command)
+        elif self._shell_lock.acquire(blocking=False):
+            try:
+                status, stdout, stderr = self._in_root_shell(command, t0, timeout_s, self._shell_command)
+            finally:
+                self._shell_lock.release()
+        else:  # another thread's command holds the shell: this one runs beside it, on its own channel
+            status, stdout, stderr = self._exec(command, t0, timeout_s, command if self.endpoint.user == "root"
+                                                else f"sudo -n sh -c {shlex.quote(command)}")
+        result = CommandResult(command, status, stdout.decode(errors="replace"), stderr.decode(errors="replace"),
+                               time.monotonic() - t0)
+        if check and not result.ok:
+            raise GuestCommandError(result, hint)
+        return result
+
+    def _open_channel(self, command: str, t0: float, exec_: str) -> paramiko.Channel:
+        """A session channel running ``exec_``; the connection's loss (as for ``command``) if none opens."""
         transport = self._client.get_transport()
         try:
             if transport is None or not transport.is_active():
                 raise paramiko.SSHException("the SSH connection is closed")
             channel = transport.open_session(timeout=SSH_ANSWER_TIMEOUT_S)
-            channel.exec_command(as_root(command, self.endpoint.user))
+            channel.exec_command(exec_)
         except (OSError, EOFError, paramiko.SSHException) as e:
             raise self._lost(command, t0, f"could not start the command: {e}") from e
+        return channel
+
+    def _exec(self, command: str, t0: float, timeout_s: float, exec_: str) -> tuple[int, bytes, bytes]:
+        """``command`` on a channel of its own (sent as ``exec_``): its exit status, output and error output."""
+        channel = self._open_channel(command, t0, exec_)
         try:
             stdout, stderr = self._wait(channel, command, t0, timeout_s)
         finally:
             channel.close()
         if channel.exit_status == -1:  # paramiko's "closed without an exit status"
             raise self._lost(command, t0, "the command's channel closed without an exit status")
-        result = CommandResult(command, channel.exit_status, stdout.decode(errors="replace"),
-                               stderr.decode(errors="replace"), time.monotonic() - t0)
-        if check and not result.ok:
-            raise GuestCommandError(result, hint)
-        return result
+        return channel.exit_status, stdout, stderr
+
+    def _in_root_shell(self, command: str, t0: float, timeout_s: float, shell_command: str) -> tuple[int, bytes, bytes]:
+        """``command`` in the connection's root shell, opened on first need and again after one ended.
+        A command that fails, times out or loses its guest closes the shell's channel, as ``_exec``
+        closes the command's own (the next command opens a new shell)."""
+        shell = self._shell
+        if shell is None or shell.closed or shell.eof_received or shell.exit_status_ready():
+            self._drop_shell()
+            shell = self._shell = self._open_channel(command, t0, shell_command)
+        frame = Frame(command)
+        try:
+            # A shell that ended (its sudo refused) takes no input: its status and words are read below.
+            with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+                shell.sendall(frame.script())
+            stdout, stderr = self._wait(shell, command, t0, timeout_s, lambda o, e: frame.read(o, e) is not None)
+        except BaseException:
+            self._drop_shell()
+            raise
+        framed = frame.read(stdout, stderr)
+        if framed is not None:
+            return framed.exit_status, framed.stdout, framed.stderr
+        self._drop_shell()  # the shell ended before the command did: its own status and words
+        if shell.exit_status == -1:
+            raise self._lost(command, t0, "the command's shell closed without an exit status")
+        return shell.exit_status, frame.after_start(stdout), frame.after_start(stderr)
+
+    def _drop_shell(self) -> None:
+        if self._shell is not None:
+            self._shell.close()
+            self._shell = None
 
     def put_file(self, local: Path, remote: str, mode: int = 0o644, timeout_s: float = 300.0) -> str:
         """Copy ``local`` to ``remote`` in the guest, with ``mode``, as the login user (not through
@@ -403,15 +459,20 @@ class SshTransport:
             raise GuestCopyError(f"cannot copy {local} to {where}: `{command}` exited {status}"
                                  + (f": {said[-1]}" if said else ""))
 
-    def _wait(self, channel: paramiko.Channel, command: str, t0: float, timeout_s: float) -> tuple[bytes, bytes]:
-        """Collect the command's output until it ends, checking on the guest meanwhile."""
+    def _wait(self, channel: paramiko.Channel, command: str, t0: float, timeout_s: float,
+              finished: Callable[[bytes, bytes], bool] | None = None) -> tuple[bytes, bytes]:
+        """Collect the command's output until it ends (its channel's end, or ``finished`` says so
+        of what came), checking on the guest meanwhile."""
         out, err = bytearray(), bytearray()
         next_check, next_ssh_check = t0 + LIVENESS_PERIOD_S, t0 + SSH_CHECK_PERIOD_S
         while True:
+            had = len(out) + len(err)
             while channel.recv_ready():
                 out += channel.recv(65536)
             while channel.recv_stderr_ready():
                 err += channel.recv_stderr(65536)
+            if finished is not None and len(out) + len(err) > had and finished(bytes(out), bytes(err)):
+                return bytes(out), bytes(err)
             # Closed, or at end of data with its status: everything it sent is in the buffers.
             if channel.closed or (channel.eof_received and channel.exit_status_ready()):
                 while channel.recv_ready():
@@ -503,6 +564,7 @@ class SshTransport:
 
     def _reconnect(self, timeout_s: float = 60.0) -> None:
         """A new connection in place of one that closed (the guest itself still answering)."""
+        self._drop_shell()
         self._client.close()
         self._client = self._connect(timeout_s)
         transport = self._client.get_transport()
@@ -514,4 +576,5 @@ class SshTransport:
         return transport is not None and transport.is_active()
 
     def close(self) -> None:
+        self._drop_shell()
         self._client.close()

@@ -1,4 +1,4 @@
-"""A non-root login runs every command as root through ``sudo -n sh -c``: output, exit status, quoting,
+"""A non-root login runs every command as root in one ``sudo -n sh`` per connection: output, exit status, quoting,
 a background job and a signal to it all go through; a sudo that asks for a password is one clear
 error when the connection is made. Against a real SSH server on 127.0.0.1 with a ``sudo`` stand-in
 that checks ``-n`` and runs the rest (the host's own sudo would need a sudoers entry)."""
@@ -17,7 +17,7 @@ import pytest
 
 from model.types import SshEndpoint
 from tests.vsphere.vsphere_sshd import LoopbackSshd
-from transport.ssh import CommandResult, SshTransport, SudoNotUsable, as_root, generate_run_key, sudo_problem
+from transport.ssh import CommandResult, SshTransport, SudoNotUsable, generate_run_key, sudo_problem
 
 #: Runs "sudo -n CMD ARGS" as CMD ARGS (the server runs as this test's user), logging each call.
 FAKE_SUDO = """#!/bin/sh
@@ -51,14 +51,9 @@ def qa(tmp_path: Path) -> Iterator[tuple[SshTransport, Path]]:
     server.stop()
 
 
-def test_root_runs_as_is_and_others_through_sudo() -> None:
-    assert as_root("echo 'a b'", "root") == "echo 'a b'"
-    assert as_root("echo 'a b'", "qa") == "sudo -n sh -c 'echo '\"'\"'a b'\"'\"''"
-
-
 def test_output_status_and_quoting_go_through_sudo(qa: tuple[SshTransport, Path]) -> None:
     ssh, calls = qa
-    assert calls.read_text().splitlines() == ["sh -c true"]  # the check made on connecting
+    assert calls.read_text().splitlines() == ["sh"]  # one root shell, opened by the check made on connecting
     ran = ssh.run("""x="it's"; echo "$x $((1 + 1))"; echo err >&2; exit 3""", check=False)
     assert (ran.stdout, ran.stderr, ran.exit_status) == ("it's 2\n", "err\n", 3)
     assert ran.command == """x="it's"; echo "$x $((1 + 1))"; echo err >&2; exit 3"""  # errors show the user's command

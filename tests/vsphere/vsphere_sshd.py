@@ -12,6 +12,8 @@ guest's cloud-init installs the one the suite chose.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
 import os
 import socket
@@ -19,6 +21,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import IO
 
 import paramiko
 from cryptography.hazmat.primitives import serialization
@@ -57,6 +60,28 @@ class _Server(paramiko.ServerInterface):
         with self.changed:
             self.changed.wait_for(lambda: channel.get_id() in self.commands, timeout_s)
             return self.commands.pop(channel.get_id(), None)
+
+
+def _pump(read: Callable[[int], bytes], send: Callable[[bytes], object]) -> None:
+    """Copy a process's output stream to the channel until its end."""
+    while block := read(65536):
+        try:
+            send(block)
+        except (OSError, EOFError, paramiko.SSHException):
+            return  # the client closed the channel: the rest goes nowhere, as with sshd
+
+
+def _feed(channel: paramiko.Channel, stdin: IO[bytes]) -> None:
+    """Copy what the client sends to the process's standard input; close it at the client's end."""
+    try:
+        while block := channel.recv(65536):
+            stdin.write(block)
+            stdin.flush()
+    except (OSError, EOFError, paramiko.SSHException):
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            stdin.close()
 
 
 class LoopbackSshd:
@@ -114,13 +139,32 @@ class LoopbackSshd:
             transport.close()
 
     def _run(self, channel: paramiko.Channel, command: str) -> None:
+        """Run ``command`` with the channel as its standard streams, as sshd does: what the client
+        sends is its input (closed at the client's end of data or close), its output goes back as
+        it comes, then its exit status."""
         self.commands.append(command)
         env = dict(os.environ, PATH=os.pathsep.join([*self.path_prepend, os.environ.get("PATH", "")]))
-        proc = subprocess.run(["/bin/sh", "-c", command], check=False, capture_output=True, env=env, timeout=120)
-        channel.sendall(proc.stdout)
-        channel.sendall_stderr(proc.stderr)
-        channel.send_exit_status(proc.returncode)
-        channel.close()
+        proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        feeders = [threading.Thread(target=_pump, args=(functools.partial(os.read, proc.stdout.fileno()), channel.sendall), daemon=True),
+                   threading.Thread(target=_pump, args=(functools.partial(os.read, proc.stderr.fileno()), channel.sendall_stderr), daemon=True)]
+        threading.Thread(target=_feed, args=(channel, proc.stdin), daemon=True).start()
+        for t in feeders:
+            t.start()
+        try:
+            status = proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            status = proc.wait()
+        for t in feeders:
+            t.join(10)
+        try:
+            if status >= 0:  # killed by a signal: sshd sends the signal's name, no status (paramiko reads -1)
+                channel.send_exit_status(status)
+            channel.close()
+        except (OSError, EOFError, paramiko.SSHException):
+            pass  # the client closed the channel, or its connection, first
 
     def use_host_key(self, private_openssh: str | None) -> None:
         """Present this ed25519 key (OpenSSH private key text) to new connections; None: the server's own."""
