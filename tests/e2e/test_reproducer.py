@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCSI = "libvirt:virtio-scsi:latency5ms"
 BLK = "libvirt:virtio-blk:latency5ms"
 #: The rules the replay judges beyond queue-depth whose faults one guest carries at once (one faulted
-#: run and one healthy run cover them all).
-GUEST_RULES = ("io-size", "direct-io", "alignment", "limits")
+#: run and one healthy run cover them all); discard's replay reads the host's side through host actions
+#: (the device's counters, the allocation of the replay's own copy of the disk's file).
+GUEST_RULES = ("io-size", "direct-io", "alignment", "limits", "discard")
 
 
 @pytest.mark.long
@@ -117,8 +118,8 @@ def bisect_through_the_replay(bundle: Path, broken: Path, tmp_path: Path) -> Non
 
 @pytest.mark.long
 def test_each_rules_bundle_replays_to_the_runs_verdict_anywhere(tmp_path: Path) -> None:
-    """One run with io-breakup, flush-dropped, misaligned and kernel-warning fails io-size, direct-io,
-    alignment and limits; each bundle, copied alone elsewhere, replays to 1 with the run's FAIL lines
+    """One run with io-breakup, flush-dropped, misaligned, kernel-warning and discard-off fails io-size,
+    direct-io, alignment, limits and discard; each bundle, copied alone elsewhere, replays to 1 with the run's FAIL lines
     (their figures and disk names aside).
     A healthy run's bundles (``--reproducer all``) replay to 0."""
     faulty, healthy = suite_runs(list(GUEST_RULES), "virtio-scsi", tmp_path)
