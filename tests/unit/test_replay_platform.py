@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from bench.replay_faithfulness import selection
-from hypervisors.libvirt.identity import replay_device
 from model.parse.qemutrace import parse_qemu_trace
 from model.parse.throttle_limits import ThrottleLimits
 from model.rules.throttle import RULE_IOPS, with_burst
@@ -261,6 +260,8 @@ def test_a_libvirt_bundle_names_what_its_replay_asks_of_each_device_and_the_iden
     """configuration.json's disks[] on libvirt: the QOM reads the run made of the device (QEMU's id as the
     replay's qom action asks it) and the configured identity, which the replays of identity and block-size
     read (an older bundle without them: 125, above)."""
+    pytest.importorskip("libvirt", reason="needs libvirt-python (tox -e test installs it; tox -e unit does not)")
+    from hypervisors.libvirt.identity import replay_device
     said = replay_device(DiskSpec("virtio-blk", 2))
     reads = device.reads_of(said)
     assert ("/machine/peripheral/ua-vioc-dut02/virtio-backend", "physical_block_size") in [(r.path, r.prop) for r in reads]
