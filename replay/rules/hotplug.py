@@ -161,7 +161,7 @@ def gone(qmp: Qmp, args: Sequence[str]) -> str:
     rule's GONE_BOUND_S) after the request at WALL: ``gone <s from the request> <vcpu>``, or ``kept <vcpu>``;
     the node is then deleted."""
     wall, bound = float(args[0]), float(args[1]) if len(args) > 1 else GONE_BOUND_S
-    event = wait_event(qmp, "DEVICE_DELETED", DEVICE, time.monotonic() + max(0.0, wall + bound - time.time()))
+    event = wait_event(qmp, "DEVICE_DELETED", DEVICE, time.monotonic() + max(0.0, wall + bound - time.time()), wall)
     now = vcpu_word(qmp)
     if event is None:
         return f"kept {now}"
@@ -178,8 +178,9 @@ def cleanup(qmp: Qmp, args: Sequence[str]) -> str:
     """The added disk removed if the host still has it (as the run's finally does), and its node."""
     names = {c.get("name") for c in qmp.execute("qom-list", {"path": "/machine/peripheral"})["return"]}
     if DEVICE in names:
+        wall = time.time()
         qmp.execute("device_del", {"id": DEVICE})
-        wait_event(qmp, "DEVICE_DELETED", DEVICE, time.monotonic() + GONE_BOUND_S)
+        wait_event(qmp, "DEVICE_DELETED", DEVICE, time.monotonic() + GONE_BOUND_S, wall)
     with contextlib.suppress(QmpError):  # deleted already, or never added
         qmp.execute("blockdev-del", {"node-name": NODE})
     return "ok"

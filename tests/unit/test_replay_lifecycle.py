@@ -235,9 +235,10 @@ class _Monitor(Qmp):
 
     def execute(self, command: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         self.sent.append(command)
-        if self.sent.count("query-status") == 3:
+        if self.sent.count("query-status") == 3:  # stamped with the host's wall clock, as QEMU stamps it
+            now = time.time()
             self.events.append({"event": "DEVICE_DELETED", "data": {"device": "vioc-hotplug"},
-                                "timestamp": {"seconds": 100, "microseconds": 500000}})
+                                "timestamp": {"seconds": int(now), "microseconds": int(now % 1 * 1e6)}})
         return {"return": []}
 
 
@@ -252,6 +253,12 @@ def test_the_host_waits_for_device_deleted_and_times_it_from_its_request() -> No
     assert gone(_Monitor(), [f"{time.time() - 10:.6f}"]) == "kept vcpu:none"  # past the bound: no wait
     # the surprise removal's bound: the run's gone bound and its fio bound, from the request
     assert gone(_Monitor(), [f"{time.time() - 7:.6f}", "10"]).startswith("gone ")
+    # the disk added again under the same id: the first removal's event is not the second's
+    q = _Monitor()
+    q.events.append({"event": "DEVICE_DELETED", "data": {"device": "vioc-hotplug"},
+                     "timestamp": {"seconds": 100, "microseconds": 500000}})
+    pulled = gone(q, [f"{time.time():.6f}", "10"]).split()
+    assert pulled[0] == "gone" and 0 <= float(pulled[1]) < 5 and q.sent.count("query-status") == 3
 
 
 def test_a_recorded_faulted_hotplug_replay_fails_with_the_runs_line_on_virtio_blk() -> None:
