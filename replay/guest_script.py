@@ -8,11 +8,12 @@ Lines it prints: ``DISK <name>``, ``SETUP <rc> <what>``, ``BEGIN <job>``, ``<job
 the parts ``fio`` (fio's JSON), ``diskstats0|1`` (/proc/diskstats before and after), ``stat0|1``
 (/proc/stat), ``uptime0|1``, ``inflight`` (samples of /sys/block/X/inflight while fio ran), then
 ``END <job> <fio's exit status>``, and ``DONE`` last; before the jobs, ``path limits <line>``: the guest's
-limits on the disk's path, and ``disk limits <line>``: the disk's limits, both after the set-up. A counted
-job prints ``COUNT <job> before`` before fio starts and ``COUNT <job> after`` after it ends, and waits
-each time for a line on its console: the host reads QEMU's counters of the disk in between. As in the
-run, the kernel log is marked after the set-up and what the kernel logged after the mark is printed
-last, as ``kernel log <line>`` (``dmesg -r``'s lines), for the kernel-log check.
+limits on the disk's path, and ``disk limits <line>``: the disk's limits, both after the set-up. The
+script asks the host for what only the host can do or read with ``HOST <name> <args>`` (its shell
+function ``host``) and waits for one line back on its console, ``$ANSWER``: a counted job asks for the
+disk's counters (host action ``counters <disk> <job> before``) before fio starts and again (``after``)
+once it ended. As in the run, the kernel log is marked after the set-up and what the kernel logged
+after the mark is printed last, as ``kernel log <line>`` (``dmesg -r``'s lines), for the kernel-log check.
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ SCRIPT_PATH = "vioconform-replay"
 KLOG_MARK = "vioconform-replay: kernel-log mark"
 #: Seconds the script waits for the disk to appear after its drivers load.
 DISK_WAIT_S = 30
-#: Seconds a counted job waits for the host's answer before it goes on without it (the host's
-#: counters are then missing, and the replay says the evidence is incomplete); a host action too.
-COUNT_WAIT_S = 60
+#: Seconds the script waits for the host's answer to a host action before it goes on without it (a
+#: counted job's counters are then missing, and the replay says the evidence is incomplete).
+HOST_WAIT_S = 60
+#: The host action a counted job asks for before and after fio: the disk's counters (QMP ``query-blockstats``).
+COUNTERS = "counters"
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,9 @@ class Job:
 
     name: str
     args: tuple[str, ...]
-    #: the host reads QEMU's counters of the disk right before and after the job
-    counted: bool = False
+    #: the disk (its name in QEMU's monitor) whose counters the host reads right before and after the
+    #: job (host action ``counters``); "": none
+    counted: str = ""
     #: shell lines run before the job starts (a filesystem made, a file laid out): their output is the
     #: job's part ``prepared``; they may call ``apply_setup`` (the run's set-up again, as after a re-read)
     #: and ``host <name> <args>`` (a host action, its answer in ``$ANSWER``).
@@ -96,8 +100,9 @@ def _job_lines(job: Job) -> list[str]:
         return [f"say BEGIN {n}", f"(\n{job.prepare}\n) > /tmp/prep 2>&1; RC=$?", f"dump {n} prepared /tmp/prep",
                 f"say END {n} $RC"]
     fio = " ".join(shlex.quote(a) for a in job.args)
-    count = [f"say COUNT {n} before; read -t {COUNT_WAIT_S} _ <&3"] if job.counted else []
-    counted = [f"say COUNT {n} after; read -t {COUNT_WAIT_S} _ <&3"] if job.counted else []
+    ref = shlex.quote(job.counted)
+    count = [f"host {COUNTERS} {ref} {n} before"] if job.counted else []
+    counted = [f"host {COUNTERS} {ref} {n} after"] if job.counted else []
     prepare = [f"(\n{job.prepare}\n) > /tmp/prep 2>&1", f"dump {n} prepared /tmp/prep"] if job.prepare else []
     whole = [
         _READ0,
@@ -158,9 +163,9 @@ def guest_script(serial: str, drivers: Sequence[str], setup: Sequence[Mapping[st
         "echo /bin/modprobe > /proc/sys/kernel/modprobe; echo ext4 > /etc/filesystems",
         f"say() {{ echo \"{PREFIX} $*\" > /dev/ttyS0; }}",
         f"dump() {{ sed \"s/^/{PREFIX} $1 $2 /\" \"$3\" > /dev/ttyS0; }}",
-        # the console held open for reading: the host's answers to COUNT and HOST wait in it until read
+        # the console held open for reading: the host's answers wait in it until read
         "exec 3</dev/ttyS0", "stty -echo <&3 2>/dev/null",
-        f"host() {{ ANSWER=; say HOST \"$@\"; read -t {COUNT_WAIT_S} ANSWER <&3; }}",
+        f"host() {{ ANSWER=; say HOST \"$@\"; read -t {HOST_WAIT_S} ANSWER <&3; }}",
         "echo 1 > /proc/sys/kernel/printk",
         f"for m in {mods}; do modprobe \"$m\" 2>/dev/null; done",
         "find_disk() { for b in /sys/block/*; do",

@@ -21,10 +21,11 @@ from model.kernel_log_check import InjectedErrors, check_kernel_log, unread, wit
 from model.parse.dmesg import parse_kernel_log
 from model.parse.qemutrace import parse_qemu_trace
 from replay.cpio import newc_archive
-from replay.guest_script import SCRIPT_PATH, guest_script
-from replay.qemu import Boot, CannotTest, boot, file_disks, parse_command, plain_args, replay_cmdline
+from replay.guest_script import COUNTERS, SCRIPT_PATH, guest_script
+from replay.qemu import Boot, CannotTest, HostAction, boot, file_disks, parse_command, plain_args, replay_cmdline
 from replay.qmp import Qmp
-from replay.rules import JobOutput, Replayed, replay_rule
+from replay.rules import JobOutput, Replayed, ReplayRule, replay_rule
+from replay.rules.evidence import read_counters
 
 PASS, FAIL, CANNOT_TEST = 0, 1, 125
 #: Seconds a boot may take beyond its fio jobs (TCG boots the embedded guest in 10-20 s).
@@ -105,6 +106,12 @@ def guest_outputs(b: Boot, names: Sequence[str]) -> tuple[str, dict[str, JobOutp
     return device, outs
 
 
+def host_actions(rule: ReplayRule) -> dict[str, HostAction]:
+    """What the host does when the guest asks, for ``rule``'s replay: its own actions, and ``counters``
+    (the disk's counters, which a counted job asks for before and after fio) for every rule."""
+    return {COUNTERS: read_counters, **rule.actions}
+
+
 def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: Path) -> RuleVerdict:
     """One boot of the bundle's guest, its set-up and jobs, judged; CannotTest where it cannot be."""
     rule = replay_rule(str(config.get("rule")))
@@ -143,17 +150,15 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
             "-serial", "stdio", "-no-reboot", "-msg", "timestamp=on", "-D", str(out / "qemu-trace.log"),
             *(a for e in events for a in ("-trace", f"enable={e}"))]
     with tempfile.TemporaryDirectory(prefix="vioc-qmp-") as sockets:  # short: a socket's path has 107 bytes
-        qmp = Qmp(Path(sockets) / "qmp.sock")  # the counters and the host actions
+        qmp = Qmp(Path(sockets) / "qmp.sock")  # the host actions
         args += ["-qmp", f"unix:{qmp.path},server=on,wait=off"]
         (out / "qemu-command.txt").write_text(" ".join([qemu or argv[0], *args]) + "\n")
         window = sum(float(a.split("=")[1].rstrip("s")) for j in jobs for a in j.args if a.startswith("--runtime="))
         b = boot(qemu or argv[0], args, BOOT_ALLOWANCE_S + window + 15 * len(jobs), out / "console.log", qmp,
-                 rule.actions)
+                 host_actions(rule))
         qmp_events = list(qmp.events)
     (out / "marks.json").write_text(json.dumps(b.marks, indent=1) + "\n")  # host wall times of each job
-    if b.counters:  # QEMU's counters around each counted job: the host's side of its verdict
-        (out / "counters.json").write_text(json.dumps(b.counters, indent=1) + "\n")
-    if b.host_calls or qmp_events:  # what the host did when the guest asked, and what QEMU said
+    if b.host_calls or qmp_events:  # what the host did when the guest asked (QEMU's counters too), and what QEMU said
         (out / "host-actions.json").write_text(json.dumps(
             {"calls": [vars(c) for c in b.host_calls], "events": qmp_events}, indent=1) + "\n")
     device, outputs = guest_outputs(b, [j.name for j in jobs])
@@ -172,7 +177,7 @@ def replay_once(bundle: Path, config: dict[str, object], qemu: str | None, out: 
         if line.startswith("probed "):
             serial, _, text = line.removeprefix("probed ").partition(" ")
             probed.setdefault(serial, []).append(text)
-    replayed = Replayed(config, outputs, requests, device, path_text, limits_text, b.counters,
+    replayed = Replayed(config, outputs, requests, device, path_text, limits_text,
                         {k: "\n".join(v) for k, v in probed.items()}, b.host_calls, qmp_events, trace)
     return kernel_log_checked(rule.judge(replayed), b, rule.injected(replayed) if rule.injected else ())
 

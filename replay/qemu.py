@@ -121,9 +121,6 @@ class Boot:
     marks: dict[str, float] = field(default_factory=dict)
     exit_status: int | None = None
     stderr: str = ""
-    #: QEMU's ``query-blockstats`` at each ``COUNT <job> <when>`` line: "<job> <when>" -> (the host's
-    #: monotonic clock in ns, the reply as JSON)
-    counters: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: every ``HOST`` request of the guest, in order, with what the host did
     host_calls: list[HostCall] = field(default_factory=list)
 
@@ -138,10 +135,9 @@ def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path, qmp: Q
          actions: Mapping[str, HostAction] | None = None) -> Boot:
     """Run QEMU until the guest powers off (or ``timeout_s``), its serial console on stdio: the
     replay's lines are kept, each BEGIN and END stamped with the host's wall clock (the trace's). At
-    each ``COUNT`` line the disk's counters are read from ``qmp`` (QEMU's monitor, given in ``args``)
-    and the guest, which waits for it, is answered with a line on its console. At each ``HOST <name>
-    <args>`` line the host runs ``actions[name]`` with ``qmp`` and answers the guest with its result.
-    QEMU's own events (``DEVICE_DELETED``, ``BLOCK_IO_ERROR``...) are kept by ``qmp`` (Qmp.events)."""
+    each ``HOST <name> <args>`` line the host runs ``actions[name]`` with ``qmp`` (QEMU's monitor, given
+    in ``args``) and answers the guest, which waits for it, with its result on its console. QEMU's own
+    events (``DEVICE_DELETED``, ``BLOCK_IO_ERROR``...) are kept by ``qmp`` (Qmp.events)."""
     out = Boot()
     try:
         proc = subprocess.Popen([qemu, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -165,8 +161,6 @@ def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path, qmp: Q
                 word = line.split(" ", 2)
                 if word[0] in ("BEGIN", "END", "OPEN", "CLOSE") and len(word) > 1:
                     out.marks[f"{word[0]} {word[1]}"] = time.time()
-                elif word[0] == "COUNT" and len(word) > 2:
-                    _count(proc, qmp, out, f"{word[1]} {word[2]}")
                 elif word[0] == "HOST" and len(word) > 1:
                     _answer(proc, _host_call(qmp, actions or {}, line.split()[1:]), out)
         out.exit_status = proc.wait()
@@ -183,17 +177,6 @@ def boot(qemu: str, args: Sequence[str], timeout_s: float, console: Path, qmp: Q
         reader.join(5)
     out.stderr = b"".join(err).decode(errors="replace")
     return out
-
-
-def _count(proc: subprocess.Popen[bytes], qmp: Qmp | None, out: Boot, key: str) -> None:
-    """The counters at ``key``, then the guest's answer (it waits for a line before it goes on)."""
-    if qmp is not None:
-        try:
-            out.counters[key] = (time.monotonic_ns(), json.dumps(qmp.execute("query-blockstats")))
-        except QmpError as e:
-            out.counters.pop(key, None)
-            out.lines.append(f"QMP {key}: {e}")
-    _send(proc, b"\n")
 
 
 def _send(proc: subprocess.Popen[bytes], line: bytes) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.options import SuiteOptions
-from guest.tools.fio import Fio, FioJob, FioOutput
+from guest.tools.fio import Fio, FioJob
 from guest.tools.hotplug import HotplugWatch
 from guest.tools.sysfs import Sysfs
 from guest.tools.system import WorkDir
@@ -30,15 +30,20 @@ from model.judging.verdict import RuleVerdict
 from model.kernel_log_check import InjectedErrors
 from model.parse.fio_json import parse_fio_json
 from model.rules.hotplug import (
+    FIO_BEFORE_REMOVAL_S,
     FIO_END_BOUND_S,
     GONE_BOUND_S,
     RULE,
     SEEN_BOUND_S,
+    SURPRISE_BS_BYTES,
+    SURPRISE_DEPTH,
+    SURPRISE_FIO_RUNTIME_S,
     SURPRISE_REMOVAL,
     Gone,
     HotplugRun,
     Seen,
     Surprise,
+    first_error,
     judge_hotplug,
     off_setting,
 )
@@ -51,11 +56,6 @@ from suites.needs import needed
 
 #: How often the host's configuration is read while waiting for a removed disk to go.
 HOST_POLL_S = 0.1
-#: fio's run time on the disk removed under it: far past the bound, so that only the removal ends it.
-SURPRISE_FIO_RUNTIME_S = 60
-#: How long fio reads before the host removes the disk: long enough under TCG for fio to have requests
-#: in flight (it starts in 0.2-0.4 s here), short for the rule's cost.
-FIO_BEFORE_REMOVAL_S = 1.0
 
 
 def _host_gone(hot: HotplugDisk, since: float, bound_s: float) -> float | None:
@@ -67,13 +67,6 @@ def _host_gone(hot: HotplugDisk, since: float, bound_s: float) -> float | None:
     return time.monotonic() - since
 
 
-def _first_error(out: FioOutput) -> str:
-    for line in (out.stderr + "\n" + out.stdout).splitlines():
-        if "err=" in line or "error" in line.lower():
-            return line.strip()[:200]
-    return ""
-
-
 def _surprise(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Record, raw: Path) -> Surprise | None:
     """Add the disk again, start fio on it, remove it under fio: how fio ends, whether the guest answers,
     when both sides let the disk go. None if the guest did not show the disk again."""
@@ -83,8 +76,8 @@ def _surprise(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Re
         return None
     # the reads the removal fails are the rule's own: the kernel-log check is told (the whole disk)
     expect_io_errors(record, InjectedErrors(sighting.name))
-    job = FioJob("hotplug-surprise", rw="randread", bs_bytes=4096, iodepth=4, runtime_s=SURPRISE_FIO_RUNTIME_S,
-                 size_bytes=hot.size_bytes)
+    job = FioJob("hotplug-surprise", rw="randread", bs_bytes=SURPRISE_BS_BYTES, iodepth=SURPRISE_DEPTH,
+                 runtime_s=SURPRISE_FIO_RUNTIME_S, size_bytes=hot.size_bytes)
     run = disk.tool(Fio).start(job, f"/dev/{sighting.name}", disk.tool(WorkDir).ensure(), "hotplug-surprise")
     time.sleep(FIO_BEFORE_REMOVAL_S)
     t0 = time.monotonic()
@@ -101,7 +94,7 @@ def _surprise(disk: GuestDisk, hot: HotplugDisk, watch: HotplugWatch, record: Re
     with contextlib.suppress(ParseError, IndexError):
         read = parse_fio_json(out.stdout, f"fio hotplug-surprise on /dev/{sighting.name}").jobs[0].read
         reads, read_bytes = read.io_count, read.io_bytes
-    return Surprise(sighting.name, fio_s, out.exit_status, _first_error(out), responsive, guest_s,
+    return Surprise(sighting.name, fio_s, out.exit_status, first_error(out.stdout, out.stderr), responsive, guest_s,
                     _host_gone(hot, t0, GONE_BOUND_S + FIO_END_BOUND_S), fio_reads=reads, fio_read_bytes=read_bytes,
                     request_bytes=job.bs_bytes)
 

@@ -121,6 +121,21 @@ class Gone:
 #: removed device). A driver that waits on requests the device will never answer holds fio until the
 #: block layer's 30 s timeout or for ever: the bound sits far below that and 20x above the measured end.
 FIO_END_BOUND_S = 5.0
+#: The surprise removal's workload (the suite's and its replay's): fio's 4 KiB random reads at depth 4
+#: over the added disk, for SURPRISE_FIO_RUNTIME_S, far past the bound, so that only the removal ends
+#: it; the host removes the disk FIO_BEFORE_REMOVAL_S after fio started: long enough under TCG for fio
+#: to have requests in flight (it starts in 0.2-0.4 s here), short for the rule's cost.
+SURPRISE_FIO_RUNTIME_S = 60
+FIO_BEFORE_REMOVAL_S = 1.0
+SURPRISE_BS_BYTES, SURPRISE_DEPTH = 4096, 4
+
+
+def first_error(stdout: str, stderr: str) -> str:
+    """fio's first error line of a run the removal ended (stderr first), "" if it printed none."""
+    for line in (stderr + "\n" + stdout).splitlines():
+        if "err=" in line or "error" in line.lower():
+            return line.strip()[:200]
+    return ""
 
 
 @dataclass(frozen=True)

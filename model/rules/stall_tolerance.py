@@ -138,7 +138,7 @@ class StallRun:
     The host held every request for ``hold_s`` (from the throttle's start to its release) and
     completed ``host_completions`` meanwhile; the guest had up to ``guest_inflight_max`` requests in
     flight at the device and answered ``probes_answered`` of ``probes`` probes sent in the
-    hold (the slowest in ``probe_rtt_max_ms``; over ``probes_over``). After the release fio ended (``fio_error`` empty
+    hold (the slowest round trip in ``probe_rtt_max_ms``, over ``probes_over``). After the release fio ended (``fio_error`` empty
     unless it reported one), its slowest request took ``guest_max_latency_ms``. ``host_events``
     are the device model's aborts and resets over the whole run (``host_events_source`` says which
     events were watched, or why none); ``guest_log`` the kernel's lines of the window that show
@@ -157,7 +157,8 @@ class StallRun:
     host_events_source: str = ""
     guest_log: tuple[str, ...] = ()
     readonly: tuple[str, ...] = ()
-    #: how the probes reached the guest: "SSH" (the run), "console" (the replay's, on its serial console)
+    #: the channel the probes' round trips went over: "SSH" (the run), "the serial console" (the replay).
+    #: Whether the guest answered is the same measurement over either; the round trip's time is the channel's.
     probes_over: str = "SSH"
 
     @property
@@ -194,7 +195,7 @@ def hold_problem(run: StallRun, judge: bool = True) -> str | None:
         return (f"the host completed {run.host_completions} requests while it held the disk for {run.hold_s:.1f} s "
                 f"(at most {HOLD_LEAK_MAX} may pass as the hold starts): the hold did not hold")
     if run.probes_answered == 0:
-        return (f"the guest answered none of {run.probes} {run.probes_over} probes sent while the disk was held for "
+        return (f"the guest answered none of {run.probes} probes sent while the disk was held for "
                 f"{run.hold_s:.1f} s: its vCPUs may have stood still too, so the hold shows nothing of the "
                 "guest's storage stack alone")
     return None
@@ -231,8 +232,8 @@ def judge_stall_tolerance(timeout: CommandTimeout, stall_s: float, run: StallRun
     is_judged = judged(timeout, run)
     lines.append(f"stall: the host held every request of {timeout.disk} for {run.hold_s:.1f} s; it completed "
                  f"{run.host_completions} while the guest had up to {run.guest_inflight_max} in flight; the guest "
-                 f"answered {run.probes_answered} of {run.probes} {run.probes_over} probes meanwhile (slowest "
-                 f"{run.probe_rtt_max_ms:.0f} ms)")
+                 f"answered {run.probes_answered} of {run.probes} probes meanwhile (slowest "
+                 f"{run.probe_rtt_max_ms:.0f} ms over {run.probes_over})")
     lines.append(f"after the release: fio completed {run.guest_ios} I/Os"
                  f"{', error: ' + run.fio_error if run.fio_error else ' with no error'}; its slowest request took "
                  f"{run.guest_max_latency_ms:.0f} ms")
@@ -257,7 +258,7 @@ def judge_stall_tolerance(timeout: CommandTimeout, stall_s: float, run: StallRun
         said.append(f"the guest's kernel logged {len(run.guest_log)} line(s) of error handling: "
                     + " | ".join(run.guest_log[:3]))
     if run.probes and not run.probes_answered:
-        said.append(f"the guest answered none of {run.probes} {run.probes_over} probes while the disk was held: its vCPUs stood "
+        said.append(f"the guest answered none of {run.probes} probes while the disk was held: its vCPUs stood "
                     "still with it")
     if run.readonly:
         said.append(f"a filesystem of {timeout.disk} is read-only after the stall: {', '.join(run.readonly)}")

@@ -38,10 +38,9 @@ class Replayed:
     """What one boot of the replay gave a rule's judge: the bundle's configuration
     (configuration.json), each job's output, every request QEMU traced, the disk's name in the guest,
     the guest's limits on the disk's path and its limits (both read after the set-up, as the sysfs
-    tool's ``key=value`` lines; "" where the bundle has no script for them), and QEMU's
-    ``query-blockstats`` replies around the counted jobs (``"<job> before"``, ``"<job> after"``: the
-    host's monotonic clock in ns when it was read, and the reply), and each disk's limits read before
-    the set-up (as the run probed them), by serial."""
+    tool's ``key=value`` lines; "" where the bundle has no script for them), and each disk's limits
+    read before the set-up (as the run probed them), by serial. QEMU's counters around a counted job
+    are two of its host actions (``counters <disk> <job> before|after``: replay/rules/evidence.py's counted)."""
 
     config: Mapping[str, object]
     outputs: Mapping[str, JobOutput]
@@ -49,7 +48,6 @@ class Replayed:
     device: str
     path_text: str = ""
     limits_text: str = ""
-    counters: Mapping[str, tuple[int, str]] = field(default_factory=dict)
     probed: Mapping[str, str] = field(default_factory=dict)
     #: the host actions the guest asked for, in order, and QEMU's events (QMP) read during the boot
     host_calls: Sequence[HostCall] = ()

@@ -23,23 +23,34 @@ from model.rules.direct_io import (
 )
 from replay.guest_script import Job
 from replay.rules import Replayed, ReplayRule
-from replay.rules.evidence import configured_limits, counted, fio, fio_job, guest_limits, output, probed_limits, window
+from replay.rules.evidence import (
+    configured_limits,
+    counted,
+    fio,
+    fio_job,
+    guest_limits,
+    host_ref,
+    output,
+    probed_limits,
+    window,
+)
 
 #: The one-for-one runs' request sizes, then the two durability runs.
 SIZES = (1024, 4096)
 DSYNC, FSYNC = "dsync4k", "fsync4k"
 
 
-def _writes(name: str, bs: int, n: int, **options: object) -> Job:
+def _writes(ref: str, name: str, bs: int, n: int, **options: object) -> Job:
     return fio(name, {"rw": "randwrite", "bs": bs, "iodepth": 1, "numjobs": 1, "ioengine": "libaio", "direct": 1,
                       "runtime": "120s", "group_reporting": True, "size": REGION_BYTES, "io_size": bs * n,
-                      "randseed": 1, **options}, counted=True)
+                      "randseed": 1, **options}, counted=ref)
 
 
 def jobs(config: Mapping[str, object]) -> list[Job]:
-    return [*(_writes(f"direct{bs // 1024}k", bs, WRITES) for bs in SIZES),
-            _writes(DSYNC, 4096, WRITES // 2, sync="dsync"),
-            _writes(FSYNC, 4096, WRITES // 2, direct=0, ioengine="psync", fsync=1)]
+    ref = host_ref(config)
+    return [*(_writes(ref, f"direct{bs // 1024}k", bs, WRITES) for bs in SIZES),
+            _writes(ref, DSYNC, 4096, WRITES // 2, sync="dsync"),
+            _writes(ref, FSYNC, 4096, WRITES // 2, direct=0, ioengine="psync", fsync=1)]
 
 
 def _flushes(r: Replayed, job: str) -> int:

@@ -1,21 +1,25 @@
 """The evidence one boot gave, as the rules' replays read it: a job's parts read with the error that
 names them, the traced requests of a job's window, the guest's limits (as probed in the run, and as
-read in the replay), the host's counters over a counted job; and the fio jobs the rules run.
+read in the replay), the host's counters over a counted job (and the host action that reads them); and
+the fio jobs the rules run.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import json
+import time
+from collections.abc import Mapping, Sequence
 from typing import NoReturn, TypeVar
 
 from model.device_limits import ConfiguredLimits, GuestLimits, parse_guest_limits
 from model.errors import ParseError
-from model.parse.blockstats import HostCountersDelta, parse_qmp_blockstats
+from model.parse.blockstats import HostBlockCounters, HostCountersDelta, parse_qmp_blockstats
 from model.parse.fio_json import FioJob, parse_fio_json
 from model.parse.qemutrace import TracedRequest
-from replay.guest_script import Job
-from replay.qemu import CannotTest
+from replay.guest_script import COUNTERS, Job
+from replay.qemu import CannotTest, HostCall
+from replay.qmp import Qmp, QmpError
 from replay.rules import JobOutput, Replayed
 
 L = TypeVar("L", GuestLimits, ConfiguredLimits)
@@ -87,20 +91,46 @@ def guest_limits(r: Replayed) -> GuestLimits:
         raise CannotTest(f"the guest's limits of the disk could not be read: {e}") from e
 
 
-def counted(r: Replayed, job: str, ref: str = "") -> HostCountersDelta:
-    """The host's counters of the disk (``ref``: its name in QEMU's monitor; default the disk under
-    test's) from before ``job`` started to after it ended (QMP)."""
-    ref = ref or str(r.config.get("host_ref") or "")
+def read_counters(qmp: Qmp, args: Sequence[str]) -> str:
+    """The host action ``counters <device> [<label>...]``: the device's counters (QMP
+    ``query-blockstats``) as JSON (HostBlockCounters' fields), with the host's monotonic clock in ns
+    when they were read; the labels (a counted job's ``<job> before``) only name the call."""
+    try:
+        counters = parse_qmp_blockstats(qmp.execute("query-blockstats"), args[0], time.monotonic_ns())
+    except ParseError as e:
+        raise QmpError(f"QEMU's counters of {args[0]} could not be read: {e}") from e
+    return json.dumps(dataclasses.asdict(counters), separators=(",", ":"))
+
+
+def counters_of(call: HostCall) -> HostBlockCounters:
+    """The counters in a ``counters`` action's answer; CannotTest where it failed or cannot be read."""
+    if call.error:
+        raise CannotTest(f"the host action {COUNTERS} {' '.join(call.args)} failed: {call.error}")
+    try:
+        return HostBlockCounters(**json.loads(call.answer))
+    except (ValueError, TypeError) as e:
+        raise CannotTest(f"the host action {COUNTERS} {' '.join(call.args)} answered {call.answer[:200]!r}") from e
+
+
+def host_ref(config: Mapping[str, object]) -> str:
+    """The disk under test's name in QEMU's monitor; CannotTest for a bundle without it."""
+    ref = str(config.get("host_ref") or "")
     if not ref:
         _missing("host_ref")
+    return ref
+
+
+def counted(r: Replayed, job: str, ref: str = "") -> HostCountersDelta:
+    """The host's counters of the disk (``ref``: its name in QEMU's monitor; default the disk under
+    test's) from before ``job`` started to after it ended: the job's two ``counters`` host actions."""
+    ref = ref or host_ref(r.config)
+    found = {c.args[2]: c for c in r.host_calls if c.name == COUNTERS and c.args[:2] == (ref, job) and len(c.args) == 3}
+    if "before" not in found or "after" not in found:
+        raise CannotTest(f"QEMU's counters were not read around fio job {job}: the evidence is incomplete")
     try:
-        (t0, reply0), (t1, reply1) = r.counters[f"{job} before"], r.counters[f"{job} after"]
-        before, after = parse_qmp_blockstats(reply0, ref, t0), parse_qmp_blockstats(reply1, ref, t1)
-    except KeyError as e:
-        raise CannotTest(f"QEMU's counters were not read around fio job {job}: the evidence is incomplete") from e
+        return HostCountersDelta.between(counters_of(found["before"]), counters_of(found["after"]))
     except ParseError as e:
         raise CannotTest(f"QEMU's counters around fio job {job} could not be read: {e}") from e
-    return HostCountersDelta.between(before, after)
 
 
 def _missing(key: str) -> NoReturn:
@@ -108,11 +138,11 @@ def _missing(key: str) -> NoReturn:
                      "cannot judge this rule from it")
 
 
-def fio(name: str, options: Mapping[str, object], counted: bool = False, prepare: str = "",
+def fio(name: str, options: Mapping[str, object], counted: str = "", prepare: str = "",
         target: str = "/dev/$DEV") -> Job:
     """A fio job from fio's own option names: ``fio("io1m", {"rw": "randread", "bs": 1 << 20})`` runs
     ``fio --name=io1m --rw=randread --bs=1048576`` (a True option alone: ``{"time_based": True}``);
-    ``counted``, ``prepare`` and ``target`` are the Job's."""
+    ``counted`` (the disk whose counters the host reads around it), ``prepare`` and ``target`` are the Job's."""
     args = [f"--name={name}", *(f"--{k}" if v is True else f"--{k}={v}" for k, v in options.items())]
     return Job(name, tuple(args), counted, prepare, target)
 

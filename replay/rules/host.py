@@ -68,14 +68,16 @@ def wait_pct(first: VcpuTimes | None, last: VcpuTimes | None) -> float | None:
     return None if share is None else share.wait_pct
 
 
-def wait_event(qmp: Qmp, event: str, device: str, deadline_s: float) -> dict[str, Any] | None:
-    """QEMU's ``event`` for ``device`` (its ``data.device``), read until the host's monotonic clock
-    passes ``deadline_s``; None if it did not come. The monitor reads events while it waits for a
-    reply, so a cheap command is sent every :data:`POLL_S`."""
+def wait_event(qmp: Qmp, event: str, device: str, deadline_s: float, after_s: float = 0.0) -> dict[str, Any] | None:
+    """QEMU's ``event`` for ``device`` (its ``data.device``) stamped at or after the wall time ``after_s``
+    (an earlier one is of an earlier request: a device added again under the same id), read until the
+    host's monotonic clock passes ``deadline_s``; None if it did not come. The monitor reads events while
+    it waits for a reply, so a cheap command is sent every :data:`POLL_S`."""
     while True:
         for e in qmp.events:
             data = e.get("data")
-            if e.get("event") == event and isinstance(data, dict) and data.get("device") == device:
+            if (e.get("event") == event and isinstance(data, dict) and data.get("device") == device
+                    and event_time_s(e) >= after_s):
                 return e
         if time.monotonic() >= deadline_s:
             return None

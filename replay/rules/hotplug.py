@@ -6,8 +6,8 @@ Where the run injected hotplug-off, the guest's own setting (model/rules/hotplug
 the virtio bus's ``drivers_autoprobe`` 0, scsi_mod's ``scan`` manual) is written before the add and
 restored after, as the run does. Judged by ``model.rules.hotplug`` with the run's bounds; the times are
 the host's (from its add request to the guest's report that it shows the disk), and each bounded interval
-carries how long the guest's vCPUs waited for a host CPU (replay/rules/host.py), as in the run. The
-surprise removal (``--surprise-removal``) is not replayed: such a bundle exits 125.
+carries how long the guest's vCPUs waited for a host CPU (replay/rules/host.py), as in the run. Where
+the run also removed the disk under fio (``--surprise-removal``), so does the replay: replay/rules/surprise.py.
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from pathlib import Path
 from model.device_limits import ConfiguredLimits, parse_guest_limits
 from model.errors import ParseError
 from model.judging.verdict import RuleVerdict
+from model.kernel_log_check import InjectedErrors
 from model.rules.hotplug import GONE_BOUND_S, RULE, SEEN_BOUND_S, Gone, HotplugRun, Seen, judge_hotplug, off_setting
 from model.rules.limits import compare_limits
 from replay.guest_script import Job
 from replay.qemu import CannotTest, HostCall
 from replay.qmp import Qmp, QmpError
-from replay.rules import Replayed, ReplayRule
+from replay.rules import Replayed, ReplayRule, surprise
 from replay.rules.evidence import output, part
 from replay.rules.host import GUEST_CLOCK, calls, event_time_s, judged, vcpu_of, vcpu_word, wait_event, wait_pct
 
@@ -54,6 +55,7 @@ if [ -n "$N" ]; then
   if [ -e /sys/block/$N ]; then echo "kept"; else echo "released $(since $t1)"; fi
   set -- $ANSWER; host gone $2
   echo "gone $ANSWER"
+{surprise}
 fi
 host cleanup
 {fault_off}
@@ -69,9 +71,6 @@ def _entry(config: Mapping[str, object]) -> Mapping[str, object]:
     if not isinstance(entry, dict):
         raise CannotTest("the bundle's configuration.json has no hotplug (a bundle of an older run): the replay does "
                          "not know the disk the run added")
-    if entry.get("surprise_removal"):
-        raise CannotTest("the run also removed the added disk under fio (--surprise-removal): the replay does not "
-                         "replay the surprise removal; the bundle holds its evidence for a replay by hand")
     return entry
 
 
@@ -104,7 +103,8 @@ def jobs(config: Mapping[str, object]) -> list[Job]:
            str(lim.logical_block_bytes), str(lim.physical_block_bytes), str(lim.optimal_io_bytes),
            "off" if lim.write_cache is False else "on", str(lim.queues or 1)]
     limits = str(config.get("limits_script") or "").replace("{disk}", "$N")
-    script = (SCRIPT.replace("{fault_on}", fault_on).replace("{fault_off}", fault_off)
+    again = surprise.script(add, int(str(entry.get("size_bytes")))) if entry.get("surprise_removal") else ""
+    script = (SCRIPT.replace("{surprise}", again).replace("{fault_on}", fault_on).replace("{fault_off}", fault_off)
               .replace("{add}", " ".join(shlex.quote(a) for a in add)).replace("{serial}", shlex.quote(add[1]))
               .replace("{seen_bound}", f"{SEEN_BOUND_S:g}").replace("{gone_bound}", f"{GONE_BOUND_S:g}")
               .replace("{limits}", limits or "true"))
@@ -157,10 +157,11 @@ def delete(qmp: Qmp, args: Sequence[str]) -> str:
 
 
 def gone(qmp: Qmp, args: Sequence[str]) -> str:
-    """``gone WALL``: QEMU's DEVICE_DELETED of the added disk, waited for until the bound after the request
-    at WALL: ``gone <s from the request> <vcpu>``, or ``kept <vcpu>``; the node is then deleted."""
-    wall = float(args[0])
-    event = wait_event(qmp, "DEVICE_DELETED", DEVICE, time.monotonic() + max(0.0, wall + GONE_BOUND_S - time.time()))
+    """``gone WALL [BOUND]``: QEMU's DEVICE_DELETED of the added disk, waited for until BOUND seconds (the
+    rule's GONE_BOUND_S) after the request at WALL: ``gone <s from the request> <vcpu>``, or ``kept <vcpu>``;
+    the node is then deleted."""
+    wall, bound = float(args[0]), float(args[1]) if len(args) > 1 else GONE_BOUND_S
+    event = wait_event(qmp, "DEVICE_DELETED", DEVICE, time.monotonic() + max(0.0, wall + bound - time.time()), wall)
     now = vcpu_word(qmp)
     if event is None:
         return f"kept {now}"
@@ -168,12 +169,18 @@ def gone(qmp: Qmp, args: Sequence[str]) -> str:
     return f"gone {event_time_s(event) - wall:.3f} {now}"
 
 
+def fio_ended(qmp: Qmp, args: Sequence[str]) -> str:
+    """The guest reports fio's end in the surprise removal: the host's clock of the call is its time."""
+    return "ok"
+
+
 def cleanup(qmp: Qmp, args: Sequence[str]) -> str:
     """The added disk removed if the host still has it (as the run's finally does), and its node."""
     names = {c.get("name") for c in qmp.execute("qom-list", {"path": "/machine/peripheral"})["return"]}
     if DEVICE in names:
+        wall = time.time()
         qmp.execute("device_del", {"id": DEVICE})
-        wait_event(qmp, "DEVICE_DELETED", DEVICE, time.monotonic() + GONE_BOUND_S)
+        wait_event(qmp, "DEVICE_DELETED", DEVICE, time.monotonic() + GONE_BOUND_S, wall)
     with contextlib.suppress(QmpError):  # deleted already, or never added
         qmp.execute("blockdev-del", {"node-name": NODE})
     return "ok"
@@ -221,9 +228,18 @@ def judge(r: Replayed) -> RuleVerdict:
         removal = Gone((deleted.end_ns - deleted.begin_ns) / 1e9, float(released[0]) if released else None,
                        float(host[1]) if host[0] == "gone" else None,
                        wait_pct(vcpu_of(deleted.answer), vcpu_of(waited.answer)))
+    pulled = (surprise.surprise(said, r.host_calls)
+              if entry.get("surprise_removal") and removal is not None and removal.host_s is not None else None)
     return judged(judge_hotplug(HotplugRun(str(r.config.get("controller")), str(entry.get("serial")),
-                                    int(str(entry.get("size_bytes"))), attach_s, sighting, removal,
+                                    int(str(entry.get("size_bytes"))), attach_s, sighting, removal, surprise=pulled,
                                     seen_vcpu_wait_pct=wait_pct(t0, vcpu_of(reported.answer)))))
 
 
-REPLAY = ReplayRule(RULE, jobs, judge, {"add": add, "seen": seen, "del": delete, "gone": gone, "cleanup": cleanup})
+def _own_errors(r: Replayed) -> list[InjectedErrors]:
+    """The read errors of the disk removed under fio (the surprise removal) are the rule's own."""
+    return surprise.injected(_said(r))
+
+
+REPLAY = ReplayRule(RULE, jobs, judge, {"add": add, "seen": seen, "del": delete, "gone": gone, "cleanup": cleanup,
+                                        surprise.AGAIN: add, surprise.PULL: delete, surprise.FIO: fio_ended,
+                                        surprise.PULLED: gone}, _own_errors)

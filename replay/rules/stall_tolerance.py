@@ -64,6 +64,8 @@ from replay.rules import Replayed, ReplayRule
 from replay.rules.evidence import fio, guest_limits, output, part
 
 JOB = "stall"
+#: The channel of the probes' round trips (the run's is SSH): the rule's lines say it beside the slowest.
+PROBES_OVER = "the serial console"
 #: The replay's mark in the guest's kernel log before fio starts (the run's stall mark; a notice).
 MARK = "vioconform-replay: stall-tolerance mark"
 #: How long the host waits for fio's first request to complete at the host before it holds the disk:
@@ -332,7 +334,7 @@ def stall_run(r: Replayed) -> StallRun:
                                         else "no QEMU event known for it"),
                     guest_log=recovery_lines(kernel),
                     readonly=tuple(line.removeprefix("ro ") for line in said if line.startswith("ro ")),
-                    probes_over="console")
+                    probes_over=PROBES_OVER)
 
 
 def judge(r: Replayed) -> RuleVerdict:

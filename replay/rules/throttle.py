@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Mapping, Sequence
 
 from model.errors import ParseError
 from model.host_cache import block_entry
 from model.judging.verdict import RuleVerdict
-from model.parse.blockstats import HostBlockCounters, HostCountersDelta, parse_qmp_blockstats
+from model.parse.blockstats import HostCountersDelta
 from model.parse.fio_json import FIO_STOPPED_EXIT
 from model.parse.proc_diskstats import DiskStatsDelta, diskstats_for
 from model.parse.throttle_limits import NO_LIMITS, ThrottleLimits, parse_throttle, qmp_arguments
@@ -35,14 +34,17 @@ from model.rules.throttle import (
     judge_throttle,
     with_burst,
 )
-from replay.guest_script import Job
+from replay.guest_script import COUNTERS, Job
 from replay.qemu import CannotTest, HostCall
 from replay.qmp import Qmp, QmpError
 from replay.rules import Replayed, ReplayRule
-from replay.rules.evidence import RAMP_S, fio, fio_job, output
+from replay.rules.evidence import RAMP_S, counters_of, fio, fio_job, output
 
-#: The host actions: set a phase's limits (or keep what the disk holds) and read them back; read the disk's counters.
-THROTTLE, COUNTERS, KEEP = "throttle", "counters", "keep"
+#: The host action that sets a phase's limits (or keeps what the disk holds) and reads them back; the
+#: disk's counters are the replay's own action (replay/rules/evidence.py's read_counters).
+THROTTLE, KEEP = "throttle", "keep"
+#: What the host's limits are said to be read from where the bundle does not name the run's domain.
+DEFAULT_QEMU = "the replay's QEMU"
 #: Seconds fio may run past the window before the guest stops it (the run's FIO_RUNTIME_MARGIN_S).
 FIO_MARGIN_S = 30.0
 
@@ -117,18 +119,19 @@ def set_throttle(qmp: Qmp, args: Sequence[str]) -> str:
     return json.dumps(dataclasses.asdict(held), separators=(",", ":"))
 
 
-def read_counters(qmp: Qmp, args: Sequence[str]) -> str:
-    """``<device>``: its counters (``query-blockstats``) as JSON, with the host's monotonic clock."""
-    counters = parse_qmp_blockstats(qmp.execute("query-blockstats"), args[0], time.monotonic_ns())
-    return json.dumps(dataclasses.asdict(counters), separators=(",", ":"))
-
-
 def _answers(r: Replayed, name: str) -> list[HostCall]:
     calls = [c for c in r.host_calls if c.name == name]
     failed = next((c for c in calls if c.error), None)
     if failed is not None:
         raise CannotTest(f"the host action {name} {' '.join(failed.args)} failed: {failed.error}")
     return calls
+
+
+def held_said_by(config: Mapping[str, object], ref: str) -> str:
+    """Where the host's limits were read, in the run's words: the QEMU of its libvirt domain, which the
+    replay's QEMU is (the domain's command line), named as the run names it; "the replay's QEMU" for a
+    bundle without the domain's name (an older run's: its verdict is the same, only the name differs)."""
+    return f"QMP query-block of {config.get('domain') or DEFAULT_QEMU}, device {ref}"
 
 
 def phase(r: Replayed, name: str, asked: ThrottleLimits, held: HostCall, counters: Sequence[HostCall]) -> ThrottlePhase:
@@ -138,7 +141,7 @@ def phase(r: Replayed, name: str, asked: ThrottleLimits, held: HostCall, counter
         held_limits = ThrottleLimits(**json.loads(held.answer))
     except (ValueError, TypeError) as e:
         raise CannotTest(f"{name}: the host's limits could not be read: {held.answer!r}") from e
-    said_by = f"QMP query-block of the replay's QEMU, device {ref}"
+    said_by = held_said_by(r.config, ref)
     out = output(r, name)
     said = dict(line.split(" ", 1) for line in out.parts.get("during", "").splitlines() if " " in line)
     # fio's 128 after the guest's own stop is a normal end, as in the run
@@ -150,8 +153,7 @@ def phase(r: Replayed, name: str, asked: ThrottleLimits, held: HostCall, counter
         raise CannotTest(f"{name}: the window was not read on both sides (the guest said {sorted(said)}): "
                          "the evidence is incomplete")
     try:
-        h0, h1 = (HostBlockCounters(**json.loads(c.answer)) for c in counters)
-        host = HostCountersDelta.between(h0, h1)
+        host = HostCountersDelta.between(*(counters_of(c) for c in counters))
         ms = (float(said["uptime1"]) - float(said["uptime0"])) * 1000
         guest = DiskStatsDelta.between(diskstats_for(said["guest0"], r.device), diskstats_for(said["guest1"], r.device), ms)
     except (ValueError, TypeError, ParseError) as e:
@@ -178,4 +180,4 @@ def judge(r: Replayed) -> RuleVerdict:
     return judge_throttle(phases, limit, set_by)
 
 
-REPLAY = ReplayRule(RULE, jobs, judge, {THROTTLE: set_throttle, COUNTERS: read_counters})
+REPLAY = ReplayRule(RULE, jobs, judge, {THROTTLE: set_throttle})

@@ -63,12 +63,12 @@ def jobs(config: Mapping[str, object]) -> list[Job]:
     setup = "".join(f"DEV=$(wait_disk {shlex.quote(s)}); [ -n \"$DEV\" ] && apply_setup\n"
                     for _, s, _ in found if s != main)
     out = []
-    for k, (role, serial, _) in enumerate(found):
+    for k, (role, serial, ref) in enumerate(found):
         q = shlex.quote(serial)
         out.append(fio(f"fsync-{role}", {
             "rw": "randwrite", "bs": 4096, "iodepth": 1, "numjobs": 1, "ioengine": "psync", "direct": 0,
             "runtime": "120s", "group_reporting": True, "size": REGION_BYTES, "io_size": 4096 * WRITES, "fsync": 1,
-            "randseed": 1}, counted=True, prepare=(setup if k == 0 else "") + f"echo disk=$(wait_disk {q})",
+            "randseed": 1}, counted=ref, prepare=(setup if k == 0 else "") + f"echo disk=$(wait_disk {q})",
             target=f"/dev/$(wait_disk {q})"))
     script = str(config.get("limits_script") or "")
     if not script:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from guest.tools.fio import FioJob
 from model.parse.hostcpu import VcpuTimes
 from replay import main as cli
 from replay.guest_script import guest_script
@@ -66,12 +67,82 @@ def test_hotplug_off_is_the_guests_own_setting_written_before_the_add_and_restor
     assert on < script.index("host add") < script.index("host cleanup") < off
 
 
-@pytest.mark.parametrize(("change", "why"), [({"hotplug": None}, "has no hotplug"),
-                                             ({"hotplug": {**HOTPLUG["hotplug"], "surprise_removal": True}},
-                                              "--surprise-removal")])
-def test_a_hotplug_bundle_the_replay_cannot_replay_is_125_with_the_reason(change: dict[str, Any], why: str) -> None:
-    with pytest.raises(CannotTest, match=why):
-        RULES["hotplug"].jobs({**HOTPLUG, **change})
+def test_a_hotplug_bundle_the_replay_cannot_replay_is_125_with_the_reason() -> None:
+    with pytest.raises(CannotTest, match="has no hotplug"):
+        RULES["hotplug"].jobs({**HOTPLUG, "hotplug": None})
+
+
+SURPRISE: dict[str, Any] = {**HOTPLUG, "hotplug": {**HOTPLUG["hotplug"], "surprise_removal": True}}
+
+
+def test_a_surprise_removal_bundle_removes_the_disk_again_under_the_runs_fio_once_the_host_let_it_go() -> None:
+    script = _script(SURPRISE)
+    order = [script.index(s) for s in (
+        "host gone $2", 'set -- $ANSWER\nif [ "$1" = gone ]', "host again virtio-scsi vioc-dut90 67108864 512 4096 0 off 2",
+        "fio --name=hotplug-surprise", "usleep 1000000\n", "host pull", "past $t2 6 ", "kill -INT $F", "host fio ended",
+        "fio-exit $RC", "past $t4 5 ", "host pulled $2 10", "host cleanup")]
+    assert order == sorted(order)
+    # the run's fio (suites/test_hotplug.py's FioJob) on the disk found again
+    run = FioJob("hotplug-surprise", rw="randread", bs_bytes=4096, iodepth=4, runtime_s=60, size_bytes=64 << 20)
+    assert f"fio {' '.join(a for a in run.args('X')[1:] if a != '--filename=X')} --filename=/dev/$S" in script
+    assert "host again" not in _script(HOTPLUG) and "fio" not in _script(HOTPLUG)
+
+
+def _surprised(lines: list[str], calls: list[dict[str, Any]]) -> Replayed:
+    """The recorded healthy virtio-scsi replay with a surprise removal's lines and calls after its own."""
+    r = _recorded("hotplug-virtio-scsi-healthy")
+    r = dataclasses.replace(r, config={**r.config, "hotplug": {**r.config["hotplug"], "surprise_removal": True}})  # type: ignore[dict-item]
+    out = r.outputs["hotplug"]
+    parts = {**out.parts, "prepared": out.parts["prepared"] + "\n" + "\n".join(lines)}
+    made = [HostCall(**{"end_ns": c["begin_ns"] + 1000, "error": "", **c}) for c in calls]
+    return dataclasses.replace(r, outputs={"hotplug": dataclasses.replace(out, parts=parts)},
+                               host_calls=[*r.host_calls[:-1], *made, r.host_calls[-1]])
+
+
+#: fio's JSON of a run of 4 KiB random reads (161788 of them; the figures are not judged, only counted)
+FIO_JSON = (DATA.parent / "fio-randread-qd32.json").read_text()
+
+
+def test_a_surprise_removal_that_fio_survives_with_an_error_passes_with_the_runs_lines() -> None:
+    t = 48851_000_000_000
+    r = _surprised(["again ok vcpu:none", "surprise sdc", "pull ok 1796666366.000000 vcpu:none", "fio-exit 5",
+                    *(f"sfio {line}" for line in FIO_JSON.splitlines()),
+                    "sfioerr fio: io_u error on file /dev/sdc: Input/output error: read offset=0, buflen=4096",
+                    "surprise-released 0.01", "pulled gone 0.250 vcpu:none"],
+                   [{"name": "again", "args": ("virtio-scsi",), "begin_ns": t, "answer": "ok vcpu:none"},
+                    {"name": "pull", "args": (), "begin_ns": t + 2_000_000_000, "answer": "ok 1796666366.000000 vcpu:none"},
+                    {"name": "fio", "args": ("ended",), "begin_ns": t + 2_300_000_000, "answer": "ok"},
+                    {"name": "pulled", "args": ("1796666366.000000", "10"), "begin_ns": t + 2_500_000_000,
+                     "answer": "gone 0.250 vcpu:none"}])
+    v = RULES["hotplug"].judge(r)
+    assert v.passed, v.explain()
+    assert ("surprise removal: the host removed sdc while fio read it; fio ended 0.30 s later with exit status 5 "
+            "(fio: io_u error on file /dev/sdc: Input/output error: read offset=0, buflen=4096)") in v.lines
+    assert (v.properties["surprise_fio_s"], v.properties["surprise_gone_guest_s"], v.properties["surprise_gone_host_s"],
+            v.properties["surprise_fio_reads"]) == (0.3, 0.01, 0.25, 161788)
+    assert [e.device for e in RULES["hotplug"].injected(r)] == ["sdc"]  # type: ignore[misc]
+
+
+def test_a_surprise_removal_whose_reads_hang_fails_with_the_runs_line() -> None:
+    t = 48851_000_000_000
+    r = _surprised(["again ok vcpu:none", "surprise sdc", "pull ok 1796666366.000000 vcpu:none", "fio still-running",
+                    "fio-exit 255", "surprise-kept", "pulled kept vcpu:none"],
+                   [{"name": "again", "args": (), "begin_ns": t, "answer": "ok vcpu:none"},
+                    {"name": "pull", "args": (), "begin_ns": t + 2_000_000_000, "answer": "ok 1796666366.000000 vcpu:none"},
+                    {"name": "pulled", "args": ("1796666366.000000", "10"), "begin_ns": t + 9_000_000_000,
+                     "answer": "kept vcpu:none"}])
+    v = RULES["hotplug"].judge(r)
+    assert v.problems == (("surprise removal: fio on sdc had not ended 5 s after the host removed the disk under it: "
+                           "the guest waits on requests the device will never answer"),
+                          "surprise removal: the guest still shows sdc 5 s after the host removed it",
+                          "surprise removal: the host still shows the disk 5 s after removing it")
+
+
+def test_a_surprise_removal_the_guest_did_not_get_through_is_125() -> None:
+    r = _surprised(["again ok vcpu:none", "surprise sdc", "pull ok 1796666366.000000 vcpu:none"], [])
+    with pytest.raises(CannotTest, match="did not get through the surprise removal of sdc"):
+        RULES["hotplug"].judge(r)
+    assert RULES["hotplug"].judge(_surprised(["again ok vcpu:none"], [])).passed  # not shown again: not run, as the run
 
 
 def test_a_recorded_healthy_hotplug_replay_passes_on_virtio_blk() -> None:
@@ -164,9 +235,10 @@ class _Monitor(Qmp):
 
     def execute(self, command: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         self.sent.append(command)
-        if self.sent.count("query-status") == 3:
+        if self.sent.count("query-status") == 3:  # stamped with the host's wall clock, as QEMU stamps it
+            now = time.time()
             self.events.append({"event": "DEVICE_DELETED", "data": {"device": "vioc-hotplug"},
-                                "timestamp": {"seconds": 100, "microseconds": 500000}})
+                                "timestamp": {"seconds": int(now), "microseconds": int(now % 1 * 1e6)}})
         return {"return": []}
 
 
@@ -179,6 +251,14 @@ def test_the_host_waits_for_device_deleted_and_times_it_from_its_request() -> No
                      "timestamp": {"seconds": 100, "microseconds": 500000}})
     assert gone(q, ["99.0"]) == "gone 1.500 vcpu:none"
     assert gone(_Monitor(), [f"{time.time() - 10:.6f}"]) == "kept vcpu:none"  # past the bound: no wait
+    # the surprise removal's bound: the run's gone bound and its fio bound, from the request
+    assert gone(_Monitor(), [f"{time.time() - 7:.6f}", "10"]).startswith("gone ")
+    # the disk added again under the same id: the first removal's event is not the second's
+    q = _Monitor()
+    q.events.append({"event": "DEVICE_DELETED", "data": {"device": "vioc-hotplug"},
+                     "timestamp": {"seconds": 100, "microseconds": 500000}})
+    pulled = gone(q, [f"{time.time():.6f}", "10"]).split()
+    assert pulled[0] == "gone" and 0 <= float(pulled[1]) < 5 and q.sent.count("query-status") == 3
 
 
 def test_a_recorded_faulted_hotplug_replay_fails_with_the_runs_line_on_virtio_blk() -> None:

@@ -5,9 +5,11 @@ replayed on virtio-scsi) pass the healthy one and fail the faulted one as its ru
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -33,7 +35,7 @@ def recorded(rule: str, name: str) -> Replayed:
         data = json.load(f)
     config = data["config"]
     jobs = RULES[rule].jobs(config)
-    b = Boot(data["lines"], data["marks"], 0, counters={k: (v[0], v[1]) for k, v in data["counters"].items()},
+    b = Boot(data["lines"], data["marks"], 0,
              host_calls=[HostCall(**{**c, "args": tuple(c["args"])}) for c in data["host_calls"]])
     device, outputs = cli.guest_outputs(b, [j.name for j in jobs])
     probed: dict[str, str] = {}
@@ -42,7 +44,7 @@ def recorded(rule: str, name: str) -> Replayed:
             serial, _, text = line.removeprefix("probed ").partition(" ")
             probed[serial] = probed.get(serial, "") + text + "\n"
     return Replayed(config, outputs, parse_qemu_trace(data["trace"]) if data["trace"] else [], device,
-                    counters=b.counters, probed=probed, host_calls=b.host_calls)
+                    probed=probed, host_calls=b.host_calls)
 
 
 # --- write-cache ---------------------------------------------------------------------------------------
@@ -126,6 +128,23 @@ def test_a_recorded_throttle_burst_replay_fails_as_its_run_did_and_a_healthy_one
     assert p["throttled_held"] == "iops=200, bps=0" and p["lifted_held"] == "no limit"
     assert float(p["throttled_guest_iops"]) <= 230 and float(p["again_guest_iops"]) <= 230
     assert float(p["lifted_over_limit"]) > 2
+
+
+def test_the_throttle_replays_fail_line_names_the_runs_libvirt_domain_as_the_runs_line_does() -> None:
+    """The run says where it read the host's limits by its libvirt domain (hypervisors/libvirt/throttle.py);
+    the bundle carries the domain's name (configuration.json's ``domain``), so the replay's FAIL line is the
+    run's; a bundle without it (an older run's) replays to the same verdict naming the replay's QEMU."""
+    r = recorded("throttle", "throttle-throttle-burst-virtio-scsi")
+    named = RULES["throttle"].judge(dataclasses.replace(r, config={**r.config, "domain": "vioconform-4242"}))
+    older = RULES["throttle"].judge(r)
+    assert "(QMP query-block of vioconform-4242, device ua-vioc-dut00): a bucket" in named.problems[0]
+    assert "(QMP query-block of the replay's QEMU, device ua-vioc-dut00): a bucket" in older.problems[0]
+    assert [p.replace("the replay's QEMU", "vioconform-4242") for p in older.problems] == list(named.problems)
+    assert named.passed == older.passed is False
+    pytest.importorskip("libvirt", reason="needs libvirt-python (tox -e test installs it; tox -e unit does not)")
+    from hypervisors.libvirt.throttle import QmpThrottle
+    run = QmpThrottle(SimpleNamespace(domain="vioconform-4242", device="ua-vioc-dut00"))  # type: ignore[arg-type]
+    assert f"({run.said_by}): a bucket" in named.problems[0]
 
 
 def _config(disk_settings: list[list[str]], inject: list[str]) -> dict[str, object]:

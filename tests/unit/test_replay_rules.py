@@ -15,14 +15,15 @@ from model.parse.qemutrace import TracedRequest
 from model.rules import direct_io as model_direct_io
 from model.rules import io_size as model_io_size
 from model.rules import queue_depth as model_queue_depth
-from replay.guest_script import Job, guest_script
-from replay.qemu import CannotTest, boot
+from replay import main as cli
+from replay.guest_script import COUNTERS, Job, guest_script
+from replay.qemu import Boot, CannotTest, boot
 from replay.qmp import Qmp, QmpError
 from replay.rules import RULES, JobOutput, Replayed, replay_rule
 from replay.rules import direct_io as replay_direct_io
 from replay.rules import io_size as replay_io_size
 from replay.rules import queue_depth as replay_queue_depth
-from replay.rules.evidence import counted, window
+from replay.rules.evidence import counted, read_counters, window
 from tests.unit.fake_monitor import fake_monitor
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -53,8 +54,11 @@ def test_the_replay_and_the_suite_take_their_figures_from_the_rules_module() -> 
 
 
 def test_the_replays_jobs_are_the_runs() -> None:
-    jobs = replay_rule("direct-io").jobs({})
-    assert [j.name for j in jobs] == ["direct1k", "direct4k", "dsync4k", "fsync4k"] and all(j.counted for j in jobs)
+    jobs = replay_rule("direct-io").jobs({"host_ref": "ua-vioc-dut01"})
+    assert [j.name for j in jobs] == ["direct1k", "direct4k", "dsync4k", "fsync4k"]
+    assert all(j.counted == "ua-vioc-dut01" for j in jobs)  # the disk whose counters the host reads around each
+    with pytest.raises(CannotTest, match="has no host_ref"):
+        replay_rule("direct-io").jobs({})
     assert {"--bs=1024", "--iodepth=1", "--io_size=204800", "--size=67108864", "--randseed=1"} <= set(jobs[0].args)
     assert {"--sync=dsync", "--io_size=409600"} <= set(jobs[2].args)
     assert {"--direct=0", "--ioengine=psync", "--fsync=1"} <= set(jobs[3].args)
@@ -96,13 +100,43 @@ def _stats(writes: int, flushes: int) -> str:
                                   {"device": "", "qdev": "ua-vioc-dut00", "stats": {**stats, "wr_operations": 7}}]})
 
 
-def test_a_counted_job_is_the_difference_of_the_disks_counters_around_it() -> None:
-    r = Replayed({"host_ref": "ua-vioc-dut01"}, {}, [], "sdb",
-                 counters={"w before": (1, _stats(10, 3)), "w after": (2, _stats(210, 103))})
+def _counted_boot(tmp_path: Path, replies: list[str]) -> Boot:
+    """A stand-in for QEMU whose console says what a counted job's script says (``host counters`` of
+    the disk before and after fio, each waiting for the host's answer), and a stand-in monitor that
+    answers ``query-blockstats`` with ``replies`` in turn; the host's actions are the replay's own."""
+    given = iter(replies)
+    fake = tmp_path / "qemu"
+    fake.write_text("#!/bin/sh\n" + "".join(
+        f"echo 'VIOC-REPLAY HOST counters ua-vioc-dut01 w {when}'; read a; echo \"VIOC-REPLAY got $a\"\n"
+        for when in ("before", "after")))
+    fake.chmod(0o755)
+    with fake_monitor(tmp_path / "qmp.sock", lambda m: [
+            next(given).encode() if m["execute"] == "query-blockstats" else b'{"return": {}}']):
+        return boot(str(fake), [], 30, tmp_path / "console.log", Qmp(tmp_path / "qmp.sock"),
+                    cli.host_actions(replay_rule("direct-io")))
+
+
+def test_a_counted_job_is_the_difference_of_the_disks_counters_the_host_read_around_it(tmp_path: Path) -> None:
+    b = _counted_boot(tmp_path, [_stats(10, 3), _stats(210, 103)])
+    assert [(c.name, c.args) for c in b.host_calls] == [("counters", ("ua-vioc-dut01", "w", w)) for w in ("before", "after")]
+    assert b.lines[1].startswith('got {"rd_operations":0,"wr_operations":10,"flush_operations":3,')
+    r = Replayed({"host_ref": "ua-vioc-dut01"}, {}, [], "sdb", host_calls=b.host_calls)
     delta = counted(r, "w")
     assert (delta.writes, delta.flushes, delta.wr_bytes) == (200, 100, 200 * 4096)
     with pytest.raises(CannotTest, match="QEMU's counters were not read around fio job x"):
         counted(r, "x")
+
+
+def test_counters_the_host_could_not_read_are_cannot_test_with_the_reason(tmp_path: Path) -> None:
+    b = _counted_boot(tmp_path, [_stats(10, 3), '{"return": []}'])
+    assert b.host_calls[1].answer.startswith("ERROR QEMU's counters of ua-vioc-dut01 could not be read")
+    with pytest.raises(CannotTest, match="the host action counters ua-vioc-dut01 w after failed: QEMU's counters"):
+        counted(Replayed({"host_ref": "ua-vioc-dut01"}, {}, [], "sdb", host_calls=b.host_calls), "w")
+
+
+def test_every_rules_replay_serves_the_counters_a_counted_job_asks_for() -> None:
+    assert all(cli.host_actions(RULES[name])[COUNTERS] is read_counters for name in RULES)
+    assert cli.host_actions(RULES["write-cache"])["cache"] is RULES["write-cache"].actions["cache"]
 
 
 # --- QMP ------------------------------------------------------------------------------------------------
@@ -137,11 +171,12 @@ def test_a_monitor_that_is_not_there_is_a_qmp_error(tmp_path: Path) -> None:
         Qmp(tmp_path / "none.sock", timeout_s=0.3).execute("query-blockstats")
 
 
-def test_a_counted_job_waits_for_the_host_around_fio_on_its_console() -> None:
-    script = guest_script("vioc-dut1", [], [], replay_rule("direct-io").jobs({})[:1], limits_script="echo name={disk}")
-    order = [script.index(s) for s in ("exec 3</dev/ttyS0", "echo name=$DEV", "dump disk limits /tmp/read",
-                                       "say BEGIN direct1k", "say COUNT direct1k before; read -t 60 _ <&3",
-                                       "fio --name=direct1k", "wait $FIO", "say COUNT direct1k after; read -t 60 _ <&3",
+def test_a_counted_job_asks_the_host_for_the_disks_counters_around_fio_on_its_console() -> None:
+    jobs = replay_rule("direct-io").jobs({"host_ref": "ua-vioc-dut01"})[:1]
+    script = guest_script("vioc-dut1", [], [], jobs, limits_script="echo name={disk}")
+    order = [script.index(s) for s in ("exec 3</dev/ttyS0", "host() {", "echo name=$DEV", "dump disk limits /tmp/read",
+                                       "say BEGIN direct1k", "host counters ua-vioc-dut01 direct1k before\n",
+                                       "fio --name=direct1k", "wait $FIO", "host counters ua-vioc-dut01 direct1k after\n",
                                        "say END direct1k")]
     assert order == sorted(order)
 

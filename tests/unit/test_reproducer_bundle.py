@@ -40,7 +40,7 @@ def _inputs(tmp_path: Path, commands: list[tuple[str, str, int | None]] | None =
         emulator=None, accel="tcg", vcpus=2, memory_mib=512, kernel_cmdline="console=ttyS0",
         measure={"depths": [1, 32], "window_s": 2.0}, device_queue_depth=128,
         advertised_queue_depth=(128, "cmd_per_lun 128"), trace_family="scsi",
-        config=Configuration.parse("libvirt:virtio-scsi:latency5ms").to_dict())
+        config=Configuration.parse("libvirt:virtio-scsi:latency5ms").to_dict(), domain="vioconform-4242")
     evidence = Evidence("failed", "FAIL: at offered depth 32 the host saw 1.0 in flight", ("offered 32: ...",),
                         ("at offered depth 32 the host saw 1.0 in flight",), (), {"qd32_host_depth": 1.0},
                         "guest configuration", "queue depth was 128 and is 1 now")
@@ -66,6 +66,7 @@ def test_a_bundle_holds_the_guest_the_hypervisor_the_commands_and_the_evidence(t
     assert (config["format"], config["controller"], config["disk"]["latency_ms"], config["device_queue_depth"]) == \
         (1, "virtio-scsi", 5.0, 128)
     assert str(Configuration.from_dict(config["configuration"])) == config["test_id"]
+    assert config["domain"] == "vioconform-4242"  # the run's lines name the guest by it (throttle's replay too)
     verdict = json.loads((root / "evidence" / "verdict.json").read_text())
     assert verdict["outcome"] == "failed" and verdict["blame"] == "guest configuration"
     assert verdict["properties"] == {"qd32_host_depth": 1.0}
