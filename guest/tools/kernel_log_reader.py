@@ -1,5 +1,6 @@
 """The guest's kernel log: a mark written into it before a rule, the lines after the mark read
-back, one guest command each (the kernel-log check: model/kernel_log_check.py, suites/kernel_log_watch.py);
+back, one guest command each or each sent with another command (``mark_with_next``, ``since_with_next``:
+transport/ride_along.py) (the kernel-log check: model/kernel_log_check.py, suites/kernel_log_watch.py);
 and the ``kernel-warning`` fault's action, which makes the kernel print a real WARNING.
 
 The mark is a line written into ``/dev/kmsg``; the kernel stores it in its ring buffer like its

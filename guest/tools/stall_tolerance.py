@@ -2,7 +2,8 @@
 (the probe sent while the host holds the disk: that it answers shows the guest's vCPUs run on),
 a mark in the kernel log and the lines after it, and the disk's filesystems mounted read-only.
 
-Each is one guest command; POSIX shell, busybox's applets and ``/sys``, ``/proc`` only. The parsing
+Each is one guest command at most (the mark can ride with the next one, the log and the mounts are
+read together after the stall); POSIX shell, busybox's applets and ``/sys``, ``/proc`` only. The parsing
 is model/parse/stall_evidence.py's.
 """
 
