@@ -306,6 +306,7 @@ class SshTransport:
         GuestDied if the guest dies meanwhile (or died under an earlier command), SshConnectionLost
         if the connection drops under it, GuestUnreachable after ``timeout_s``."""
         taken = self._queue().take()
+        self._last_riders().riders = taken.riders if taken is not None else ()
         try:
             if self._gone is not None:
                 kind, message, console = self._gone
@@ -333,6 +334,17 @@ class SshTransport:
     def drop_rider(self, rider: Rider) -> None:
         """Send ``rider`` with no command after all, where it is still queued."""
         self._queue().drop(rider)
+
+    def riders_of_last_command(self) -> tuple[Rider, ...]:
+        """The riders the calling thread's last command carried, in the order they were queued (the journal
+        of guest commands lists them: fixtures/journal.py)."""
+        riders: tuple[Rider, ...] = getattr(self._last_riders(), "riders", ())
+        return riders
+
+    def _last_riders(self) -> threading.local:
+        if not hasattr(self, "_riders_sent"):
+            self._riders_sent = threading.local()
+        return self._riders_sent
 
     def _queue(self) -> Riders:
         """The scripts queued for the next command, made on first use (as JournaledSsh's journal is)."""

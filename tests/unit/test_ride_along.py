@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.journal import CURRENT, JournaledSsh
 from model.types import SshEndpoint
 from tests.unit.test_sudo import FAKE_SUDO, server_with
 from tests.vsphere.vsphere_sshd import LoopbackSshd
@@ -109,3 +110,25 @@ def test_output_that_ends_early_leaves_the_riders_after_it_lost() -> None:
     # its own output as far as it came, the status the killed shell ended with
     assert taken.settle(137, "a\n\nvioconform-ride-n-0 0\nhalf") == (137, "half")
     assert riders[0].output == "a\n" and riders[1].lost == "the command it rode with ended before it (exit 137)"
+
+
+def test_the_journal_lists_the_riders_where_the_guest_ran_them(tmp_path: Path) -> None:
+    """What a reproducer hands over as the guest's side (fixtures/journal.py): a command and the scripts
+    that rode with it, in the order the guest ran them, each with its own exit status."""
+    key_path, pub = generate_run_key(tmp_path)
+    server = LoopbackSshd(tmp_path, lambda _user: [pub])
+    ssh = JournaledSsh(SshEndpoint("127.0.0.1", server.port, "root", key_path, server.host_key_line),
+                       connect_timeout_s=20, root_shell=True)
+    try:
+        CURRENT["test"] = "t1"
+        ssh.ride_along("echo mark", after=False)
+        ssh.ride_along("exit 3", after=True)
+        ssh.run("echo rule step")
+        assert [(e.test, e.command, e.exit_status) for e in ssh.journal] == [
+            ("t1", "echo mark", 0), ("t1", "echo rule step", 0), ("t1", "exit 3", 3)]
+        ssh.run("true")
+        assert ssh.journal[-1].command == "true" and len(ssh.journal) == 4
+    finally:
+        CURRENT["test"] = ""
+        ssh.close()
+        server.stop()
