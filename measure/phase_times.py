@@ -10,8 +10,9 @@ The phases, as the code marks them with ``with phase(NAME):``
 - ``ramp``: the wait after the first request, before the window opens;
 - ``window``: the measured window itself;
 - ``stop``: fio stopped, its output read and parsed;
-- ``kernel-log``: the kernel-log check's two guest commands around a rule (suites/kernel_log_watch.py): its mark
-  before the measurement, the lines after it read back;
+- ``kernel-log``: the kernel-log check around a rule (suites/kernel_log_watch.py): its mark before the
+  measurement, the lines after it read back; where both ride with the rule's own commands (transport/ride_along.py)
+  it holds no guest command, only the reading of the answer;
 - ``teardown``: the session's cleanup (the guest destroyed, its files removed).
 
 Whatever a test spends outside these (the rules' own settings reads, cache drops, SSH round trips)

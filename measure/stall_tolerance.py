@@ -27,6 +27,7 @@ from pathlib import Path
 from guest.tools.fio import BackgroundFio, Fio, FioJob, FioOutput
 from guest.tools.stall_tolerance import Stall
 from guest.tools.system import WorkDir
+from guest.tools.tool import rode_ok
 from hypervisors.base import DiskHold
 from measure.disk import GuestDisk
 from measure.window import FIO_START_TIMEOUT_S, START_POLL_S
@@ -128,12 +129,13 @@ def measure_stall(disk: GuestDisk, hold: DiskHold, hold_s: float, drain_s: float
                  runtime_s=FIO_START_TIMEOUT_S + hold_s + drain_s)
     log.info("%s (%s): holding every request for %.1f s at the host under fio %s depth %d", disk.config_id, dev,
              hold_s, job.rw, job.iodepth)
-    token = stall.mark()
+    token, marked = stall.mark_with_next()  # rides ahead of fio's start
     before = _ops(disk.host_counters())
     run = fio.start(job, disk.device_path, work, tag)
     release = _Release(hold)
     timer: threading.Timer | None = None
     try:
+        rode_ok(marked)
         _wait_flowing(disk, run, before, raw_dir, tag)
         if watch is not None:
             watch.start()
@@ -158,8 +160,8 @@ def measure_stall(disk: GuestDisk, hold: DiskHold, hold_s: float, drain_s: float
                                   f"{drain_s:.0f} s after the host released a {hold_s:g} s hold (requests in "
                                   f"flight then: {_inflight_now(stall, dev)})")
         events: tuple[HostEvent, ...] = watch.stop() if watch is not None else ()
-        kernel = stall.since(token)
-        readonly = tuple(stall.readonly_mounts(dev))
+        kernel, mounts = stall.after_run(token, dev)
+        readonly = tuple(mounts)
     except BaseException:
         # Each step on its own: the error being raised is the one to report, whatever the cleanup meets
         # (a domain destroyed by give_up answers nothing).

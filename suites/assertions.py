@@ -89,6 +89,7 @@ def judge_repeated(record: Record, config: str, raw_dir: Path, repeats: int, onc
                 verdicts.append(once(raw_dir / f"r{k}" if repeats > 1 else raw_dir))
             finally:
                 record.repeat = 0
+        kernel_log_watch.read_with_next(record)  # the read-back rides with the kept settings' read, after it
     record.fold_repeats()
     conclude_against(combine_repeats(verdicts, exact), record, config, raw_dir, baseline, trails_of(disks))
 

@@ -1,8 +1,12 @@
 """Every rule's measurement bracketed by the guest's kernel log (the kernel-log check).
 
 ``suites.assertions.judge_repeated`` marks the guest's kernel log before a rule's first repeat
-(:func:`watch`, one guest command) and ``conclude_against`` reads the lines logged since and
-judges them (:func:`fold`, one guest command; model/kernel_log_check.py) before it concludes: a
+(:func:`watch`: the mark rides with the rule's first guest command, ahead of it, in the same round trip:
+transport/ride_along.py) and ``conclude_against`` reads the lines logged since and judges them
+(:func:`fold`; model/kernel_log_check.py) before it concludes; ``judge_repeated`` has that read ride
+after the command that follows the rule's own last one, its disks' kept settings read back
+(:func:`read_with_next`, measure/kept.py), else it is a command of its own. Either way the check brackets
+everything the rule ran in the guest, and under ``judge_repeated`` it costs no round trip of its own. A
 ``WARNING``, ``BUG``, ``Oops``, blocked task or I/O error in between fails the rule with the lines
 quoted, in the rule's verdict, so JUnit, the report and the store carry it; every line logged is
 kept in ``kernel-log-<rule>.txt`` in the rule's raw directory. A rule that measures before it concludes
@@ -21,10 +25,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from guest.tools.kernel_log_reader import KernelLog, KernelLogUnreadable, KernelWarning, KernelWarningUnavailable
+from guest.tools.kernel_log_reader import KernelLog, KernelLogUnreadable, KernelWarning, KernelWarningUnavailable, Mark
 from measure.phase_times import phase
 from model.kernel_log_check import InjectedErrors, check_kernel_log, unread, with_kernel_log
 from model.parse.dmesg import parse_kernel_log
+from transport.ride_along import Rider, RidingShell
 
 if TYPE_CHECKING:
     from measure.disk import GuestDisk
@@ -39,12 +44,21 @@ def raw_file(rule: str) -> str:
 
 @dataclass
 class _Watch:
-    """One rule test's mark in its guest's kernel log (``token`` None: not marked, ``unread`` says why)."""
+    """One rule test's mark in its guest's kernel log (``mark`` None: not marked, ``unread`` says why) and,
+    where the read-back rides with a command (:func:`read_with_next`), its Rider."""
 
     log: KernelLog | None
-    token: str | None
+    mark: Mark | None
     unread: str = ""
     injected: list[InjectedErrors] = field(default_factory=list)
+    rode: Rider | None = None
+
+    def drop(self) -> None:
+        """Send neither the mark nor the read-back where they still wait for a command to ride with."""
+        if self.log is not None and isinstance(self.log.shell, RidingShell):
+            for r in (self.mark.rider if self.mark else None, self.rode):
+                if r is not None:
+                    self.log.shell.drop_rider(r)
 
 
 #: The watch of the rule test running in this process, by its node id (one test runs at a time).
@@ -52,20 +66,32 @@ _WATCHES: dict[str, _Watch] = {}
 
 
 def watch(record: Record, disks: Sequence[GuestDisk]) -> None:
-    """Mark the kernel log of the guest of ``disks`` before the rule's measurement; a test that is
-    watched already keeps its first mark (its measurement started there)."""
+    """Mark the kernel log of the guest of ``disks`` before the rule's measurement: the mark is written by
+    the rule's first guest command, ahead of it (guest/tools/kernel_log_reader.py, ``mark_with_next``); a
+    test that is watched already keeps its first mark (its measurement started there)."""
     if record.nodeid in _WATCHES:
         return
-    _WATCHES.clear()  # a watch a test left when it ended before its verdict (an error, a skip)
+    for stale in _WATCHES.values():  # a watch a test left when it ended before its verdict (an error, a skip)
+        stale.drop()
+    _WATCHES.clear()
     if not disks:
         _WATCHES[record.nodeid] = _Watch(None, None, "the rule named no disk, so no guest to read")
         return
     log = disks[0].tool(KernelLog)
     try:
         with phase("kernel-log"):
-            _WATCHES[record.nodeid] = _Watch(log, log.mark(f"{record.rule} {record.config}"))
+            _WATCHES[record.nodeid] = _Watch(log, log.mark_with_next(f"{record.rule} {record.config}"))
     except KernelLogUnreadable as e:
         _WATCHES[record.nodeid] = _Watch(log, None, str(e))
+
+
+def read_with_next(record: Record) -> None:
+    """Have the guest's next command (``judge_repeated``'s: the disks' kept settings read back after the rule's
+    own last command, measure/kept.py) read the kernel log after it, in the same round trip; :func:`fold`
+    judges what it read."""
+    w = _WATCHES.get(record.nodeid)
+    if w is not None and w.log is not None and w.mark is not None and w.rode is None:
+        w.rode = w.log.since_with_next(w.mark)
 
 
 def expect_io_errors(record: Record, *injected: InjectedErrors) -> None:
@@ -85,12 +111,15 @@ def fold(record: Record, verdict: RuleVerdict, raw_dir: Path) -> RuleVerdict:
     w = _WATCHES.pop(record.nodeid, None)
     if w is None:  # no guest behind the verdict (a verdict judged from records); every rule test watches
         return verdict  # (tests/unit/test_kernel_log_watch.py)
-    if w.log is None or w.token is None:
+    if w.log is None or w.mark is None:
         return with_kernel_log(verdict, unread("none", w.unread))
     try:
-        with phase("kernel-log"):
-            read = w.log.since(w.token)
+        w.log.written(w.mark)
+        with phase("kernel-log"):  # no command of its own where it rode with the rule's last
+            read = w.log.since(w.mark.token, w.rode)
+        w.log.written(w.mark)  # a mark that waited for a command rode with the read itself
     except KernelLogUnreadable as e:
+        w.drop()
         return with_kernel_log(verdict, unread("none", str(e)))
     if read.text.strip():
         raw_dir.mkdir(parents=True, exist_ok=True)

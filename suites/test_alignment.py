@@ -35,23 +35,19 @@ def make_filesystem(disk: GuestDisk, parts: Partitioning, fs: Filesystem, start_
     """One primary partition from ``start_sector`` (of ``sector_bytes``, the disk's logical block: what
     fdisk and sfdisk count in) to the end, ext2 or xfs (4 KiB blocks) on it, mounted at MOUNT with a laid-out
     file; returns the partition's start in bytes as the guest sees it."""
-    fs.unmount(MOUNT)
-    parts.wipe(disk.kernel_name)
-    start = parts.create_one(disk.kernel_name, start_sector)  # in sysfs' 512-byte sectors
+    fs.unmount_with_next(MOUNT)  # rides ahead of the new table
+    start = parts.create_one(disk.kernel_name, start_sector, wipe_first=True)  # in sysfs' 512-byte sectors
     disk.reapply_settings()  # the re-read revalidated the disk: faults and --guest-setup again
     if start * SYSFS_SECTOR_BYTES != start_sector * sector_bytes:
         raise RuntimeError(f"{type(parts).__name__} made the partition of {disk.device_path} start at byte "
                            f"{start * SYSFS_SECTOR_BYTES}, not {start_sector * sector_bytes} (sector {start_sector} "
                            f"of {sector_bytes} bytes)")
-    part = f"/dev/{partition_name(disk.kernel_name)}"
-    fs.make(part, 4096)
-    fs.mount(part, MOUNT)
-    fs.lay_out_file(f"{MOUNT}/data", FILE_BYTES)
+    fs.make_mounted_file(f"/dev/{partition_name(disk.kernel_name)}", 4096, MOUNT, f"{MOUNT}/data", FILE_BYTES)
     return start * SYSFS_SECTOR_BYTES
 
 
 def remove_filesystem(disk: GuestDisk, parts: Partitioning, fs: Filesystem) -> None:
-    fs.unmount(MOUNT)
+    fs.unmount_with_next(MOUNT)  # rides ahead of the wipe
     parts.wipe(disk.kernel_name)
     disk.reapply_settings()
 

@@ -71,8 +71,7 @@ def _trim(disk: GuestDisk, observer: DiscardObserver, ext4: Ext4, fstrim: Fstrim
     rules left there is given back now), a file written and deleted, then fstrim, as both sides saw it.
     The filesystem is taken off afterwards (unmounted, its superblock zeroed), whatever happened."""
     try:
-        ext4.make_mounted(disk.device_path, MOUNT, FSTRIM_FS_BYTES, discard=True)
-        ext4.write_and_delete(TRIM_FILE, FSTRIM_FILE_BYTES)
+        ext4.make_mounted(disk.device_path, MOUNT, FSTRIM_FS_BYTES, discard=True, written=(TRIM_FILE, FSTRIM_FILE_BYTES))
         before = observer.allocated_bytes(0, FSTRIM_FS_BYTES)
         counted = observer.unmap()
         started = time.monotonic()
@@ -136,8 +135,8 @@ def test_discard(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: R
         no_trim = f"fstrim on a filesystem not checked: {e}"
 
     def once(_raw: Path) -> RuleVerdict:
-        limits: DiscardLimits = tool.limits(disk.kernel_name)
-        tool.fill(disk.device_path, FILL_OFFSET_BYTES, FILL_LENGTH_BYTES)
+        limits: DiscardLimits = tool.limits(disk.kernel_name, fill=(disk.device_path, FILL_OFFSET_BYTES,
+                                                                    FILL_LENGTH_BYTES))
         seen = []
         notes = [no_trim] if no_trim else []
         for r in ranges_for(disk.advertised_limits.logical_block_size):

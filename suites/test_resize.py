@@ -24,7 +24,7 @@ import pytest
 from fixtures.options import SuiteOptions
 from guest.tools.ext4 import Ext4, Resize2fs
 from guest.tools.fio import Fio, FioJob
-from guest.tools.kernel_log_reader import KernelLog
+from guest.tools.kernel_log_reader import KernelLog, Mark
 from guest.tools.resize import DiskSize
 from guest.tools.system import WorkDir
 from guest.tools.tool import ToolMissing
@@ -63,9 +63,18 @@ JOB = FioJob("resize-io", rw="randrw", bs_bytes=IO_BLOCK_BYTES, iodepth=IO_DEPTH
              runtime_s=IO_RUNTIME_S)
 
 
-def _step(name: str, disk: GuestDisk, resizer: DiskResizer, to_bytes: int, bound: Bound, raw: Path) -> ResizeStep:
+def _mark(name: str, disk: GuestDisk) -> Mark:
+    """The kernel-log mark of a step, riding ahead of the guest's next command (the step's fio start or
+    udev settle, before the host resizes): no round trip of its own."""
+    return disk.tool(KernelLog).mark_with_next(f"{RULE} {name} {disk.config_id}")
+
+
+def _step(name: str, disk: GuestDisk, resizer: DiskResizer, to_bytes: int, bound: Bound, raw: Path,
+          mark: Mark) -> ResizeStep:
+    """One resize by the host and the guest's wait for it; the kernel log after ``mark`` (:func:`_mark`,
+    made before the guest's last command ahead of the resize) read back after the wait."""
     klog = disk.tool(KernelLog)
-    token = klog.mark(f"{RULE} {name} {disk.config_id}")
+    klog.written(mark)
     before = resizer.size_bytes()
     host = resizer.resize(to_bytes)
     cpu0 = disk.vcpu_times()  # the vCPUs' wait for a host CPU over the bounded interval (model/judging/host_busy.py)
@@ -76,7 +85,8 @@ def _step(name: str, disk: GuestDisk, resizer: DiskResizer, to_bytes: int, bound
     # the SSH round trip included (the guest's own wait, wait.waited_s, is a lower one)
     seen = time.monotonic() - sent if wait.reached else None
     vcpu_wait = hostload.wait_pct(cpu0, disk.vcpu_times(), f"{disk.config_id}: {RULE} {name}")
-    lines = klog.since(token).text
+    # a command of its own: riding with the wait it would add its read to the guest_seen_s the bound judges
+    lines = klog.since(mark.token).text
     raw.mkdir(parents=True, exist_ok=True)
     (raw / f"resize-{name}.kernel-log").write_text(lines)
     return ResizeStep(name, before, host.size_bytes, host.seconds, wait.size_bytes, seen,
@@ -143,19 +153,21 @@ def test_resize(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: Re
 
     def once(raw: Path) -> RuleVerdict:
         original = resizer.size_bytes()
+        grow = _mark("grow", disk)
         run = fio.start(JOB, disk.device_path, disk.tool(WorkDir).ensure(), f"vioc-resize-{disk.kernel_name}")
         steps: list[ResizeStep] = []
         not_shrunk = ""
         try:
             try:
-                steps.append(_step("grow", disk, resizer, original + GROW_BYTES, bound, raw))
+                steps.append(_step("grow", disk, resizer, original + GROW_BYTES, bound, raw, grow))
             except ResizeUnavailable as e:
                 pytest.skip(f"{RULE} cannot run on {disk.config_id}: {e}")
             finally:
                 if resizer.size_bytes() != original:  # back to the suite's size, whatever happened
+                    shrink = _mark("shrink", disk)
                     disk.tool(DiskSize).settle()  # no probe of the grown disk's end left in flight
                     try:
-                        steps.append(_step("shrink", disk, resizer, original, bound, raw))
+                        steps.append(_step("shrink", disk, resizer, original, bound, raw, shrink))
                     except ResizeUnavailable as e:  # vSphere only grows a disk: it stays grown, and the verdict says so
                         not_shrunk = str(e)
         finally:

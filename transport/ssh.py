@@ -33,6 +33,7 @@ from model.errors import GuestDied, GuestDiedEarlier, HypervisorError
 from model.types import SshEndpoint
 from transport.probe import BANNER_TIMEOUT_S, HANDSHAKE_TIMEOUT_S
 from transport.probe import pinned_key as _pinned_key
+from transport.ride_along import Rider, Riders
 from transport.root_shell import ROOT_SHELL_COMMAND, SHELL_COMMAND, Frame
 
 # paramiko logs every connection at INFO; the suite's own progress lines are what a user reads.
@@ -304,25 +305,65 @@ class SshTransport:
 
         GuestDied if the guest dies meanwhile (or died under an earlier command), SshConnectionLost
         if the connection drops under it, GuestUnreachable after ``timeout_s``."""
-        if self._gone is not None:
-            kind, message, console = self._gone
-            raise kind(message, console)
-        t0 = time.monotonic()
-        if self._shell_command is None:
-            status, stdout, stderr = self._exec(command, t0, timeout_s, command)
-        elif self._shell_lock.acquire(blocking=False):
-            try:
-                status, stdout, stderr = self._in_root_shell(command, t0, timeout_s, self._shell_command)
-            finally:
-                self._shell_lock.release()
-        else:  # another thread's command holds the shell: this one runs beside it, on its own channel
-            status, stdout, stderr = self._exec(command, t0, timeout_s, command if self.endpoint.user == "root"
-                                                else f"sudo -n sh -c {shlex.quote(command)}")
-        result = CommandResult(command, status, stdout.decode(errors="replace"), stderr.decode(errors="replace"),
-                               time.monotonic() - t0)
+        taken = self._queue().take()
+        self._last_riders().riders = taken.riders if taken is not None else ()
+        try:
+            if self._gone is not None:
+                kind, message, console = self._gone
+                raise kind(message, console)
+            t0 = time.monotonic()
+            status, stdout, stderr = self._run_once(command, command if taken is None else taken.script(command), t0,
+                                                    timeout_s)
+        except BaseException as e:
+            if taken is not None:
+                taken.never_returned(str(e).splitlines()[0] if str(e) else type(e).__name__)
+            raise
+        out = stdout.decode(errors="replace")
+        if taken is not None:
+            status, out = taken.settle(status, out)
+        result = CommandResult(command, status, out, stderr.decode(errors="replace"), time.monotonic() - t0)
         if check and not result.ok:
             raise GuestCommandError(result, hint)
         return result
+
+    def ride_along(self, script: str, after: bool = False) -> Rider:
+        """Run ``script`` with the next command, before it or (``after``) after it, in the same round trip
+        (transport/ride_along.py); the Rider holds its output and status once that command ran."""
+        return self._queue().add(script, after)
+
+    def drop_rider(self, rider: Rider) -> None:
+        """Send ``rider`` with no command after all, where it is still queued."""
+        self._queue().drop(rider)
+
+    def riders_of_last_command(self) -> tuple[Rider, ...]:
+        """The riders the calling thread's last command carried, in the order they were queued (the journal
+        of guest commands lists them: fixtures/journal.py)."""
+        riders: tuple[Rider, ...] = getattr(self._last_riders(), "riders", ())
+        return riders
+
+    def _last_riders(self) -> threading.local:
+        if not hasattr(self, "_riders_sent"):
+            self._riders_sent = threading.local()
+        return self._riders_sent
+
+    def _queue(self) -> Riders:
+        """The scripts queued for the next command, made on first use (as JournaledSsh's journal is)."""
+        if not hasattr(self, "_riders"):
+            self._riders = Riders()
+        return self._riders
+
+    def _run_once(self, command: str, sent: str, t0: float, timeout_s: float) -> tuple[int, bytes, bytes]:
+        """``sent`` (``command`` with its riders) run once; errors name ``command``."""
+        if self._shell_command is None:
+            return self._exec(command, t0, timeout_s, sent)
+        if self._shell_lock.acquire(blocking=False):
+            try:
+                return self._in_root_shell(command, t0, timeout_s, self._shell_command, sent)
+            finally:
+                self._shell_lock.release()
+        # another thread's command holds the shell: this one runs beside it, on its own channel
+        return self._exec(command, t0, timeout_s, sent if self.endpoint.user == "root"
+                          else f"sudo -n sh -c {shlex.quote(sent)}")
 
     def _open_channel(self, command: str, t0: float, exec_: str) -> paramiko.Channel:
         """A session channel running ``exec_``; the connection's loss (as for ``command``) if none opens."""
@@ -347,15 +388,17 @@ class SshTransport:
             raise self._lost(command, t0, "the command's channel closed without an exit status")
         return channel.exit_status, stdout, stderr
 
-    def _in_root_shell(self, command: str, t0: float, timeout_s: float, shell_command: str) -> tuple[int, bytes, bytes]:
-        """``command`` in the connection's root shell, opened on first need and again after one ended.
+    def _in_root_shell(self, command: str, t0: float, timeout_s: float, shell_command: str,
+                       sent: str | None = None) -> tuple[int, bytes, bytes]:
+        """``command`` (sent as ``sent`` where given) in the connection's root shell, opened on first need and
+        again after one ended.
         A command that fails, times out or loses its guest closes the shell's channel, as ``_exec``
         closes the command's own (the next command opens a new shell)."""
         shell = self._shell
         if shell is None or shell.closed or shell.eof_received or shell.exit_status_ready():
             self._drop_shell()
             shell = self._shell = self._open_channel(command, t0, shell_command)
-        frame = Frame(command)
+        frame = Frame(command if sent is None else sent)
         try:
             # A shell that ended (its sudo refused) takes no input: its status and words are read below.
             with contextlib.suppress(OSError, EOFError, paramiko.SSHException):

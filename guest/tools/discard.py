@@ -33,6 +33,11 @@ def _blocks(offset_bytes: int, length_bytes: int) -> tuple[int, int]:
     return offset_bytes // FILL_BLOCK_BYTES, length_bytes // FILL_BLOCK_BYTES
 
 
+def _fill(device: str, offset_bytes: int, length_bytes: int) -> str:
+    seek, count = _blocks(offset_bytes, length_bytes)
+    return f"dd if=/dev/zero of={shlex.quote(device)} bs={FILL_BLOCK_BYTES} seek={seek} count={count} conv=fsync 2>/dev/null"
+
+
 @dataclass(frozen=True)
 class Zeroed:
     """The guest's write-zeroes of a range: its error ("" where it succeeded), why it could not ask
@@ -48,20 +53,20 @@ class Discard(GuestTool):
     programs = ("blkdiscard",)
     install_hint = "blkdiscard is part of util-linux (or busybox): install it in the image"
 
-    def limits(self, disk: str) -> DiscardLimits:
-        """The disk's discard granularity and largest discard, as the guest's block layer has them now."""
+    def limits(self, disk: str, fill: tuple[str, int, int] | None = None) -> DiscardLimits:
+        """The disk's discard granularity and largest discard, as the guest's block layer has them now;
+        ``fill`` (device, offset, length): then :meth:`fill` in the same guest command."""
         q = f"/sys/block/{valid_disk(disk)}/queue"
-        said = self._run(f"cat {q}/discard_granularity {q}/discard_max_bytes {q}/discard_max_hw_bytes").stdout.split()
+        then = "" if fill is None else f" && {_fill(*fill)}"
+        said = self._run(f"cat {q}/discard_granularity {q}/discard_max_bytes {q}/discard_max_hw_bytes{then}",
+                         timeout_s=120).stdout.split()
         granularity, max_bytes, max_hw = (int(v) for v in said[:3])
         return DiscardLimits(granularity, max_bytes, max_hw)
 
     def fill(self, device: str, offset_bytes: int, length_bytes: int) -> None:
         """Write data over ``[offset, offset + length)`` of ``device`` (both multiples of FILL_BLOCK_BYTES)
         and make it reach the device, so that the host's file holds blocks there."""
-        seek, count = _blocks(offset_bytes, length_bytes)
-        self._run(f"dd if=/dev/zero of={shlex.quote(device)} bs={FILL_BLOCK_BYTES} "
-                  f"seek={seek} count={count} conv=fsync "
-                  "2>/dev/null", timeout_s=120)
+        self._run(_fill(device, offset_bytes, length_bytes), timeout_s=120)
 
     def discard(self, device: str, offset_bytes: int, length_bytes: int) -> CommandResult:
         """``blkdiscard`` of the range: its result as the guest answered (not checked: a refusal is a finding)."""

@@ -46,15 +46,17 @@ class Ext4(GuestTool):
     install_hint = "mkfs.ext4 is part of e2fsprogs: install e2fsprogs in the image"
 
     def make_mounted(self, device: str, mountpoint: str, size_bytes: int | None = None,
-                     discard: bool = False) -> FsSize:
+                     discard: bool = False, written: tuple[str, int] | None = None) -> FsSize:
         """ext4 over ``device``'s first ``size_bytes`` (a multiple of BLOCK_BYTES), or all of it, mounted at
         ``mountpoint`` (whatever was mounted there first unmounted): its size. ``discard``: mkfs discards
-        the filesystem's region first, as it does unless told not to."""
+        the filesystem's region first, as it does unless told not to. ``written``: a file (path, bytes)
+        then written and deleted as :meth:`write_and_delete` does, in the same guest command."""
         m, dev = shlex.quote(mountpoint), shlex.quote(device)
         size = "" if size_bytes is None else f" {size_bytes // 1024}k"
         options = MKFS_OPTIONS.replace("nodiscard", "discard") if discard else MKFS_OPTIONS
+        then = "" if written is None else f" && {_write_and_delete(*written)}"
         said = self._run(f"umount {m} 2>/dev/null; mkfs.ext4 -q -F -b {BLOCK_BYTES} -E {options} {dev}{size} && "
-                         f"mkdir -p {m} && mount -t ext4 -o {MOUNT_OPTIONS} {dev} {m} && {STATFS} {m}",
+                         f"mkdir -p {m} && mount -t ext4 -o {MOUNT_OPTIONS} {dev} {m} && {STATFS} {m}{then}",
                          timeout_s=120).stdout
         return parse_statfs(said.strip().splitlines()[-1], f"stat -f {mountpoint}")
 
@@ -67,15 +69,19 @@ class Ext4(GuestTool):
         """Write ``size_bytes`` (whole MiB) of data that is not zeroes to a new file at ``path``, with
         O_DIRECT, sync, delete it and sync again: its blocks were on the disk and are free now (the
         journal's transaction that frees them committed)."""
-        p = shlex.quote(path)
-        self._run(f"tr '\\0' 'Z' </dev/zero | dd of={p} bs={WRITE_BLOCK_BYTES} count={-(-size_bytes // WRITE_BLOCK_BYTES)} "
-                  f"iflag=fullblock oflag=direct 2>/dev/null && sync && rm {p} && sync", timeout_s=120)
+        self._run(_write_and_delete(path, size_bytes), timeout_s=120)
 
     def take_off(self, device: str, mountpoint: str) -> None:
         """Unmount whatever is mounted at ``mountpoint`` and zero the disk's first WIPE_BYTES (the
         superblock and group descriptors): no filesystem is found there afterwards."""
         self._run(f"umount {shlex.quote(mountpoint)} 2>/dev/null; dd if=/dev/zero of={shlex.quote(device)} "
                   f"bs={WIPE_BYTES} count=1 oflag=direct conv=fsync 2>/dev/null")
+
+
+def _write_and_delete(path: str, size_bytes: int) -> str:
+    p = shlex.quote(path)
+    return (f"tr '\\0' 'Z' </dev/zero | dd of={p} bs={WRITE_BLOCK_BYTES} count={-(-size_bytes // WRITE_BLOCK_BYTES)} "
+            f"iflag=fullblock oflag=direct 2>/dev/null && sync && rm {p} && sync")
 
 
 class Fstrim(GuestTool):

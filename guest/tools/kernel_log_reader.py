@@ -1,5 +1,6 @@
 """The guest's kernel log: a mark written into it before a rule, the lines after the mark read
-back, one guest command each (the kernel-log check: model/kernel_log_check.py, suites/kernel_log_watch.py);
+back, one guest command each or each sent with another command (``mark_with_next``, ``since_with_next``:
+transport/ride_along.py) (the kernel-log check: model/kernel_log_check.py, suites/kernel_log_watch.py);
 and the ``kernel-warning`` fault's action, which makes the kernel print a real WARNING.
 
 The mark is a line written into ``/dev/kmsg``; the kernel stores it in its ring buffer like its
@@ -19,6 +20,7 @@ import shlex
 from dataclasses import dataclass
 
 from guest.tools.tool import GuestTool
+from transport.ride_along import Rider, RidingShell
 from transport.ssh import CommandResult, GuestCommandError
 
 #: A mark's line in the kernel log: ``<5>`` (notice, below the console's level under ``quiet``: it
@@ -59,25 +61,65 @@ class KernelLogRead:
     mark_found: bool
 
 
+@dataclass
+class Mark:
+    """A mark in the kernel log: its ``token`` (for :meth:`KernelLog.since`) and, where it rides with the
+    guest's next command (:meth:`KernelLog.mark_with_next`), the Rider that writes it."""
+
+    token: str
+    rider: Rider | None = None
+
+
 class KernelLog(GuestTool):
     name = "kernel log"
 
     def mark(self, label: str) -> str:
         """Write a mark into the kernel log (``label`` says what follows it: a rule and its
         configuration) and return its token, for :meth:`since`."""
-        token = secrets.token_hex(8)
-        line = MARK_LINE.format(token=token, label=_LABEL.sub("_", label)[:200])
-        ran = self._run(f"echo {shlex.quote(line)} > /dev/kmsg", check=False, timeout_s=COMMAND_TIMEOUT_S)
+        token, command = _mark_command(label)
+        ran = self._run(command, check=False, timeout_s=COMMAND_TIMEOUT_S)
         if not ran.ok:
             raise KernelLogUnreadable(f"cannot write a mark into /dev/kmsg ({_said(ran)})")
         return token
 
-    def since(self, token: str) -> KernelLogRead:
+    def mark_with_next(self, label: str) -> Mark:
+        """:meth:`mark`, sent with the guest's next command, before it, where the shell can carry it
+        (transport/ride_along.py: no round trip of its own), else now; :meth:`written` then says whether it was."""
+        if not isinstance(self.shell, RidingShell):
+            return Mark(self.mark(label))
+        token, command = _mark_command(label)
+        return Mark(token, self.shell.ride_along(command))
+
+    def written(self, mark: Mark) -> None:
+        """KernelLogUnreadable where ``mark`` could not be written (nothing where it is still queued)."""
+        r = mark.rider
+        if r is None or r.pending:
+            return
+        if r.lost:
+            raise KernelLogUnreadable(f"cannot write a mark into /dev/kmsg ({r.lost})")
+        if r.status != 0:
+            words = r.output.strip().splitlines()
+            raise KernelLogUnreadable(f"cannot write a mark into /dev/kmsg (exit {r.status}"
+                                      + (f": {words[-1]})" if words else ")"))
+
+    def since_with_next(self, mark: Mark) -> Rider | None:
+        """:meth:`since`, sent with the guest's next command, after it, where the shell can carry it (None:
+        it cannot); :meth:`since` with the Rider reads its answer."""
+        if not isinstance(self.shell, RidingShell):
+            return None
+        return self.shell.ride_along(_since_command(mark.token), after=True)
+
+    def since(self, token: str, rode: Rider | None = None) -> KernelLogRead:
         """The kernel log's lines after the mark ``token`` (all of them where the buffer wrapped and the
-        mark is gone); KernelLogUnreadable where neither dmesg nor the journal could be read."""
-        if not re.fullmatch(r"[0-9a-f]+", token):
-            raise ValueError(f"not a kernel-log mark's token: {token!r}")
-        ran = self._run(SINCE_SCRIPT.replace("{token}", token), check=False, timeout_s=COMMAND_TIMEOUT_S)
+        mark is gone); KernelLogUnreadable where neither dmesg nor the journal could be read. ``rode``:
+        the answer of :meth:`since_with_next`, read where its command ran (else the log is read now)."""
+        command = _since_command(token)
+        if rode is not None and rode.ran:
+            ran = CommandResult(command, rode.status or 0, rode.output, "", 0.0)
+        else:
+            if rode is not None and isinstance(self.shell, RidingShell):
+                self.shell.drop_rider(rode)
+            ran = self._run(command, check=False, timeout_s=COMMAND_TIMEOUT_S)
         head, _, rest = ran.stdout.partition("\n")
         state, _, text = rest.partition("\n")
         source = head.removeprefix("VIOCONFORM-KLOG source=")
@@ -86,6 +128,19 @@ class KernelLog(GuestTool):
         if source == "none":
             raise KernelLogUnreadable("neither `dmesg -r` nor `journalctl -k` could read it in the guest")
         return KernelLogRead(source, text, state.endswith("found"))
+
+
+def _mark_command(label: str) -> tuple[str, str]:
+    """A fresh token and the command that writes its mark, labelled ``label``, into the kernel log."""
+    token = secrets.token_hex(8)
+    line = MARK_LINE.format(token=token, label=_LABEL.sub("_", label)[:200])
+    return token, f"echo {shlex.quote(line)} > /dev/kmsg"
+
+
+def _since_command(token: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]+", token):
+        raise ValueError(f"not a kernel-log mark's token: {token!r}")
+    return SINCE_SCRIPT.replace("{token}", token)
 
 
 def _said(ran: CommandResult) -> str:

@@ -29,15 +29,15 @@ class Partitioning(GuestTool):
     install_hint = ("install sfdisk and blockdev (util-linux; Debian's fdisk package), or busybox with its fdisk "
                     "and blockdev applets")
 
-    def create_one(self, disk: str, start_sector: int) -> int:
+    def create_one(self, disk: str, start_sector: int, wipe_first: bool = False) -> int:
         """A new DOS label with one primary partition from ``start_sector`` to the end, re-read by
-        the kernel; returns the partition's start sector as the guest sees it."""
+        the kernel; returns the partition's start sector as the guest sees it. ``wipe_first``: the
+        disk's first MiB zeroed first (:meth:`wipe`'s), in the same guest command."""
         raise NotImplementedError
 
     def wipe(self, disk: str) -> None:
         """Zero the disk's first MiB (any partition table) and have the kernel re-read it (one command)."""
-        self._run(f"dd if=/dev/zero of=/dev/{valid_disk(disk)} bs=1M count=1 oflag=direct 2>/dev/null && "
-                  f"( {self._reread_command(disk)} )")
+        self._run(f"{_zero_command(disk)} && ( {self._reread_command(disk)} )")
 
     def reread(self, disk: str) -> None:
         """Have the kernel re-read the partition table; up to 5 tries, waiting for udev between them
@@ -55,13 +55,14 @@ class Partitioning(GuestTool):
         """The start of the disk's first partition, in 512-byte sectors."""
         return int(self.tools.get(Sysfs).read(disk, partition_name(disk) + "/start"))
 
-    def _made(self, disk: str, program: str, command: str) -> int:
+    def _made(self, disk: str, program: str, command: str, wipe_first: bool = False) -> int:
         """Run ``command`` (``program`` writing the table), then have the kernel re-read it and read the
         start sector it then sees, all in one guest command. That start is the verdict (the program's own
         status is not: it may complain that the kernel kept the old table); no partition is an error with
         what the program said; a re-read that fails, the guest's error."""
         start = f"/sys/block/{valid_disk(disk)}/{partition_name(disk)}/start"
-        ran = self._run(f"{command}\necho {_MADE_LINE}\n( {self._reread_command(disk)} ) || exit $?\n"
+        first = f"{_zero_command(disk)} || exit $?\n" if wipe_first else ""
+        ran = self._run(f"{first}{command}\necho {_MADE_LINE}\n( {self._reread_command(disk)} ) || exit $?\n"
                         f"s=; read -r s < {start} 2>/dev/null; echo \"start=$s\"", check=False)
         said, _, after = ran.stdout.partition(f"{_MADE_LINE}\n")
         if not ran.ok:
@@ -77,14 +78,20 @@ class Partitioning(GuestTool):
 _MADE_LINE = "--vioconform-partition-written--"
 
 
+def _zero_command(disk: str) -> str:
+    """Zero the disk's first MiB: its partition table and any filesystem's superblock."""
+    return f"dd if=/dev/zero of=/dev/{valid_disk(disk)} bs=1M count=1 oflag=direct 2>/dev/null"
+
+
 class FdiskPartitioning(Partitioning):
     """fdisk's dialogue as busybox's fdisk asks it: o (new label), n p 1 <start> <default end>, w."""
 
     programs = ("fdisk", "blockdev")
 
-    def create_one(self, disk: str, start_sector: int) -> int:
+    def create_one(self, disk: str, start_sector: int, wipe_first: bool = False) -> int:
         dev = f"/dev/{valid_disk(disk)}"
-        return self._made(disk, "fdisk", f"printf 'o\\nn\\np\\n1\\n{int(start_sector)}\\n\\nw\\n' | fdisk {dev} 2>&1")
+        return self._made(disk, "fdisk", f"printf 'o\\nn\\np\\n1\\n{int(start_sector)}\\n\\nw\\n' | fdisk {dev} 2>&1",
+                          wipe_first)
 
 
 class SfdiskPartitioning(Partitioning):
@@ -92,10 +99,10 @@ class SfdiskPartitioning(Partitioning):
 
     programs = ("sfdisk", "blockdev")
 
-    def create_one(self, disk: str, start_sector: int) -> int:
+    def create_one(self, disk: str, start_sector: int, wipe_first: bool = False) -> int:
         dev = f"/dev/{valid_disk(disk)}"
         return self._made(disk, "sfdisk", f"printf 'label: dos\\nstart=%d, type=83\\n' {int(start_sector)} | "
-                                          f"sfdisk --no-reread --no-tell-kernel -q {dev} 2>&1")
+                                          f"sfdisk --no-reread --no-tell-kernel -q {dev} 2>&1", wipe_first)
 
 
 Partitioning.variants = (SfdiskPartitioning, FdiskPartitioning)

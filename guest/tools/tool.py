@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, Protocol, TypeVar
 
-from transport.ssh import CommandResult
+from transport.ride_along import Rider, RidingShell
+from transport.ssh import CommandResult, GuestCommandError
 
 #: What a guest command may take before the shell gives up on it (the transport's default).
 DEFAULT_TIMEOUT_S = 300.0
@@ -78,8 +79,27 @@ class GuestTool:
         """Run one of this tool's own commands (tools build them; callers never pass one in)."""
         return self.shell.run(command, check=check, timeout_s=timeout_s)
 
+    def _with_next(self, command: str) -> None:
+        """Run ``command``, whose result nobody reads, ahead of the guest's next command where the shell can
+        carry it (transport/ride_along.py: no round trip of its own), else now."""
+        if isinstance(self.shell, RidingShell):
+            self.shell.ride_along(command)
+        else:
+            self._run(command, check=False)
+
 
 T = TypeVar("T", bound=GuestTool)
+
+
+def rode_ok(rider: Rider | None, hint: str = "") -> None:
+    """Raise as a command of its own would have where ``rider`` (a script sent with another command:
+    transport/ride_along.py; None: it ran as a command of its own) failed or never ran."""
+    if rider is None or rider.pending:
+        return
+    if rider.lost:
+        raise RuntimeError(f"guest command never ran: {rider.script}: {rider.lost}" + (f"\n{hint}" if hint else ""))
+    if rider.status != 0:
+        raise GuestCommandError(CommandResult(rider.script, rider.status or 0, rider.output, "", 0.0), hint)
 
 
 def tool_programs() -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from model.configuration import Configuration
 from model.device_limits import ConfiguredLimits, parse_guest_limits
 from model.parse.blockstats import HostBlockCounters
 from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
+from transport.ride_along import Rider, Riders
 from transport.ssh import CommandResult, GuestCommandError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -77,6 +78,42 @@ settings (``Sysfs.settings``) are none unless a handler answers them. ``put_file
 
     def lookups(self) -> int:
         return sum(c.startswith("for p in ") for c in self.commands)
+
+
+class RidingFakeShell(FakeShell):
+    """A FakeShell that carries scripts along with its next command, as the SSH transport does
+    (transport/ride_along.py): each rider is answered by the same handlers (its error output in its
+    output), ``commands`` counts round trips only, and ``sent`` has every script in the order the guest
+    would run it, each rider marked ``+``."""
+
+    def __init__(self, has: Iterable[str] = (), handlers: Iterable[tuple[str, Callable[[str], Reply]]] = ()) -> None:
+        super().__init__(has, handlers)
+        self.riders = Riders()
+        self.sent: list[str] = []
+
+    def ride_along(self, script: str, after: bool = False) -> Rider:
+        return self.riders.add(script, after)
+
+    def drop_rider(self, rider: Rider) -> None:
+        self.riders.drop(rider)
+
+    def run(self, command: str, check: bool = True, timeout_s: float = 300.0) -> CommandResult:
+        taken = self.riders.take()
+        riders = taken.riders if taken is not None else ()
+        for r in (r for r in riders if not r.after):
+            self._answer(r)
+        self.sent.append(command)
+        try:
+            return super().run(command, check, timeout_s)
+        finally:
+            for r in (r for r in riders if r.after):
+                self._answer(r)
+
+    def _answer(self, rider: Rider) -> None:
+        reply = self._reply(rider.script)
+        status, out, err = (0, reply, "") if isinstance(reply, str) else reply
+        rider.status, rider.output = status, out + err
+        self.sent.append(f"+{rider.script}")
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:

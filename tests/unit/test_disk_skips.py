@@ -156,6 +156,20 @@ def test_sfdisk_is_given_the_start_sector_as_is_and_the_reread_waits_for_udev() 
         GuestTools(busy).get(Partitioning).create_one("sdb", 63)
 
 
+def test_a_table_made_after_a_wipe_is_one_command_and_a_failed_wipe_stops_it() -> None:
+    """alignment's fresh table: the first MiB zeroed, the table written, re-read and its start read back,
+    in one guest command; the dd's failure is the command's, before the table program runs."""
+    written = "--vioconform-partition-written--\n"
+    shell = FakeShell(has={"sfdisk", "blockdev"}, handlers=[(r"\| sfdisk ", lambda c: f"{written}start=2048\n")])
+    assert GuestTools(shell).get(Partitioning).create_one("sdb", 2048, wipe_first=True) == 2048
+    assert len(shell.commands) == 2  # the program lookup, then one command
+    assert shell.commands[1].startswith("dd if=/dev/zero of=/dev/sdb bs=1M count=1 oflag=direct 2>/dev/null || "
+                                        "exit $?\nprintf 'label: dos")
+    failed = FakeShell(has={"sfdisk", "blockdev"}, handlers=[(r"^dd ", lambda c: (1, "", "dd: /dev/sdb: I/O error\n"))])
+    with pytest.raises(GuestCommandError, match="dd: /dev/sdb: I/O error"):
+        GuestTools(failed).get(Partitioning).create_one("sdb", 2048, wipe_first=True)
+
+
 def test_a_wipe_zeroes_the_label_and_rereads_it_in_one_command() -> None:
     shell = FakeShell(has={"fdisk", "blockdev"}, handlers=[(r"^dd if=/dev/zero of=/dev/vdb ", lambda c: "")])
     GuestTools(shell).get(Partitioning).wipe("vdb")

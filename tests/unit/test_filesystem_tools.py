@@ -6,15 +6,20 @@ e2fsprogs 1.47, util-linux 2.38) and of QEMU 7.2's log trace backend, as the run
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from guest.tools.discard import NO_ZEROOUT, NO_ZEROOUT_STATUS, Discard
 from guest.tools.ext4 import Ext4, Resize2fs
+from guest.tools.mkfs import Filesystem, FilesystemUnsupported
 from guest.tools.tool import GuestTools
 from model.errors import ParseError
 from model.parse.backend_writes import BackendWrite, parse_backend_writes, writes_in
 from model.parse.filesystem import FsSize, parse_fstrim, parse_resize2fs, parse_statfs
-from tests.unit.fake_shell import FakeShell
+from tests.unit.fake_shell import FakeShell, RidingFakeShell
+from tests.unit.host_shell import with_stand_ins
+from transport.ssh import GuestCommandError
 
 #: QEMU's trace log over the guest's `blkdiscard -z` of 1 MiB at 520 MiB on virtio-blk, then two 64 KiB
 #: writes of data by dd elsewhere (flags 0x8 there: virtio-blk's registered buffers)
@@ -112,3 +117,43 @@ def test_the_filesystem_is_made_mounted_and_taken_off_in_one_command_each() -> N
                                                                      "/mnt/vioc-discard && stat -f -c '%S %b %f %a' "
                                                                      "/mnt/vioc-discard")
     assert off.startswith("umount /mnt/vioc-discard 2>/dev/null; dd if=/dev/zero of=/dev/vdb bs=1048576 count=1")
+
+
+def test_the_filesystem_is_made_mounted_and_laid_out_in_one_command_each_failure_its_own(tmp_path: Path) -> None:
+    """alignment's filesystem: three steps, one round trip; a mount the kernel cannot do is still the skip's
+    FilesystemUnsupported, a failing mkfs still the error that names mkfs; run with the host's sh."""
+    shell = with_stand_ins(tmp_path, ("mke2fs", "mount", "dd", "sync"))
+    fs = GuestTools(shell).get(Filesystem)
+    mnt = tmp_path / "mnt"
+    shell.commands.clear()
+    fs.make_mounted_file("/dev/sdb1", 4096, str(mnt), f"{mnt}/data", 3 << 20)
+    assert len(shell.commands) == 1 and mnt.is_dir()
+    assert shell.log() == [
+        "mke2fs -q -F -b 4096 /dev/sdb1", f"mount -o noatime /dev/sdb1 {mnt}", f"dd if=/dev/zero of={mnt}/data bs=1M count=3",
+        "sync"]
+    said = "mount: /mnt/vioc-align: unknown filesystem type 'ext2'."
+    (shell.bin_dir / "fail-mount").write_text(said)
+    with pytest.raises(FilesystemUnsupported, match=rf"^the guest's kernel \S+ cannot mount ext2 \({said}\)"):
+        fs.make_mounted_file("/dev/sdb1", 4096, str(mnt), f"{mnt}/data", 3 << 20)
+    (shell.bin_dir / "fail-mke2fs").write_text("mke2fs: No such file or directory while trying to determine size")
+    with pytest.raises(GuestCommandError, match=r"^guest command failed \(exit 32\): mke2fs -q -F -b 4096 /dev/sdb1\n"
+                                                r"stdout: \(empty\)\nstderr: mke2fs: No such file"):
+        fs.make_mounted_file("/dev/sdb1", 4096, str(mnt), f"{mnt}/data", 3 << 20)
+    (shell.bin_dir / "fail-mke2fs").write_text("")
+    (shell.bin_dir / "fail-mount").write_text("mount: /dev/sdb1: can't read superblock")
+    with pytest.raises(GuestCommandError, match=r"\(exit 32\): mkdir -p \S+ && mount -o noatime /dev/sdb1 .*\n"
+                                                r"stdout: \(empty\)\nstderr: mount: /dev/sdb1: can't read superblock\n"
+                                                r"mounting /dev/sdb1 \(ext2\)"):
+        fs.make_mounted_file("/dev/sdb1", 4096, str(mnt), f"{mnt}/data", 3 << 20)
+
+
+def test_an_unmount_whose_answer_nobody_reads_rides_with_the_next_command() -> None:
+    shell = RidingFakeShell(has={"mke2fs"}, handlers=[(r"^umount ", lambda c: (1, "", "")), (r"^dd ", lambda c: "")])
+    fs = GuestTools(shell).get(Filesystem)
+    fs.unmount_with_next("/mnt/vioc-align")
+    shell.run("dd if=/dev/zero of=/dev/sdb bs=1M count=1")
+    assert shell.sent[-2:] == ["+umount /mnt/vioc-align 2>/dev/null", "dd if=/dev/zero of=/dev/sdb bs=1M count=1"]
+    assert sum(c.startswith("umount") for c in shell.commands) == 0
+    plain = FakeShell(has={"mke2fs"}, handlers=[(r"^umount ", lambda c: (1, "", ""))])
+    GuestTools(plain).get(Filesystem).unmount_with_next("/mnt/x")  # a shell that cannot carry it: now
+    assert plain.commands[-1] == "umount /mnt/x 2>/dev/null"

@@ -18,7 +18,7 @@ from model.kernel_log_check import InjectedErrors
 from reports.records import Record
 from suites import kernel_log_watch
 from suites.assertions import judge_repeated
-from tests.unit.fake_shell import FakeShell, Reply, fake_disk
+from tests.unit.fake_shell import FakeShell, Reply, RidingFakeShell, fake_disk
 from transport.ssh import GuestCommandError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,8 +109,11 @@ def test_errors_a_rule_injects_are_its_own(tmp_path: Path) -> None:
     assert record.verdict.properties["kernel_log_expected_errors"] == 5
 
 
-def test_a_log_that_cannot_be_read_is_noted_not_failed(tmp_path: Path) -> None:
-    disk = fake_disk(_shell(QUIET, mark=(1, "", "sh: can't create /dev/kmsg: Read-only file system")))
+@pytest.mark.parametrize("riding", [False, True], ids=["own command", "riding"])
+def test_a_log_that_cannot_be_read_is_noted_not_failed(tmp_path: Path, riding: bool) -> None:
+    """The same note whether the mark had a command of its own or rode ahead of the rule's first."""
+    refused: Reply = (1, "", "sh: can't create /dev/kmsg: Read-only file system")
+    disk = fake_disk(_riding(QUIET, mark=refused) if riding else _shell(QUIET, mark=refused))
     record = Record("n", "limits", "fake:virtio-blk")
     judge_repeated(record, "fake:virtio-blk", tmp_path, 1, _passing, exact=True, disks=(disk,))
     assert record.verdict is not None and record.verdict.passed
@@ -159,3 +162,71 @@ def test_every_rule_test_marks_the_kernel_log(path: Path) -> None:
     assert judged or any(_name(c) == "watch" for c in calls), f"{path.name} never marks the guest's kernel log"
     assert all(any(k.arg == "disks" for k in c.keywords) for c in judged), \
         f"{path.name}: {', '.join(_name(c) for c in judged)} without disks= cannot mark the guest's kernel log"
+
+
+def _riding(since: Reply, mark: Reply = "") -> RidingFakeShell:
+    return RidingFakeShell(handlers=[(r"> /dev/kmsg$", lambda _c: mark), (r"VIOCONFORM-KLOG", lambda _c: since),
+                                     (r"WARN_DOUBLE_CLOCK", lambda _c: "warned\n"), (r"^rule step", lambda _c: "")])
+
+
+def _kept_read(command: str) -> bool:
+    return command.startswith("for f in queue/scheduler ")
+
+
+def test_the_check_rides_with_the_rules_own_commands_and_still_fails_on_a_warning(tmp_path: Path) -> None:
+    """The mark goes ahead of the first guest command of the rule (its disk's kept settings read, on
+    the disk's first rule), the read-back after the last (the kept settings read back): no round trip
+    of the check's own, the same bracket, the same failure. The kernel-warning fault's command runs
+    inside it."""
+    shell = _riding(SINCE_WARNING)
+    disk = fake_disk(shell)
+    record = Record("suites/test_limits.py::test_limits[x]", "limits", "fake:virtio-blk")
+
+    def once(_raw: Path) -> RuleVerdict:
+        disk.tools.shell.run("rule step 1")
+        kernel_log_watch.provoke_kernel_warning(disk)
+        disk.tools.shell.run("rule step 2")
+        return _passing(_raw)
+
+    with pytest.raises(RuleFailure) as e:
+        judge_repeated(record, "fake:virtio-blk", tmp_path, 1, once, exact=True, disks=(disk,))
+    assert f"FAIL: the guest's kernel logged a WARNING line during the rule: [  310.590766] {WARNING}" in str(e.value)
+    assert record.verdict is not None and record.verdict.properties["kernel_log_new_lines"] == 34
+    commands = shell.commands
+    assert len(commands) == 5 and _kept_read(commands[0]) and _kept_read(commands[-1])
+    assert not any("/dev/kmsg" in c or "VIOCONFORM-KLOG" in c for c in commands)
+    sent = [("mark" if "/dev/kmsg" in c else "read" if "VIOCONFORM-KLOG" in c else "kept" if _kept_read(c)
+             else "fault" if "WARN_DOUBLE_CLOCK" in c else c) for c in shell.sent]
+    assert sent == ["mark", "kept", "rule step 1", "fault", "rule step 2", "kept", "read"]
+
+
+def test_a_later_rule_with_no_command_of_its_own_is_bracketed_by_one_command(tmp_path: Path) -> None:
+    """After a disk's first rule its settings are known: a rule that runs nothing in the guest (limits
+    judges what the disk's set-up read) costs one command, the kept settings read back with the mark
+    ahead of it and the read-back after it."""
+    shell = _riding(QUIET)
+    disk = fake_disk(shell)
+    judge_repeated(Record("a", "limits", "fake:virtio-blk"), "fake:virtio-blk", tmp_path, 1, _passing, exact=True,
+                   disks=(disk,))
+    shell.commands.clear()
+    shell.sent.clear()
+    record = Record("b", "limits", "fake:virtio-blk")
+    judge_repeated(record, "fake:virtio-blk", tmp_path, 1, _passing, exact=True, disks=(disk,))
+    assert record.verdict is not None and record.verdict.passed
+    assert record.verdict.lines[-1] == "kernel log (dmesg): 1 new line(s) during the rule, 0 the check fails on"
+    assert len(shell.commands) == 1 and _kept_read(shell.commands[0])
+    assert ["/dev/kmsg" in c for c in shell.sent] == [True, False, False]
+    assert "VIOCONFORM-KLOG" in shell.sent[2]
+
+
+def test_a_rule_that_watches_itself_has_its_mark_ride_and_reads_the_log_in_one_command(tmp_path: Path) -> None:
+    """A rule that calls watch itself (buffered-direct) and concludes without judge_repeated: the mark
+    rides with its first command, the read is a command of its own."""
+    shell = _riding(QUIET)
+    disk = fake_disk(shell)
+    record = Record("n", "buffered-direct", "fake:virtio-blk")
+    kernel_log_watch.watch(record, (disk,))
+    disk.tools.shell.run("rule step 1")
+    verdict = kernel_log_watch.fold(record, RuleVerdict("buffered-direct", ("as before",), ()), tmp_path)
+    assert verdict.passed and verdict.properties["kernel_log_new_lines"] == 1
+    assert len(shell.commands) == 2 and ["/dev/kmsg" in c for c in shell.sent] == [True, False, False]
