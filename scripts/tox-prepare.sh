@@ -27,7 +27,10 @@ done
 # pip install -r FILE..., skipped when this environment already took files of the same content:
 # pip's own "already satisfied" check costs several seconds on every ./vioconform. The stamp, in the
 # environment tox made (VIRTUAL_ENV), holds the files' sha256 and the interpreter's version; any change
-# reinstalls. Outside a virtual environment there is no stamp: pip always runs.
+# reinstalls. Outside a virtual environment there is no stamp: pip always runs. --no-compile: pip would
+# byte-compile every module of every package (about 9 of the 20 s of CPU of a fresh environment's
+# install), most of which no process imports; each process compiles what it imports, into
+# PYTHONPYCACHEPREFIX (tox.ini), once.
 stamp_key() { (python -c 'import sys; print(sys.version)'; cat "$@") | sha256sum | cut -d' ' -f1; }
 stamp_file() { [ -d "${VIRTUAL_ENV:-}" ] && echo "$VIRTUAL_ENV/.vioconform-requirements"; }
 stamp_matches() {
@@ -38,7 +41,7 @@ pip_install() {
   local stamp args=()
   stamp_matches "$@" && return 0
   for f in "$@"; do args+=(-r "$f"); done
-  python -m pip install -q "${args[@]}"
+  python -m pip install -q --no-compile "${args[@]}"
   if stamp=$(stamp_file); then stamp_key "$@" >"$stamp"; fi
 }
 
@@ -48,7 +51,7 @@ if [ "$help" = 1 ]; then
   reqs=$(mktemp)
   trap 'rm -f "$reqs"' EXIT
   grep -v -i '^libvirt-python' "$root/requirements.txt" >"$reqs"
-  python -m pip install -q -r "$reqs"
+  python -m pip install -q --no-compile -r "$reqs"
   exit 0
 fi
 

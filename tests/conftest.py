@@ -31,10 +31,12 @@ from tests.lane_order import longest_first
 
 #: Modules whose tests share one expensive module-scoped fixture, and what it is.
 SHARED_MODULES = {
-    "tests/e2e/test_rules_guest.py": "the healthy whole-suite run and its baseline, and the run of six faults",
+    "tests/e2e/test_rules_guest.py": "the healthy whole-suite run and its baseline, and the run of six faults (and "
+                                     "the bundles both write, replayed)",
     "tests/e2e/test_controllers.py": "the healthy run of queue-depth and alignment beyond the default controllers",
     "tests/e2e/test_opt_in_healthy.py": "the healthy run of the rules outside the default suite",
     "tests/e2e/test_repeats_baseline.py": "the healthy repeated run",
+    "tests/e2e/test_qemu_build.py": "a nightly series' two runs: the host's QEMU, then a QEMU build under test",
     "tests/e2e/test_fio_push.py": "a booted guest",
     "tests/e2e/test_trace_guest.py": "a booted, traced guest",
     "tests/e2e/test_custom_kernel.py": "the downloaded kernel packages",
@@ -46,7 +48,6 @@ SHARED_MODULES = {
 
 #: Modules with a module-scoped fixture that costs little, made once per worker that runs the module.
 CHEAP_MODULE_FIXTURES = {
-    "tests/e2e/test_hypervisor_under_test.py": "a wrapper script around QEMU",
     "tests/e2e/test_image_boot.py": "the cached test image's path (images.cache.build_lock serialises a first build)",
     "tests/e2e/test_remote_libvirt.py": "a loopback sshd",
     "tests/e2e/test_host_pool.py": "a loopback sshd",

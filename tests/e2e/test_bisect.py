@@ -1,5 +1,5 @@
 """Bisect on real guests: a row of QEMU builds (wrappers of the host's QEMU; from one point on they add
-virtio-scsi's cmd_per_lun=1, which fails the limits rule, as tests/e2e/test_blame.py's build does) is
+virtio-scsi's cmd_per_lun=1, which fails the limits rule, as tests/e2e/test_qemu_build.py's build does) is
 bisected with the suite as the step, and the same row as commits of a git repository through the user's
 own ``git bisect run`` with ``python -m reports.bisect --one``. One rule (limits: one guest boot and a
 few reads, no repeats) on one controller, so each step is one short run."""

@@ -1,10 +1,14 @@
 """discard on real guests (QEMU 7.2, the embedded Debian 6.1 guest, the scratch disk's file opened with
 discard=unmap): the healthy guest passes on virtio-scsi and virtio-blk with every range's bytes at the
 host's file and its blocks given back, fstrim's too, and its write-zeroes taken as such by the host;
-``--inject discard-off`` fails it on both, the fstrim part with it, while limits and data-integrity pass."""
+``--inject discard-off`` fails it on both, the fstrim part with it, while limits and data-integrity pass,
+and the failure's bundle replays to the same failure."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from bench.replay_faithfulness import failures, handed_over, replay
 from tests.e2e.conftest import SuiteRun
 
 BOTH = ("--controllers", "virtio-scsi,virtio-blk")
@@ -37,7 +41,10 @@ def healthy_figures(run: SuiteRun) -> None:
     assert run.left_behind == []
 
 
-def test_discard_off_fails_it_and_nothing_else(run_suite) -> None:  # type: ignore[no-untyped-def]
+def test_discard_off_fails_it_and_nothing_else(run_suite, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Also the replay: the virtio-scsi failure's bundle, handed over alone, replays to exit 1 with the run's
+    FAIL lines (its host side read through host actions: the device's counters, the allocation of the
+    replay's own copy of the disk's file)."""
     run: SuiteRun = run_suite(*BOTH, "-k", "discard or limits or data_integrity", "--inject", "discard-off")
     assert run.returncode == 1, run.output
     outcomes = run.outcomes()
@@ -54,3 +61,8 @@ def test_discard_off_fails_it_and_nothing_else(run_suite) -> None:  # type: igno
         assert (props["fstrim_guest_ok"], props["fstrim_host_bytes"]) == ("0", "0"), props
         assert props["zeroes_guest_zeroed"] == "1", props  # write-zeroes does not depend on discard_max_bytes
     assert run.left_behind == []
+    done = replay(handed_over(run, CASES[0], tmp_path / "vendor"), tmp_path, "--out", str(tmp_path / "replayed"))
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    said = failures(SuiteRun.failure_text(run.cases()[CASES[0]]))
+    assert said and failures(done.stdout) == said, (said, done.stdout[-3000:])
+    assert "replay: 1 of 1 repeat(s) FAILED" in done.stdout

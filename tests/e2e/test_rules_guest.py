@@ -1,5 +1,6 @@
 """Every rule through a real guest: the healthy guest passes all of them on virtio-scsi and
-virtio-blk (and saves a baseline), and each fault fails its own rule with the numbers.
+virtio-blk (and saves a baseline), and each fault fails its own rule with the numbers; the reproducer
+bundles both runs write replay to their verdicts (tests/e2e/test_reproducer.py has tcq-off's).
 
 The rules' own e2e files check each rule's healthy figures on this module's run of the default suite
 (their ``healthy_figures``), not on runs of their own: the same guest, options and rule, run once.
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.replay_faithfulness import failures, handed_over, replay
 from tests.e2e import test_discard, test_error_propagation, test_hotplug, test_resize, test_stall_guest
 from tests.e2e.conftest import SuiteRun, run_suite_at
 
@@ -28,9 +30,11 @@ BOTH = ("--controllers", "virtio-scsi,virtio-blk")
 
 @pytest.fixture(scope="module")
 def healthy(tmp_path_factory: pytest.TempPathFactory) -> tuple[SuiteRun, Path]:
-    """One run of the whole default suite on the healthy guest, saving a baseline."""
+    """One run of the whole default suite on the healthy guest, saving a baseline, with every verdict's
+    reproducer bundle (``--reproducer all``: the replays below)."""
     base = tmp_path_factory.mktemp("baseline") / "baseline.json"
-    run = run_suite_at(tmp_path_factory.mktemp("healthy") / "results", *BOTH, "--save-baseline", str(base))
+    run = run_suite_at(tmp_path_factory.mktemp("healthy") / "results", *BOTH, "--save-baseline", str(base),
+                       "--reproducer", "all")
     return run, base
 
 
@@ -179,6 +183,31 @@ def test_fault_fails_its_rule(fault: str, faulted: SuiteRun) -> None:
         failure = cases[f"{rule}[{c}]"].find("failure")
         assert failure is not None, faulted.output[-3000:]
         assert text in (failure.text or ""), failure.text
+
+
+#: The rules whose bundles are replayed here, on virtio-scsi: each of the faulted run's replays to 1 with
+#: the run's FAIL lines, each of the healthy run's to 0 (discard's fault is not in the faulted run: its
+#: bundle is replayed on tests/e2e/test_discard.py's run of discard-off).
+REPLAYED = ("io-size", "direct-io", "alignment", "limits")
+
+
+def test_each_rules_bundle_replays_to_the_runs_verdict_anywhere(healthy: tuple[SuiteRun, Path], faulted: SuiteRun,
+                                                               tmp_path: Path) -> None:
+    """Each bundle, handed over alone (its .tar.gz unpacked in another directory) and replayed with
+    ``env -i PATH=/usr/bin:/bin ./replay`` (no venv, no checkout, no libvirt): the faulted run's (its six
+    faults at once) to exit 1 with the run's FAIL lines, figures and disk names aside; the healthy run's
+    to exit 0 with none."""
+    for run, outcome, code, rules in ((faulted, "failed", 1, REPLAYED),
+                                      (healthy[0], "passed", 0, (*REPLAYED, "discard"))):
+        for rule in rules:
+            case = f"{rule}[{CONFIGS[0]}]"
+            assert run.outcomes()[case] == outcome, run.output[-3000:]
+            done = replay(handed_over(run, case, tmp_path / f"{rule}-{outcome}"), tmp_path,
+                          "--out", str(tmp_path / f"out-{rule}-{outcome}"))
+            assert done.returncode == code, f"{rule}: " + done.stdout[-3000:] + done.stderr[-2000:]
+            said = failures(SuiteRun.failure_text(run.cases()[case]))
+            assert failures(done.stdout) == said and bool(said) == bool(code), (rule, said, done.stdout[-3000:])
+            assert f"replay: {code} of 1 repeat(s) FAILED" in done.stdout
 
 
 def test_one_online_cpu_fails_multiqueue(tmp_path: Path) -> None:

@@ -12,8 +12,9 @@ from typing import cast
 
 import pytest
 
+from tests import lane_order
 from tests.conftest import CHEAP_MODULE_FIXTURES, SHARED_MODULES, work_unit
-from tests.lane_order import UNIT_SECONDS, longest_first, unit_seconds
+from tests.lane_order import LONG_SECONDS, UNIT_SECONDS, longest_first, unit_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,27 +54,31 @@ class FakeItem:
         return object() if name == "long" and self.long else None
 
 
-def test_the_lane_hands_out_the_longest_units_first() -> None:
+def test_the_lane_hands_out_the_longest_units_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """By each unit's time in the lane, not by its number of tests: the shared whole-suite module (one
     unit of several tests) before the healthy image's single test, a long test missing from the table
-    after the timed ones, the rest in pytest's order; a shared module's tests stay together."""
+    after the timed ones longer than a long test is taken to be, the rest in pytest's order; a shared
+    module's tests stay together. The times are this test's own, so a new measurement changes no order here."""
     shared = "tests/e2e/test_rules_guest.py"
+    image = "tests/e2e/test_image_boot.py::test_healthy_image_passes_the_rules_and_is_left_unchanged"
+    monkeypatch.setattr(lane_order, "UNIT_SECONDS", {shared: 300, image: 200, "tests/e2e/test_controllers.py": 100,
+                                                     "tests/e2e/test_d.py::test_timed_short": LONG_SECONDS - 1})
     items = [FakeItem("tests/e2e/test_a.py::test_quick"),
+             FakeItem("tests/e2e/test_d.py::test_timed_short"),
              FakeItem(f"{shared}::test_healthy_guest_passes_every_rule"),
              FakeItem("tests/e2e/test_b.py::test_untimed_but_long", long=True),
-             FakeItem("tests/e2e/test_image_boot.py::test_healthy_image_passes_the_rules_and_is_left_unchanged"),
+             FakeItem(image),
              FakeItem("tests/e2e/test_c.py::test_quick_too"),
              FakeItem(f"{shared}::test_fault_fails_its_rule[io-breakup]"),
              FakeItem("tests/e2e/test_controllers.py::test_queue_depth_passes_on_every_controller", long=True)]
     ordered = cast(list[pytest.Item], list(items))
     longest_first(ordered, work_unit)
     assert [i.nodeid for i in ordered] == [
-        f"{shared}::test_healthy_guest_passes_every_rule", f"{shared}::test_fault_fails_its_rule[io-breakup]",
-        "tests/e2e/test_image_boot.py::test_healthy_image_passes_the_rules_and_is_left_unchanged",
+        f"{shared}::test_healthy_guest_passes_every_rule", f"{shared}::test_fault_fails_its_rule[io-breakup]", image,
         "tests/e2e/test_controllers.py::test_queue_depth_passes_on_every_controller",
-        "tests/e2e/test_b.py::test_untimed_but_long",
+        "tests/e2e/test_b.py::test_untimed_but_long", "tests/e2e/test_d.py::test_timed_short",
         "tests/e2e/test_a.py::test_quick", "tests/e2e/test_c.py::test_quick_too"]
-    assert unit_seconds(shared, []) > unit_seconds(items[3].nodeid, [])
+    assert unit_seconds(shared, []) > unit_seconds(image, [])
 
 
 def test_every_timed_unit_is_a_test_of_the_lane() -> None:
