@@ -320,7 +320,7 @@ def _held_back(bar: Bar, *points: DepthPoint) -> str:
     WAIT_MAX_PCT of a window it rests on (``points``'), so the depths it kept up and its IOPS followed the
     host's free CPU, and the figure still meets the floor (``absolute``) whatever the guest held. The
     floors stay judged at any load: tcq-off's figures stay under them at every wait recorded here (host
-    depth 1.0 of 32, IOPS scaling 0.65-1.31x with the vCPUs waiting 5.8-67.7 %), healthy guests' above
+    depth 1.0 of 32, IOPS scaling 0.73-1.31x with the vCPUs waiting 5.8-67.7 %), healthy guests' above
     them (scaling 8.7-50.5x at waits up to 73 %: docs/rules/queue-depth.md)."""
     waits = [p.vcpu_wait_pct for p in points if p.vcpu_wait_pct is not None]
     if not waits or max(waits) <= WAIT_MAX_PCT or bar.got < bar.absolute:
