@@ -45,6 +45,13 @@ def wait_pct(first: VcpuTimes | None, last: VcpuTimes | None, what: str) -> floa
     return None if share is None else share.wait_pct
 
 
+def wait_unnoted(first: VcpuTimes | None, last: VcpuTimes | None) -> float | None:
+    """How long the vCPUs waited for a host CPU between two reads, in % per vCPU (None: unknown), not
+    noted for the test: a harness step's figure (fio's stop), not one of its measured windows."""
+    share = HostCpuShare.between(first, last) if first is not None and last is not None else None
+    return None if share is None else share.wait_pct
+
+
 def take(test: str) -> HostCpuShare | None:
     """``test``'s most contended window, or None when no window of it had the figures; forgotten
     here once taken (a test concludes once), so a long run keeps no figure of its finished tests."""

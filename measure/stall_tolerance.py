@@ -29,6 +29,7 @@ from guest.tools.stall_tolerance import Stall
 from guest.tools.system import WorkDir
 from guest.tools.tool import rode_ok
 from hypervisors.base import DiskHold
+from measure import hostload
 from measure.disk import GuestDisk
 from measure.window import FIO_START_TIMEOUT_S, START_POLL_S
 from model.errors import FioError, GuestDied, ParseError
@@ -102,6 +103,8 @@ class StallMeasurement:
     host_events_source: str
     kernel_log: tuple[str, ...]
     readonly: tuple[str, ...]
+    #: how long the guest's vCPUs waited for a host CPU over the hold, % per vCPU (None: not read)
+    vcpu_wait_pct: float | None = None
 
 
 def _ops(c: HostBlockCounters) -> int:
@@ -140,13 +143,14 @@ def measure_stall(disk: GuestDisk, hold: DiskHold, hold_s: float, drain_s: float
         if watch is not None:
             watch.start()
         hold.hold()
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), disk.vcpu_times()
         timer = threading.Timer(hold_s, release.fire)
         timer.daemon = True
         timer.start()
         time.sleep(HOLD_SETTLE_S)
         held_from = disk.host_counters()
         probes = _probe(stall, dev, t0, t0 + hold_s)
+        vcpu_wait = hostload.wait_pct(cpu0, disk.vcpu_times(), f"{disk.config_id}: the hold")
         if not release.done.wait(max(0.0, t0 + hold_s + RELEASE_ANSWER_S - time.monotonic())):
             _quietly("destroying the stuck domain", hold.give_up)
             raise _given_up(disk, f"its hypervisor hung in a storage stall: the host's release of a {hold_s:g} s hold "
@@ -189,7 +193,7 @@ def measure_stall(disk: GuestDisk, hold: DiskHold, hold_s: float, drain_s: float
         guest_inflight_max=max((p.inflight for p in answered), default=0),
         probe_rtt_max_ms=max(rtts, default=0.0) * 1000, fio=result, fio_error=error,
         host_events=events, host_events_source=watch.watched if watch is not None else "",
-        kernel_log=tuple(kernel), readonly=readonly)
+        kernel_log=tuple(kernel), readonly=readonly, vcpu_wait_pct=vcpu_wait)
 
 
 def _quietly(what: str, step: Callable[[], object]) -> None:

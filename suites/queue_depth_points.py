@@ -40,4 +40,4 @@ def depth_point(m: IntervalMeasurement) -> DepthPoint:
                       host_depth=host, host_depth_min=lo, host_depth_max=hi, host_source=source,
                       guest_cpu_busy_pct=m.guest_cpu.busiest_pct if m.guest_cpu else None,
                       guest_cpu_all_pct=m.guest_cpu.all_pct if m.guest_cpu else None,
-                      fio_cpu_pct=m.fio.jobs[0].cpu_pct)
+                      fio_cpu_pct=m.fio.jobs[0].cpu_pct, vcpu_wait_pct=m.vcpu_wait_pct)

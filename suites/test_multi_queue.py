@@ -14,7 +14,7 @@ from guest.tools.interrupts import Interrupts
 from measure.disk import GuestDisk
 from measure.window import measure
 from model.judging.verdict import RuleVerdict
-from model.rules.multi_queue import BS_BYTES, DEPTH, judge_multiqueue
+from model.rules.multi_queue import BS_BYTES, DEPTH, judge_multiqueue, not_applicable
 from reports.records import Record
 from reports.store.baseline import StoredBaseline
 from suites.assertions import judge_rule
@@ -25,14 +25,17 @@ from suites.needs import needed
 def test_multiqueue(disk: GuestDisk, suite_options: SuiteOptions, record: Record,
                     stored_baseline: StoredBaseline | None) -> None:
     configured = disk.attached.configured.queues
-    if configured is None or configured < 2:
-        pytest.skip(f"{disk.attached.spec.controller}: " + ("the guest chooses its queue count; no configured "
-                    "count to hold it to" if configured is None else "one queue configured: nothing to spread over"))
+    cannot = not_applicable(configured)  # before the guest is asked for its vCPUs
+    if cannot or configured is None:
+        pytest.skip(f"{disk.attached.spec.controller}: {cannot}")
     irq = needed(disk, Interrupts, "multi-queue")
     virtio_dev, path = irq.virtio_device(disk.kernel_name)
     if virtio_dev is None:
         pytest.skip(f"{disk.kernel_name} is not on a virtio device ({path}): per-queue interrupts unknown")
     cpus, present = irq.cpus("online"), irq.cpus("present")
+    cannot = not_applicable(configured, len(present))
+    if cannot:
+        pytest.skip(f"{disk.attached.spec.controller}: {cannot}")
     job = FioJob("mq", rw="randread", bs_bytes=BS_BYTES, iodepth=DEPTH, numjobs=len(cpus),
                  cpus_allowed=",".join(map(str, cpus)))
 

@@ -31,6 +31,8 @@ from guest.tools.tool import ToolMissing
 from hypervisors.base import DiskResizer, ResizeUnavailable
 from measure import hostload
 from measure.disk import GuestDisk
+from model.errors import FioError
+from model.judging.host_busy import busy_stop
 from model.judging.verdict import RuleVerdict
 from model.parse.filesystem import parse_resize2fs
 from model.parse.fio_json import fio_messages, parse_fio_json
@@ -171,7 +173,11 @@ def test_resize(scratch_disk: GuestDisk, suite_options: SuiteOptions, record: Re
                     except ResizeUnavailable as e:  # vSphere only grows a disk: it stays grown, and the verdict says so
                         not_shrunk = str(e)
         finally:
+            cpu_stop = disk.vcpu_times()
             finished = run.finish(FIO_STOP_S)
+        if not finished.ended:  # no JSON to judge: the host's load, where the vCPUs' wait accounts for it
+            late = f"{RULE}: fio {JOB.name} on {disk.device_path} was still running {FIO_STOP_S:g} s after the suite stopped it"
+            raise busy_stop(late, hostload.wait_unnoted(cpu_stop, disk.vcpu_times()), FIO_STOP_S) or FioError(late, -1, "")
         out = finished.output
         (raw / "resize.fio.json").write_text(out.stdout)
         (raw / "resize.fio.stderr").write_text(out.stderr)

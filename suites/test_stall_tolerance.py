@@ -44,7 +44,7 @@ def stall_run(m: StallMeasurement) -> StallRun:
                     guest_ios=j.read.io_count + j.write.io_count,
                     guest_max_latency_ms=max(j.read.clat_max_us, j.write.clat_max_us) / 1000, fio_error=m.fio_error,
                     host_events=m.host_events, host_events_source=m.host_events_source,
-                    guest_log=recovery_lines(m.kernel_log), readonly=m.readonly)
+                    guest_log=recovery_lines(m.kernel_log), readonly=m.readonly, vcpu_wait_pct=m.vcpu_wait_pct)
 
 
 @pytest.mark.rule("stall-tolerance")

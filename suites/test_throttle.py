@@ -37,7 +37,8 @@ def phase_of(p: PhaseMeasurement, asked: ThrottleLimits) -> ThrottlePhase:
                          guest_ios=g.reads_completed + g.writes_completed,
                          guest_bytes=(g.sectors_read + g.sectors_written) * 512, host_ios=h.reads + h.writes,
                          host_bytes=h.rd_bytes + h.wr_bytes, guest_aqu_sz=g.avg_queue_size,
-                         clat_mean_ms=job.read.clat_mean_us / 1000, offered_depth=m.job.offered_depth)
+                         clat_mean_ms=job.read.clat_mean_us / 1000, offered_depth=m.job.offered_depth,
+                         vcpu_wait_pct=m.vcpu_wait_pct)
 
 
 @pytest.mark.rule("throttle")

@@ -18,16 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from model.judging.host_busy import WAIT_MAX_PCT as HOST_WAIT_MAX_PCT
 from model.rules import RULE_MODULES
 
-#: Most a run's vCPUs may have waited for a host CPU (% of its most contended window, per vCPU)
-#: for its host-CPU-bound numbers to be judged against another run's. Measured with the
-#: queue-depth rule on virtio-blk and virtio-scsi (2 cores, TCG): on an idle host the guest's own
-#: QEMU threads make its vCPU wait 6.0-6.7 %; with the host lightly busy (load 1.3-2) 7.4-9.3 %,
-#: and ``qd32_iops`` stayed within 4.7 % (4844-5071 IO/s, inside its minimum effect). From
-#: 11 % up it fell: 4707 IO/s at 11.2 %, 4347 at 15.2 %, 3841-3997 at 21-22 % (one to three busy
-#: loops beside the guest), moves of 7-24 % that a comparison would call a regression.
-WAIT_MAX_PCT = 10.0
+#: Most a run's vCPUs may have waited for a host CPU for its host-CPU-bound numbers to be judged
+#: against another run's (model/judging/host_busy.py says where 10 % comes from).
+WAIT_MAX_PCT = HOST_WAIT_MAX_PCT
 #: What follows the host CPU the guest gets whichever rule records it: the depths the guest keeps up
 #: (queue-depth's, buffered-direct's, stall-tolerance's held requests).
 SHARED_HOST_CPU_BOUND: tuple[str, ...] = (r"[a-z0-9_]*(depth|aqu_sz|inflight)[a-z0-9_]*",)

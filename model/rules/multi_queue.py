@@ -57,6 +57,21 @@ MIN_EFFECTS: Mapping[str, float] = {
 }
 
 
+def not_applicable(configured_queues: int | None, vcpus: int | None = None) -> str:
+    """Why the rule cannot run on a disk (a skip's reason), or "": it needs two queues or more configured
+    (None: the guest chooses) and two vCPUs or more (``vcpus``: the guest's present CPUs; None: not read
+    yet), for blk-mq maps each CPU's requests to one queue, so a guest with one CPU uses one queue however
+    many it has."""
+    if configured_queues is None:
+        return "the guest chooses its queue count; no configured count to hold it to"
+    if configured_queues < 2:
+        return "one queue configured: nothing to spread over"
+    if vcpus is not None and vcpus < 2:
+        return (f"{configured_queues} queues configured, but the guest has {vcpus} vCPU: blk-mq maps each CPU's "
+                "requests to one queue, so one CPU has nothing to spread over (give --guest-vcpus 2 or more)")
+    return ""
+
+
 def judge_multiqueue(configured_queues: int, guest_hw_queues: int, vcpus: int,
                      per_queue: Mapping[int, int], evidence: str = "completion interrupts per queue",
                      online_cpus: int | None = None) -> RuleVerdict:
@@ -71,13 +86,13 @@ def judge_multiqueue(configured_queues: int, guest_hw_queues: int, vcpus: int,
              f"{evidence}: {shares or 'none'}; queues used {len(used)}"]
     problems: list[str] = []
     notes: list[str] = []
-    expected = min(configured_queues, vcpus)
+    expected = min(configured_queues, vcpus)  # at least 2 where the rule runs (not_applicable)
     if guest_hw_queues < expected:
         problems.append(f"the guest set up {guest_hw_queues} hardware queue(s) for {configured_queues} configured "
                         f"and {vcpus} vCPUs: the driver does not use the device's queues")
     if total == 0:
         problems.append(f"no {evidence} during the workload: cannot tell which queues carried it")
-    elif len(used) < 2:
+    elif len(used) < min(expected, 2):
         problems.append(f"one fio job ran on each of {online} online vCPU(s), but only {len(used)} queue(s) carried "
                         f"at least {MIN_QUEUE_SHARE:.0%} of the I/O ({shares}); expected {expected}")
     if online < vcpus:

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model.blame import BlameSettings
+from model.judging.host_busy import Overrun, fold_overruns, not_judged
 from model.judging.rule_option import RuleOption, positive_float
 from model.judging.spec import LOWER, PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict
@@ -117,6 +118,7 @@ METRICS: Metrics = (
     (r"stall_judged", MetricSpec("bool", PARAM)),
     (r"hold_host_completions|hold_guest_inflight|guest_ios", MetricSpec("requests", PARAM)),
     (r"hold_probes(_answered)?", MetricSpec("probes", PARAM)),
+    (r"hold_vcpu_wait_pct", MetricSpec("%", PARAM)),
     (r"hold_probe_rtt_max_ms|guest_max_latency_ms", MetricSpec("ms", LOWER)),
     (r"host_aborts|host_resets|guest_errors|guest_recovery_lines|readonly_mounts", MetricSpec("events", LOWER)),
 )
@@ -160,6 +162,8 @@ class StallRun:
     #: the channel the probes' round trips went over: "SSH" (the run), "the serial console" (the replay).
     #: Whether the guest answered is the same measurement over either; the round trip's time is the channel's.
     probes_over: str = "SSH"
+    #: how long the guest's vCPUs waited for a host CPU over the hold, % per vCPU; None: not read
+    vcpu_wait_pct: float | None = None
 
     @property
     def aborts(self) -> int:
@@ -180,6 +184,15 @@ def judged(timeout: CommandTimeout, run: StallRun) -> bool:
     return timeout.timeout_s is None or run.hold_s < timeout.timeout_s
 
 
+def _unanswered(run: StallRun) -> Overrun:
+    """The probes the guest left unanswered in the hold, as a bound it overran: the hold (``took_s``: the
+    slowest answer, where one came after the release), with the vCPUs' wait over it
+    (model/judging/host_busy.py: a wait that accounts for it leaves it unjudged)."""
+    return Overrun(f"the guest answered none of {run.probes} probes (over {run.probes_over}) sent while the disk was held "
+                   f"for {run.hold_s:.1f} s", run.vcpu_wait_pct,
+                   run.probe_rtt_max_ms / 1000 if run.probe_rtt_max_ms > 0 else None, run.hold_s)
+
+
 def hold_problem(run: StallRun, judge: bool = True) -> str | None:
     """Why a hold proves nothing about the guest (a harness error, never a verdict), or None: the
     guest had no request queued, or, for a stall that is judged (``judge``), the host completed
@@ -194,7 +207,7 @@ def hold_problem(run: StallRun, judge: bool = True) -> str | None:
     if run.host_completions > HOLD_LEAK_MAX:
         return (f"the host completed {run.host_completions} requests while it held the disk for {run.hold_s:.1f} s "
                 f"(at most {HOLD_LEAK_MAX} may pass as the hold starts): the hold did not hold")
-    if run.probes_answered == 0:
+    if run.probes_answered == 0 and not not_judged(_unanswered(run)):  # else the verdict says the host held it back
         return (f"the guest answered none of {run.probes} probes sent while the disk was held for "
                 f"{run.hold_s:.1f} s: its vCPUs may have stood still too, so the hold shows nothing of the "
                 "guest's storage stack alone")
@@ -257,15 +270,22 @@ def judge_stall_tolerance(timeout: CommandTimeout, stall_s: float, run: StallRun
     if run.guest_log:
         said.append(f"the guest's kernel logged {len(run.guest_log)} line(s) of error handling: "
                     + " | ".join(run.guest_log[:3]))
+    overruns: list[Overrun] = []
+    if run.vcpu_wait_pct is not None:
+        props["hold_vcpu_wait_pct"] = run.vcpu_wait_pct
     if run.probes and not run.probes_answered:
-        said.append(f"the guest answered none of {run.probes} probes while the disk was held: its vCPUs stood "
-                    "still with it")
+        if is_judged and not_judged(_unanswered(run)):
+            overruns.append(_unanswered(run))
+        else:
+            said.append(f"the guest answered none of {run.probes} probes while the disk was held: its vCPUs stood "
+                        "still with it")
     if run.readonly:
         said.append(f"a filesystem of {timeout.disk} is read-only after the stall: {', '.join(run.readonly)}")
     if is_judged:
         where = ("with no command timeout in the guest" if timeout.timeout_s is None
                  else f"under the guest's {timeout.timeout_s:g} s timeout")
         problems += [f"a {run.hold_s:.1f} s stall, {where}, should pass unnoticed, but {s}" for s in said]
+        fold_overruns(overruns, problems, notes, props)
     else:
         assert timeout.timeout_s is not None
         notes.append(f"the {run.hold_s:.1f} s stall outlasted the guest's {timeout.timeout_s:g} s timeout: "

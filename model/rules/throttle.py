@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model.blame import Blame, BlameSettings, Layer
+from model.judging.host_busy import WAIT_MAX_PCT, fold_held, rate_wait_text
 from model.judging.spec import HIGHER, LOWER, PARAM, Metrics, MetricSpec
 from model.judging.verdict import Number, RuleVerdict
 from model.parse.throttle_limits import ThrottleLimits
@@ -51,6 +52,8 @@ METRICS: Metrics = (
     (_PHASE + "clat_mean_ms", MetricSpec("ms", LOWER)),
     (_PHASE + "held", MetricSpec("", PARAM)),
     (_PHASE + "fio_error", MetricSpec("", PARAM)),
+    (_PHASE + "(guest|host)_window_s", MetricSpec("s", PARAM)),
+    (_PHASE + "vcpu_wait_pct", MetricSpec("%", PARAM)),
     (r"limit_(iops|bps)", MetricSpec("", PARAM)),
     (r"limit_set_by", MetricSpec("", PARAM)),
     (r"lifted_over_limit", MetricSpec("x", HIGHER)),
@@ -110,6 +113,8 @@ class ThrottlePhase:
     clat_mean_ms: float = 0.0
     offered_depth: int = 0
     fio_error: str = ""
+    #: how long the guest's vCPUs waited for a host CPU over the window, % per vCPU; None: not read
+    vcpu_wait_pct: float | None = None
 
     def rate(self, side: str, unit: str) -> float:
         """``side`` "guest" or "host", ``unit`` "iops" or "bps": the side's rate over the window."""
@@ -149,8 +154,24 @@ def _held_problem(p: ThrottlePhase) -> str:
     return ""
 
 
-def _phase_problems(p: ThrottlePhase) -> list[tuple[str, Layer]]:
-    """What phase ``p`` shows wrong on its own: the host's limits, the limit's rate, the two sides' counts."""
+def _counts_held_back(p: ThrottlePhase) -> str:
+    """Why the two sides' rates in ``p`` are not compared ("": they are): the guest's vCPUs waited for a host
+    CPU more than WAIT_MAX_PCT of the window, so the guest's rate under the limit followed the host's free
+    CPU and moved within the window, while the two sides' windows differ in length by more than
+    AGREE_MARGIN (the guest's is read an SSH round trip later at each end, and those round trips are what
+    the wait stretches): the two rates are then of different intervals of a moving rate. A rate over the
+    limit is judged whatever the load (the throttle-burst fault's)."""
+    over = any(p.rate("guest", u) > limit * (1 + MARGIN) for u, limit in _limits(p.set_to))
+    apart = abs(p.guest_s - p.host_s) > AGREE_MARGIN * max(p.host_s, 1e-9)
+    if over or not apart or p.vcpu_wait_pct is None or p.vcpu_wait_pct <= WAIT_MAX_PCT:
+        return ""
+    return (f"{rate_wait_text(p.vcpu_wait_pct)}, and the guest's window ran {p.guest_s:.1f} s against the host's "
+            f"{p.host_s:.1f} s")
+
+
+def _phase_problems(p: ThrottlePhase, held_back: list[str]) -> list[tuple[str, Layer]]:
+    """What phase ``p`` shows wrong on its own: the host's limits, the limit's rate, the two sides' counts
+    (a difference the host's load accounts for goes to ``held_back`` instead)."""
     found: list[tuple[str, Layer]] = []
     held = _held_problem(p)
     if held:
@@ -167,9 +188,13 @@ def _phase_problems(p: ThrottlePhase) -> list[tuple[str, Layer]]:
         g, h = p.rate("guest", "iops"), p.rate("host", "iops")
         slack = AGREE_MARGIN * max(g, h) + p.offered_depth / max(p.guest_s, 1.0)
         if abs(g - h) > slack:
-            found.append(((f"{p.name}: the guest completed {g:.0f} IO/s in the window and the host counted {h:.0f} "
-                          f"(they may differ by {AGREE_MARGIN:.0%} and the {p.offered_depth} in flight: "
-                          f"{slack:.0f} IO/s)"), "unknown"))
+            differ = (f"{p.name}: the guest completed {g:.0f} IO/s in the window and the host counted {h:.0f} "
+                      f"(they may differ by {AGREE_MARGIN:.0%} and the {p.offered_depth} in flight: {slack:.0f} IO/s)")
+            busy = _counts_held_back(p)
+            if busy:
+                held_back.append(f"{differ}: {busy}")
+            else:
+                found.append((differ, "unknown"))
     return found
 
 
@@ -222,6 +247,9 @@ def _properties(p: ThrottlePhase) -> dict[str, Number]:
     for side in ("guest", "host"):
         for unit in ("iops", "bps"):
             props[f"{p.name}_{side}_{unit}"] = round(p.rate(side, unit), 1)
+        props[f"{p.name}_{side}_window_s"] = round(p.guest_s if side == "guest" else p.host_s, 2)
+    if p.vcpu_wait_pct is not None:
+        props[f"{p.name}_vcpu_wait_pct"] = p.vcpu_wait_pct
     props.update({f"{p.name}_guest_aqu_sz": round(p.guest_aqu_sz, 2), f"{p.name}_clat_mean_ms": round(p.clat_mean_ms, 2),
                   f"{p.name}_offered_depth": p.offered_depth})
     return props
@@ -234,15 +262,17 @@ def judge_throttle(phases: Sequence[ThrottlePhase], asked: ThrottleLimits, set_b
     problems: list[str] = []
     props: dict[str, Number] = {"limit_iops": asked.iops, "limit_bps": asked.bps, "limit_set_by": set_by}
     found: list[tuple[str, Layer]] = []
+    held: list[str] = []
     for p in phases:
         props.update(_properties(p))
         if p.fio_error:
             found.append(((f"{p.name}: the guest's I/O failed while the host held {p.held.describe()}: "
                           f"{p.fio_error}"), "unknown"))
         else:
-            found += _phase_problems(p)
+            found += _phase_problems(p, held)
     by_name = {p.name: p for p in phases}
     across, notes = _across(by_name, asked)
+    fold_held(held, notes, props)
     found += across
     if "throttled" in by_name and "lifted" in by_name and asked.iops and not by_name["lifted"].fio_error:
         props["lifted_over_limit"] = round(by_name["lifted"].rate("guest", "iops") / asked.iops, 2)

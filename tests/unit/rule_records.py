@@ -142,8 +142,9 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
              Advertised("QEMU", logical_block_bytes=512, physical_block_bytes=4096),
              [DirectProbe("aligned", 0, 512), DirectProbe("short", 0, 256, 22), DirectProbe("offset", 256, 512)])
             for role in ("dut", "scratch")])],
-        # every phase measured (the lifted rate over the limit), and a phase whose fio failed
-        "throttle": [judge_throttle(recorded_throttle("phases-virtio-blk-healthy"), THROTTLE_LIMIT, "the rule"),
+        # every phase measured (the lifted rate over the limit, the vCPUs' wait), and a phase whose fio failed
+        "throttle": [judge_throttle([dataclasses.replace(p, vcpu_wait_pct=6.1)
+                                     for p in recorded_throttle("phases-virtio-blk-healthy")], THROTTLE_LIMIT, "the rule"),
                      judge_throttle([ThrottlePhase("throttled", THROTTLE_LIMIT, THROTTLE_LIMIT, "q", fio_error="EIO")],
                                     THROTTLE_LIMIT, "the rule")],
         # every side of every identity (what the device has included) and a mismatch
@@ -173,7 +174,8 @@ def verdicts() -> dict[str, list[RuleVerdict]]:
                    judge_resize(_resize_run("sd", "sdb", None, 0.05, grow_guest=1 << 30), resize_bound("sd")),
                    judge_resize(RESIZE_LATE_BUSY, resize_bound("sd"))],
         # every property of a judged stall; the timeout's only where the driver has one
-        "stall-tolerance": [judge_stall_tolerance(SCSI_30, 30.0, STALL), judge_stall_tolerance(STALL_BLK, 30.0, None, "x")],
+        "stall-tolerance": [judge_stall_tolerance(SCSI_30, 30.0, dataclasses.replace(STALL, vcpu_wait_pct=12.5)),
+                            judge_stall_tolerance(STALL_BLK, 30.0, None, "x")],
         # the recorded healthy run (every property, the guest's flushes and FUA included)
         "write-cache": [judge_write_cache(_write_cache_disks("healthy", "write back"))],
     }
