@@ -146,6 +146,15 @@ def takeable(setting: str, was: str, settings: Mapping[str, str]) -> str | None:
     return str(up) if up != int(was) else None
 
 
+def find_script(ident: str) -> str:
+    """Prints the name of each disk whose serial or WWN is ``ident`` in the kernel's own files
+    (``Sysfs.find_disk``), one a line."""
+    q = shlex.quote(ident)
+    return (f"for d in /sys/block/*; do for f in serial device/serial device/vpd_pg80 device/wwid; do "
+            f"[ -r $d/$f ] && grep -qiw {q} $d/$f 2>/dev/null && echo ${{d##*/}}; "
+            "done; done | sort -u")
+
+
 class SettingNotRestored(RuntimeError):
     """A setting the suite changed that the guest's kernel did not take back: the disk is left changed."""
 
@@ -194,11 +203,13 @@ class Sysfs(GuestTool):
         then udev's ``/dev/disk/by-id`` links whose name ends in ``_<ident>`` or ``-<ident>``
         (``scsi-0QEMU_QEMU_HARDDISK_vioc-dut0``, ``virtio-vioc-dut1``), for a kernel that shows
         the serial in none of those files."""
-        q = shlex.quote(ident)
-        names = self._run(f"for d in /sys/block/*; do for f in serial device/serial device/vpd_pg80 device/wwid; do "
-                          f"[ -r $d/$f ] && grep -qiw {q} $d/$f 2>/dev/null && echo ${{d##*/}}; "
-                          "done; done | sort -u").stdout.split()
+        return self.one_disk(ident, self._run(find_script(ident)).stdout.split())
+
+    def one_disk(self, ident: str, names: list[str]) -> str:
+        """The one name of ``names`` (what ``find_script`` printed for ``ident``); where it printed
+        none, udev's ``/dev/disk/by-id`` links are asked (``find_disk``); LookupError unless exactly one."""
         if not names:
+            q = shlex.quote(ident)
             names = self._run(f"for l in /dev/disk/by-id/*[-_]{q}; do [ -L \"$l\" ] && readlink -f \"$l\"; done "
                               "2>/dev/null | sed 's|^/dev/||' | sort -u", check=False).stdout.split()
         if len(names) != 1:
