@@ -88,7 +88,8 @@ class GuestDisk:
     #: what the hypervisor says the disk's device advertises, asked when the disk was found; None: not asked
     advertised: Advertised | None = None
     #: the disk's kept settings (guest.tools.sysfs.KEPT_SETTINGS) as the last rule left them, set back
-    #: where it had changed one (measure/kept.py); None until a rule has run on it
+    #: where it had changed one (measure/kept.py), or as its set-up read them where no fault or
+    #: --guest-setup command changed it since; None where unknown (its first rule reads them)
     kept: dict[str, str] | None = None
 
     @property
@@ -290,5 +291,7 @@ def prepare_disk(guest: Guest, backend: HypervisorBackend, tools: GuestTools, at
     if guest_setup:
         tools.forget()  # the commands may have added or removed programs
         disk.read_limits()
+    if not disk.settings and survey.name:
+        disk.kept = survey.kept  # as the survey read them: the first rule needs no read of its own
     tools.get(Fio)  # every rule but limits runs fio: without it, a set-up error now
     return disk

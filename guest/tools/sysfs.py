@@ -155,6 +155,20 @@ def find_script(ident: str) -> str:
             "done; done | sort -u")
 
 
+def settings_script(disk: str) -> str:
+    """Prints the disk's KEPT_SETTINGS (and its discard granularity) as ``setting=value`` lines, those
+    the kernel shows; ``disk``: a kernel name, or a shell variable that holds one."""
+    d = f"/sys/block/{disk}"
+    names = " ".join(KEPT_SETTINGS + _READ_ONLY)
+    # the shell's own read, not cat: no process per file (a fork and exec costs 10-20 ms under TCG)
+    return f'for f in {names}; do [ -r {d}/$f ] && read -r v < {d}/$f && echo "$f=$v"; done; true'
+
+
+def parse_settings(text: str) -> dict[str, str]:
+    """``settings_script``'s lines as a dict."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
 class SettingNotRestored(RuntimeError):
     """A setting the suite changed that the guest's kernel did not take back: the disk is left changed."""
 
@@ -233,12 +247,7 @@ class Sysfs(GuestTool):
     def settings(self, disk: str) -> dict[str, str]:
         """The disk's KEPT_SETTINGS as the kernel shows them now (and its discard granularity), in
         one guest command; a setting the kernel does not show is left out."""
-        d = f"/sys/block/{valid_disk(disk)}"
-        names = " ".join(KEPT_SETTINGS + _READ_ONLY)
-        # the shell's own read, not cat: no process per file (a fork and exec costs 10-20 ms under TCG)
-        said = self._run(f'for f in {names}; do [ -r {d}/$f ] && read -r v < {d}/$f && echo "$f=$v"; done; '
-                         "true").stdout
-        return dict(line.split("=", 1) for line in said.splitlines() if "=" in line)
+        return parse_settings(self._run(settings_script(valid_disk(disk))).stdout)
 
     def restore(self, disk: str, setting: str, was: str, settings: Mapping[str, str] | None = None) -> Restored:
         """Write ``was`` (what the kernel showed before a change) back to ``setting``; where the kernel

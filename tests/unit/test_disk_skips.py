@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import pytest
 
-from guest.tools.disk_survey import FOUND, LIMITS
+from guest.tools.disk_survey import FOUND, KEPT, LIMITS
 from guest.tools.facts import GuestFacts
 from guest.tools.mkfs import Filesystem, FilesystemUnsupported
 from guest.tools.partitioning import Partitioning
@@ -50,7 +50,7 @@ def guest_shell(found: str = "sdb", driver: str = NO_MPTSAS, limits: str | None 
     said = facts if facts is not None else (FACTS / "disk-mptsas1068.txt").read_text()
 
     def survey(_: str) -> str:
-        read = f"{LIMITS}\n{lim}\n{said}" if len(found.split()) == 1 else ""
+        read = f"{LIMITS}\n{lim}\n{KEPT}\n{said}" if len(found.split()) == 1 else ""
         return f"{FOUND}\n{found}\n{read}"
 
     return FakeShell(has={"fio"}, handlers=[

@@ -1,7 +1,8 @@
 """A disk under test is found and read in one guest command (guest/tools/disk_survey.py): run here by
 real shells (dash, as Debian's /bin/sh, and busybox sh, as the embedded guest's) on this machine's
-own disks under /sys/block, it gives the name, limits and facts the sysfs and facts tools give with a
-command each, and ``prepare_disk`` sets a disk up with it: one round trip where there were three."""
+own disks under /sys/block, it gives the name, limits, kept settings and facts the sysfs and facts
+tools give with a command each, and ``prepare_disk`` sets a disk up with it: one round trip where
+there were three, and none for the kept settings before the disk's first rule."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from guest.tools.sysfs import Sysfs
 from guest.tools.tool import GuestTools
 from hypervisors.base import Guest
 from measure.disk import prepare_disk
+from measure.kept import kept_settings
 from model.configuration import Configuration
 from model.device_limits import ConfiguredLimits
 from model.types import AttachedDisk, DiskSpec, GuestDiskId, SshEndpoint
@@ -71,13 +73,15 @@ def test_one_command_finds_and_reads_the_disk_as_the_tools_do_one_by_one(argv: t
     assert survey.names == (tools.get(Sysfs).find_disk(serial),) == (name,)
     assert survey.limits == tools.get(Sysfs).limits(name)
     assert survey.facts == tools.get(GuestFacts).disk(name)
-    assert len(apart.commands) == 3
+    assert survey.kept == tools.get(Sysfs).settings(name) and survey.kept
+    assert len(apart.commands) == 4
 
 
 @pytest.mark.parametrize("argv", SHELLS)
 def test_a_serial_no_disk_has_is_found_on_no_disk_and_nothing_is_read(argv: tuple[str, ...]) -> None:
     survey = GuestTools(LocalShell(argv)).get(DiskSurvey).survey("vioc-no-such-serial")
     assert survey.names == () and survey.name is None and survey.limits is None and survey.facts is None
+    assert survey.kept is None
 
 
 @needs_disk
@@ -96,3 +100,8 @@ def test_a_disk_is_set_up_in_one_guest_command_before_fios_lookup(tmp_path: Path
     assert len(set_up) == 1, set_up
     assert disk.kernel_name == name and disk.limits.name == name and disk.probed_limits == disk.limits
     assert disk.boot_facts is not None and disk.boot_facts.name == name
+    # the kept settings as the set-up read them: the first rule reads them only after it
+    assert disk.kept == GuestTools(LocalShell(("dash", "-c"))).get(Sysfs).settings(name)
+    before = len(shell.commands)
+    with kept_settings([disk]):
+        assert len(shell.commands) == before
