@@ -71,7 +71,7 @@ def stamp_steps(stamps: Stamps) -> None:
     """``--stamps``: the steps of the first verdict's path, each stamped as it starts and ends, and every
     guest command with its time (bench/stamps.py)."""
     from hypervisors.libvirt.backend import LibvirtBackend
-    from measure import standalone, window
+    from measure import disk, standalone, window
 
     for name in ("ensure_image", "measure", "guest_path", "judge_queue_depth"):
         stamps.wrap(sys.modules[__name__], name)
@@ -80,6 +80,7 @@ def stamp_steps(stamps: Stamps) -> None:
     for name in ("__init__", "sweep_leftovers", "accel", "stage_boot_files", "boot", "wait_for_console"):
         stamps.wrap(LibvirtBackend, name)
     stamps.wrap(SshTransport, "to_guest")
+    stamps.wrap(disk, "ask_advertised")  # the hypervisor's answer (QMP), between the guest's set-up commands
     for name in ("_wait_for_first_request", "_measure_window"):
         stamps.wrap(window, name)
     stamps.wrap_commands(SshTransport)
