@@ -10,6 +10,7 @@ its own for its first verdict: its goal is the whole default suite's (``bench.ph
     python -m bench.time_to_verdict [--controller virtio-scsi] [--uri qemu:///system]
     python -m bench.time_to_verdict --image debian-12-genericcloud-amd64.qcow2 [--firmware uefi]
     python -m bench.time_to_verdict --test-image      # the project's own cloud-init test image
+    python -m bench.time_to_verdict --stamps          # and each step and guest command on stderr, timed
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
 from bench.goals import FIRST_VERDICT_GOAL_S, IMAGE_SUITE_GOAL_S, against
+from bench.stamps import Stamps
 from bench.testimage import ensure_test_image
 from fixtures.options_guest import (
     EMBEDDED_BOOT_TIMEOUT_S,
@@ -38,6 +41,7 @@ from measure.window import measure
 from model.rules.queue_depth import judge_queue_depth
 from model.types import DiskSpec
 from suites.queue_depth_points import depth_point, guest_path
+from transport.ssh import SshTransport
 
 
 def process_age_s(pid: str = "self") -> float:
@@ -63,6 +67,25 @@ def boot_timeline(console: str) -> list[tuple[float, str]]:
             for m in re.finditer(r"^\[(\d+\.\d+)\] (vioconform: [^\n]*|VIOCONFORM-[A-Z]+)", console, re.MULTILINE)]
 
 
+def stamp_steps(stamps: Stamps) -> None:
+    """``--stamps``: the steps of the first verdict's path, each stamped as it starts and ends, and every
+    guest command with its time (bench/stamps.py)."""
+    from hypervisors.libvirt.backend import LibvirtBackend
+    from measure import disk, standalone, window
+
+    for name in ("ensure_image", "measure", "guest_path", "judge_queue_depth"):
+        stamps.wrap(sys.modules[__name__], name)
+    for name in ("make_run_dir", "generate_run_key", "prepare_disk"):
+        stamps.wrap(standalone, name)
+    for name in ("__init__", "sweep_leftovers", "accel", "stage_boot_files", "boot", "wait_for_console"):
+        stamps.wrap(LibvirtBackend, name)
+    stamps.wrap(SshTransport, "to_guest")
+    stamps.wrap(disk, "ask_advertised")  # the hypervisor's answer (QMP), between the guest's set-up commands
+    for name in ("_wait_for_first_request", "_measure_window"):
+        stamps.wrap(window, name)
+    stamps.wrap_commands(SshTransport)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.time_to_verdict", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -72,7 +95,11 @@ def main() -> int:
     ap.add_argument("--image", type=Path, default=None, help="a qcow2/raw image of your own instead of the embedded guest")
     ap.add_argument("--test-image", action="store_true", help="the project's own cloud-init test image (built once)")
     ap.add_argument("--firmware", choices=("bios", "uefi"), default="bios")
+    ap.add_argument("--stamps", action="store_true",
+                    help="print each step and guest command on stderr, with the seconds since the process's start")
     args = ap.parse_args()
+    if args.stamps:
+        stamp_steps(Stamps(process_age_s(), sys.stderr))
     t0 = time.monotonic()
     request: ImageRequest | None = None
     if args.image is not None or args.test_image:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from guest.tools.disk_survey import DiskSurvey
 from guest.tools.facts import GuestFacts
 from guest.tools.fio import Fio
 from guest.tools.sysfs import Sysfs
@@ -87,7 +88,8 @@ class GuestDisk:
     #: what the hypervisor says the disk's device advertises, asked when the disk was found; None: not asked
     advertised: Advertised | None = None
     #: the disk's kept settings (guest.tools.sysfs.KEPT_SETTINGS) as the last rule left them, set back
-    #: where it had changed one (measure/kept.py); None until a rule has run on it
+    #: where it had changed one (measure/kept.py), or as its set-up read them where no fault or
+    #: --guest-setup command changed it since; None where unknown (its first rule reads them)
     kept: dict[str, str] | None = None
 
     @property
@@ -164,6 +166,21 @@ def read_facts(tools: GuestTools, disk: str) -> DiskFacts | None:
         return None
 
 
+def surveyed(read: GuestLimits | ParseError | None, again: Callable[[], GuestLimits]) -> GuestLimits:
+    """The limits the survey read (its ParseError raised), or where it read none, ``again()``'s."""
+    if isinstance(read, ParseError):
+        raise read
+    return read if read is not None else again()
+
+
+def facts_of(read: DiskFacts | ParseError | None, disk: str) -> DiskFacts | None:
+    """The facts the survey read; None (logged) where they could not be read, as ``read_facts``."""
+    if isinstance(read, ParseError):
+        log.warning("cannot read the facts of %s: %s", disk, read)
+        return None
+    return read
+
+
 def driver_presence(backend: HypervisorBackend, tools: GuestTools, controller: str) -> DriverPresence | None:
     """Whether the guest's kernel has the driver of ``controller`` (the backend's controller table
     names it); None where the table names none or the guest cannot answer."""
@@ -220,8 +237,10 @@ def prepare_disk(guest: Guest, backend: HypervisorBackend, tools: GuestTools, at
     SettingMissing if its kernel lacks a setting the limits need, FaultNotApplicable if a fault
     cannot apply or does not take, ToolMissing without fio."""
     sysfs = tools.get(Sysfs)
+    ident = attached.guest_id.value
+    survey = tools.get(DiskSurvey).survey(ident)  # name, limits and facts in one guest command
     try:
-        name = sysfs.find_disk(attached.guest_id.value)
+        name = survey.name or sysfs.one_disk(ident, list(survey.names))
     except LookupError as e:
         found = driver_presence(backend, tools, attached.spec.controller)
         missing = missing_driver(found, attached.spec.controller) if found else None
@@ -233,11 +252,11 @@ def prepare_disk(guest: Guest, backend: HypervisorBackend, tools: GuestTools, at
                     f"at boot (add it to the image's modules to load, e.g. /etc/modules-load.d/)")
         raise HypervisorError(f"{e}{hint}", guest.console_tail()) from e
     try:
-        limits = sysfs.limits(name)
+        limits = surveyed(survey.limits, lambda: sysfs.limits(name))
     except ParseError as e:
         raise SettingMissing(f"{name}: {e}; the guest's kernel {kernel_of(tools)} lacks a setting the rules "
                              "read") from e
-    facts = read_facts(tools, name)
+    facts = facts_of(survey.facts, name) if survey.name else read_facts(tools, name)
     if facts is not None and on_found is not None:
         on_found(facts)
     advertised = ask_advertised(backend, guest, attached)
@@ -272,5 +291,7 @@ def prepare_disk(guest: Guest, backend: HypervisorBackend, tools: GuestTools, at
     if guest_setup:
         tools.forget()  # the commands may have added or removed programs
         disk.read_limits()
+    if not disk.settings and survey.name:
+        disk.kept = survey.kept  # as the survey read them: the first rule needs no read of its own
     tools.get(Fio)  # every rule but limits runs fio: without it, a set-up error now
     return disk

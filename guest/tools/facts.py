@@ -47,7 +47,7 @@ SYSTEM_SCRIPT = ("echo '@@ os-release'; cat /etc/os-release 2>/dev/null || cat /
 #: for an earlier disk) are not asked again: modinfo costs 0.1-0.5 s a module under TCG.
 DISK_SCRIPT = r"""
 d=/sys/block/{disk}
-echo '@@ disk {disk}'
+echo "@@ disk {disk}"
 for f in {files}; do [ -r $d/$f ] && read -r v < $d/$f && echo "$f=$v"; done
 echo '@@ drivers'
 p=$(readlink -f $d)
@@ -112,12 +112,22 @@ class GuestFacts(GuestTool):
     def disk(self, disk: str) -> DiskFacts:
         """The disk's drivers, their versions and its block-layer settings as they are now. A module
         is asked about once per guest (the disks of one controller share their drivers)."""
+        return self.disk_from(self._run(self.disk_script(valid_disk(disk)), timeout_s=60).stdout, disk)
+
+    def disk_script(self, disk: str) -> str:
+        """DISK_SCRIPT for ``disk``: a kernel name, or a shell variable that holds one (``$d``: a
+        script that finds the disk first, guest/tools/disk_survey.py). The modules asked about for an
+        earlier disk are not asked again."""
+        known = self._modules or {}
+        files = " ".join(path for _, path in BOOT_SETTINGS)
+        return (DISK_SCRIPT.replace("{disk}", disk).replace("{files}", files)
+                .replace("{known}", " ".join(m for m in sorted(known) if _MODULE.fullmatch(m))))
+
+    def disk_from(self, output: str, disk: str) -> DiskFacts:
+        """The facts ``disk_script``'s output gives (ParseError if it gives none); its modules are kept."""
         if self._modules is None:
             self._modules = {}
-        files = " ".join(path for _, path in BOOT_SETTINGS)
-        script = (DISK_SCRIPT.replace("{disk}", valid_disk(disk)).replace("{files}", files)
-                  .replace("{known}", " ".join(m for m in sorted(self._modules) if _MODULE.fullmatch(m))))
-        facts = parse_disk_facts(self._run(script, timeout_s=60).stdout, f"facts of {disk}")
+        facts = parse_disk_facts(output, f"facts of {disk}")
         self._modules.update(facts.modules)
         wanted = {d.module or d.driver for d in facts.drivers}
         return dataclasses.replace(facts, modules={m: f for m, f in self._modules.items() if m in wanted})

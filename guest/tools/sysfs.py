@@ -146,6 +146,29 @@ def takeable(setting: str, was: str, settings: Mapping[str, str]) -> str | None:
     return str(up) if up != int(was) else None
 
 
+def find_script(ident: str) -> str:
+    """Prints the name of each disk whose serial or WWN is ``ident`` in the kernel's own files
+    (``Sysfs.find_disk``), one a line."""
+    q = shlex.quote(ident)
+    return (f"for d in /sys/block/*; do for f in serial device/serial device/vpd_pg80 device/wwid; do "
+            f"[ -r $d/$f ] && grep -qiw {q} $d/$f 2>/dev/null && echo ${{d##*/}}; "
+            "done; done | sort -u")
+
+
+def settings_script(disk: str) -> str:
+    """Prints the disk's KEPT_SETTINGS (and its discard granularity) as ``setting=value`` lines, those
+    the kernel shows; ``disk``: a kernel name, or a shell variable that holds one."""
+    d = f"/sys/block/{disk}"
+    names = " ".join(KEPT_SETTINGS + _READ_ONLY)
+    # the shell's own read, not cat: no process per file (a fork and exec costs 10-20 ms under TCG)
+    return f'for f in {names}; do [ -r {d}/$f ] && read -r v < {d}/$f && echo "$f=$v"; done; true'
+
+
+def parse_settings(text: str) -> dict[str, str]:
+    """``settings_script``'s lines as a dict."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
 class SettingNotRestored(RuntimeError):
     """A setting the suite changed that the guest's kernel did not take back: the disk is left changed."""
 
@@ -194,11 +217,13 @@ class Sysfs(GuestTool):
         then udev's ``/dev/disk/by-id`` links whose name ends in ``_<ident>`` or ``-<ident>``
         (``scsi-0QEMU_QEMU_HARDDISK_vioc-dut0``, ``virtio-vioc-dut1``), for a kernel that shows
         the serial in none of those files."""
-        q = shlex.quote(ident)
-        names = self._run(f"for d in /sys/block/*; do for f in serial device/serial device/vpd_pg80 device/wwid; do "
-                          f"[ -r $d/$f ] && grep -qiw {q} $d/$f 2>/dev/null && echo ${{d##*/}}; "
-                          "done; done | sort -u").stdout.split()
+        return self.one_disk(ident, self._run(find_script(ident)).stdout.split())
+
+    def one_disk(self, ident: str, names: list[str]) -> str:
+        """The one name of ``names`` (what ``find_script`` printed for ``ident``); where it printed
+        none, udev's ``/dev/disk/by-id`` links are asked (``find_disk``); LookupError unless exactly one."""
         if not names:
+            q = shlex.quote(ident)
             names = self._run(f"for l in /dev/disk/by-id/*[-_]{q}; do [ -L \"$l\" ] && readlink -f \"$l\"; done "
                               "2>/dev/null | sed 's|^/dev/||' | sort -u", check=False).stdout.split()
         if len(names) != 1:
@@ -222,12 +247,7 @@ class Sysfs(GuestTool):
     def settings(self, disk: str) -> dict[str, str]:
         """The disk's KEPT_SETTINGS as the kernel shows them now (and its discard granularity), in
         one guest command; a setting the kernel does not show is left out."""
-        d = f"/sys/block/{valid_disk(disk)}"
-        names = " ".join(KEPT_SETTINGS + _READ_ONLY)
-        # the shell's own read, not cat: no process per file (a fork and exec costs 10-20 ms under TCG)
-        said = self._run(f'for f in {names}; do [ -r {d}/$f ] && read -r v < {d}/$f && echo "$f=$v"; done; '
-                         "true").stdout
-        return dict(line.split("=", 1) for line in said.splitlines() if "=" in line)
+        return parse_settings(self._run(settings_script(valid_disk(disk))).stdout)
 
     def restore(self, disk: str, setting: str, was: str, settings: Mapping[str, str] | None = None) -> Restored:
         """Write ``was`` (what the kernel showed before a change) back to ``setting``; where the kernel

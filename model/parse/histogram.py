@@ -16,6 +16,7 @@ https://github.com/er0080/vscsiStats-helper (ESXi worldGroupID 2099979).
 
 from __future__ import annotations
 
+import bisect
 import enum
 import math
 from collections.abc import Iterable, Sequence
@@ -176,10 +177,9 @@ class Histogram:
 
 
 def _bucket_index(limits: tuple[int, ...], value: int) -> int:
-    for i, limit in enumerate(limits):
-        if value <= limit:
-            return i
-    return len(limits)
+    """The first bucket whose upper limit is at least ``value`` (the overflow's: ``len(limits)``);
+    the limits increase (``Histogram`` checks), so a binary search finds it."""
+    return bisect.bisect_left(limits, value)
 
 
 def _csv_number(value: float | None) -> str:

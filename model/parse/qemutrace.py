@@ -37,7 +37,7 @@ import itertools
 import math
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
@@ -218,8 +218,8 @@ def pair_requests(events: Iterable[IoEvent]) -> list[TracedRequest]:
             if start is None:
                 continue
             # the start decided the operation (NVMe write zeroes, opc 0x8, stays left out)
-            pending[key] = replace(start, offset_lbn=ev.offset_lbn,
-                                   length_bytes=ev.length_bytes or start.length_bytes)
+            pending[key] = IoEvent(start.time_us, start.phase, start.key, start.op, ev.offset_lbn,
+                                   ev.length_bytes or start.length_bytes, start.lineno)
             continue
         if ev.phase == "start":
             if key in pending and pending[key].op is not None:
@@ -291,6 +291,7 @@ def histograms_from_requests(requests: Iterable[TracedRequest]) -> HistogramSet:
                                   (b.start_us - a.start_us for a, b in itertools.pairwise(reqs))),
         ]
     data = [r for r in ordered if not r.is_flush]
-    closest = [min((_distance(r, p) for p in data[max(0, i - 16):i]), key=abs) for i, r in enumerate(data) if i]
+    last = [r.offset_lbn + r.length_lbns - 1 for r in data]  # each one's last LBN, as _distance counts
+    closest = [min((r.offset_lbn - p for p in last[max(0, i - 16):i]), key=abs) for i, r in enumerate(data) if i]
     out.append(Histogram.from_values(HistogramKind.SEEK_DISTANCE_PREV16, "all", closest))
     return HistogramSet(tuple(out))

@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import pytest
 
+from guest.tools.disk_survey import FOUND, KEPT, LIMITS
 from guest.tools.facts import GuestFacts
 from guest.tools.mkfs import Filesystem, FilesystemUnsupported
 from guest.tools.partitioning import Partitioning
@@ -41,15 +42,25 @@ class FakeLibvirt(FakeBackend):
 
 
 def guest_shell(found: str = "sdb", driver: str = NO_MPTSAS, limits: str | None = None,
-                has_file: bool = True, extra: list[tuple[str, Callable[[str], Reply]]] | None = None) -> FakeShell:
+                has_file: bool = True, extra: list[tuple[str, Callable[[str], Reply]]] | None = None,
+                facts: str | None = None) -> FakeShell:
+    """The guest as the survey of a disk (guest/tools/disk_survey.py) and each tool's own command
+    see it: ``found`` the disks with the serial, ``limits`` and ``facts`` what their scripts print."""
     lim = limits if limits is not None else (DATA / "guest" / "limits-virtio-scsi.txt").read_text()
+    said = facts if facts is not None else (FACTS / "disk-mptsas1068.txt").read_text()
+
+    def survey(_: str) -> str:
+        read = f"{LIMITS}\n{lim}\n{KEPT}\n{said}" if len(found.split()) == 1 else ""
+        return f"{FOUND}\n{found}\n{read}"
+
     return FakeShell(has={"fio"}, handlers=[
         *(extra or []),
+        (FOUND, survey),
         (r"for f in serial device/serial", lambda c: found),
         (r"/dev/disk/by-id", lambda c: ""),
         (r"^ls /sys/block$", lambda c: "sda\nvda\n"),
         (r"@@ os-release", lambda c: (FACTS / "system.txt").read_text()),
-        (r"echo '@@ disk", lambda c: (FACTS / "disk-mptsas1068.txt").read_text()),
+        (r'echo "@@ disk', lambda c: said),
         (r"modules\.builtin", lambda c: driver),
         (r"echo name=", lambda c: lim),
         (r"^test -e ", lambda c: (0 if has_file else 1, "", "")),
@@ -87,7 +98,7 @@ def test_a_controller_without_a_known_driver_is_not_looked_up() -> None:
     shell = guest_shell(found="")
     with pytest.raises(HypervisorError):
         prepare(shell, controller="floppy")
-    assert not any("modules.builtin" in c for c in shell.commands)
+    assert not any("builtin_list=1" in c for c in shell.commands)  # DRIVER_SCRIPT's
 
 
 def test_a_disk_found_by_udevs_by_id_link_when_sysfs_shows_no_serial() -> None:
@@ -117,8 +128,10 @@ def test_the_disks_facts_are_given_before_a_fault_can_skip_it() -> None:
 
 
 def test_facts_the_guest_cannot_give_never_stop_the_disk() -> None:
-    shell = guest_shell(extra=[(r"echo '@@ disk", lambda c: (1, "", "sh: readlink: not found"))])
-    assert prepare(shell).boot_facts is None
+    assert prepare(guest_shell(facts="")).boot_facts is None  # the survey printed none
+    shell = guest_shell(found="", extra=[(r"/dev/disk/by-id", lambda c: "sdb\n"),
+                                         (r'^\s*d=/sys/block/sdb\necho "@@ disk', lambda c: (1, "", "sh: readlink: not found"))])
+    assert prepare(shell).boot_facts is None  # found by udev's link: its facts' own command failed
 
 
 def test_a_filesystem_the_kernel_cannot_mount_is_named_and_an_xfs_only_guest_makes_xfs() -> None:
@@ -188,7 +201,7 @@ def test_a_module_is_asked_about_once_per_guest() -> None:
     # what the guest prints for the second disk when every module is known: the walk, no module sections
     second = first.split("@@ module")[0].replace("@@ disk sda", "@@ disk sdb")
     answers = iter([first, second])
-    shell = FakeShell(handlers=[(r"echo '@@ disk", lambda c: next(answers))])
+    shell = FakeShell(handlers=[(r'echo "@@ disk', lambda c: next(answers))])
     facts = GuestTools(shell).get(GuestFacts)
     a, b = facts.disk("sda"), facts.disk("sdb")
     assert 'seen="  "' in shell.commands[0] and 'seen=" sd_mod virtio_pci virtio_scsi "' in shell.commands[1]
