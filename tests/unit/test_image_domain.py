@@ -75,11 +75,25 @@ def test_boot_disk_and_seed_sit_on_virtio_blk_at_their_own_slots(tmp_path: Path)
     assert seed["serial"] == "vioc-seed" and seed["addr"] == "0x10" and "bootindex" not in seed
     assert d["vioc-seed"]["read-only"] is True
     assert d["vioc-boot"]["driver"] == "qcow2"
-    assert d["vioc-boot"]["file"] == {"driver": "file", "filename": str(tmp_path / "overlay.qcow2")}
+    assert d["vioc-boot"]["file"] == {"driver": "file", "filename": str(tmp_path / "overlay.qcow2"),
+                                      "cache": {"direct": False, "no-flush": True}}
     slots = {imageboot.BOOT_PCI_SLOT, imageboot.SEED_PCI_SLOT}
     assert max(slots) < NET_PCI_SLOT < FIRST_DISK_PCI_SLOT and len(slots) == 2
     no_seed = devices(imageboot.qemu_args(imageboot.BootFiles(files.overlay, None, None, "qa", files.key_path, "k")))
     assert set(no_seed) == {"vioc-boot", "ua-vioc-boot"}
+
+
+def test_the_throwaway_overlay_ends_the_guests_flushes_at_qemu(tmp_path: Path) -> None:
+    """The boot overlay goes with the run, so a guest flush has nothing to keep: both of its nodes
+    are opened with cache.no-flush (cache=unsafe), each flush not a host fdatasync the guest waits
+    for. The user's image under it is read-only, and the seed keeps QEMU's defaults."""
+    files = imageboot.BootFiles(tmp_path / "overlay.qcow2", tmp_path / "seed.iso", None, "vioconform",
+                                tmp_path / "id_ed25519", "ssh-ed25519 AAAA")
+    d = devices(imageboot.qemu_args(files))
+    overlay = d["vioc-boot"]
+    for node in (overlay, overlay["file"]):
+        assert node["cache"] == {"direct": False, "no-flush": True}, node  # type: ignore[index]
+    assert "cache" not in d["vioc-seed"] and "cache" not in d["vioc-seed"]["file"]  # type: ignore[operator]
 
 
 def test_the_disks_under_test_boot_after_the_image(tmp_path: Path) -> None:
@@ -122,3 +136,4 @@ def test_prepare_makes_overlay_seed_and_variables_in_the_run_dir(tmp_path: Path,
     files = imageboot.prepare(request, ImageRequest(info, "bios", login), key_path)
     assert (files.seed, files.nvram, files.endpoint_user, files.key_path, files.host_key) == \
         (None, None, "qa", tmp_path / "qa_key", "ssh-ed25519 AAAAimage")
+
