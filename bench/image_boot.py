@@ -19,12 +19,18 @@ from pathlib import Path
 from bench.booted import booted_guest
 from fixtures.argtypes import _positive_float, _positive_int
 from hypervisors.base import ImageRequest
+from hypervisors.libvirt.host_checks import open_connection
+from hypervisors.libvirt.imageboot import BOOT_DEVICE_ID
+from hypervisors.libvirt.qmp import DomainQmp
 from images.user import UserImageError, inspect_image
 from model.errors import HypervisorError
 from model.types import DiskSpec
 
-#: What the guest is asked after the boot (through sudo: the seed's user is not root).
+#: What the guest is asked after the boot (through sudo: the seed's user is not root): where its
+#: boot went (systemd's critical chain to the SSH server, cloud-init's stages and modules), its memory.
 REPORT = ("systemd-analyze 2>/dev/null | head -1; cloud-init status --long 2>/dev/null | head -3; "
+          "systemd-analyze critical-chain ssh.service 2>/dev/null | tail -n +4; "
+          "cloud-init analyze blame 2>/dev/null | grep -v '^$' | head -16; "
           "free -m | sed -n 2p; uname -r")
 
 
@@ -53,13 +59,25 @@ def _boot(args: argparse.Namespace) -> int:
         load = os.getloadavg()[0]
         with booted_guest(f"vioconform-bench-{os.getpid()}-{firmware}", DiskSpec("virtio-scsi", 0), args.memory,
                           args.timeout, ImageRequest(info, firmware), vcpus=args.vcpus) as (guest, ssh, run_dir):
-            said = ssh.run(REPORT, check=False).stdout.strip()
+            said = ssh.run(REPORT, check=False, timeout_s=300).stdout.strip()
+            flushes = boot_disk_flushes(guest.name)
             overlay_kib = (run_dir / "overlay.qcow2").stat().st_blocks // 2
         print(f"{firmware}: boot to SSH {guest.boot_seconds:.1f} s ({guest.accel}, {args.vcpus} vCPUs, "
-              f"{args.memory} MiB, load average {load:.1f} before the boot); overlay {overlay_kib / 1024:.0f} MiB")
+              f"{args.memory} MiB, load average {load:.1f} before the boot); overlay {overlay_kib / 1024:.0f} MiB; "
+              f"{flushes}")
         for line in said.splitlines():
             print(f"    {line}")
     return 0
+
+
+def boot_disk_flushes(domain: str) -> str:
+    """The guest's flushes of its boot disk so far and the host's time in them (QMP, the local libvirt)."""
+    conn = open_connection("qemu:///system")
+    try:
+        c = DomainQmp(conn, domain, BOOT_DEVICE_ID).counters()
+    finally:
+        conn.close()
+    return f"boot disk: {c.flush_operations} flushes, {c.flush_total_time_ns / 1e9:.2f} s of them on the host"
 
 
 if __name__ == "__main__":
