@@ -30,19 +30,6 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-#: The modules of cloud-init's init stage that the suite's documents need: the hostname in
-#: /etc/hosts (sudo resolves it at every start), the user with its sudo rule, and the SSH keys. The
-#: user-data's lists replace the image's own (cloud-init merges user-data over its system
-#: configuration), so the image's other modules do not run: growpart and resizefs (nothing to grow
-#: on an overlay of the image's own size), disk_setup and mounts (which would look at the disks under
-#: test), ca_certs, rsyslog, bootcmd, write_files. This stage comes before sshd in the boot.
-INIT_MODULES = ("set_hostname", "update_hostname", "update_etc_hosts", "users_groups", "ssh")
-#: The config stage runs none (set_passwords among them, which restarts sshd beside the suite's first
-#: commands), the final stage only final_message: its "Cloud-init ... finished" line on the console
-#: is how the boot wait knows the boot ended on an image with no login prompt there (hypervisors/bootwait.py).
-CONFIG_MODULES: tuple[str, ...] = ()
-FINAL_MODULES = ("final_message",)
-
 #: The login the seed creates (cloud-init's default user under the suite's name).
 DEFAULT_GUEST_USER = "vioconform"
 #: The hostname the guest takes (``local-hostname`` in meta-data).
@@ -68,19 +55,16 @@ def generate_host_key() -> HostKey:
 
 def user_data(user: str, authorized_key_b64: str, host_key: HostKey) -> str:
     """The ``#cloud-config`` document: the login ``user`` with the run's key and passwordless
-    sudo (its password locked: no password to log in with), the suite's host key and no other, no
-    package changes, and only the modules those need (``INIT_MODULES``)."""
+    sudo, the suite's host key and no other, no passwords, no package changes."""
     config = {
         "user": {"name": user, "sudo": "ALL=(ALL) NOPASSWD:ALL", "lock_passwd": True},
         "ssh_authorized_keys": [f"ssh-ed25519 {authorized_key_b64} vioconform-run"],
+        "ssh_pwauth": False,
         "disable_root": True,
         "ssh_deletekeys": True,
         "ssh_keys": {"ed25519_private": host_key.private_openssh, "ed25519_public": host_key.public_line},
         "package_update": False,
         "package_upgrade": False,
-        "cloud_init_modules": list(INIT_MODULES),
-        "cloud_config_modules": list(CONFIG_MODULES),
-        "cloud_final_modules": list(FINAL_MODULES),
     }
     return "#cloud-config\n" + json.dumps(config, indent=2) + "\n"
 

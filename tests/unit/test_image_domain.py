@@ -16,7 +16,6 @@ import pytest
 from hypervisors.base import GuestLogin, GuestRequest, ImageRequest
 from hypervisors.libvirt import imageboot
 from hypervisors.libvirt.controllers import FIRST_DISK_PCI_SLOT, NET_PCI_SLOT, disk_devices
-from images import cloudinit
 from images.cloudinit import DEFAULT_GUEST_USER
 from images.seed import read_seed
 from images.user import inspect_image
@@ -138,19 +137,3 @@ def test_prepare_makes_overlay_seed_and_variables_in_the_run_dir(tmp_path: Path,
     assert (files.seed, files.nvram, files.endpoint_user, files.key_path, files.host_key) == \
         (None, None, "qa", tmp_path / "qa_key", "ssh-ed25519 AAAAimage")
 
-
-def test_the_seed_runs_only_the_cloud_init_modules_the_suite_needs(tmp_path: Path) -> None:
-    """The seed's user-data replaces the image's module lists (cloud-init merges user-data over its
-    system configuration): the init stage, before sshd, makes the hostname, the user and the keys and
-    nothing else (no growpart, resizefs, mounts or disk_setup); the config stage runs nothing
-    (set_passwords would restart sshd beside the first rules); the final stage only its "finished"
-    line, which the boot wait reads."""
-    key = cloudinit.generate_host_key()
-    doc = json.loads(cloudinit.user_data("vioconform", "AAAA", key).removeprefix("#cloud-config\n"))
-    assert doc["cloud_init_modules"] == ["set_hostname", "update_hostname", "update_etc_hosts", "users_groups",
-                                         "ssh"]
-    assert doc["cloud_config_modules"] == [] and doc["cloud_final_modules"] == ["final_message"]
-    assert not {"growpart", "resizefs", "mounts", "disk_setup"} & set(doc["cloud_init_modules"])
-    # what those modules are given: the user with passwordless sudo and a locked password, the keys
-    assert doc["user"] == {"name": "vioconform", "sudo": "ALL=(ALL) NOPASSWD:ALL", "lock_passwd": True}
-    assert doc["ssh_keys"]["ed25519_public"] == key.public_line and doc["ssh_deletekeys"] is True
