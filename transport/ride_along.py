@@ -3,7 +3,7 @@
 A guest command costs a round trip (about 0.1 s on the embedded guest, 0.3 s on a systemd image under
 TCG, seconds on a loaded host). A script that only has to run before or after whatever the suite runs
 next (the kernel-log check's mark before a rule, its read-back after it) is sent with that command
-instead of on its own: :meth:`Riders.wrap` makes of the command and its riders one script,
+instead of on its own: :meth:`Taken.script` makes of the command and its riders one script,
 
     ( eval 'BEFORE' ) </dev/null 2>&1; printf '\\n%s %d\\n' vioconform-ride-NONCE-0 $?
     ( eval 'COMMAND' ); s=$?; printf '\\n%s %d\\n' vioconform-ride-NONCE-1 $s
