@@ -255,10 +255,6 @@ class SshTransport:
         #: the connection's root shell (transport/root_shell.py), once the first command opened it
         self._shell: paramiko.Channel | None = None
         self._shell_lock = threading.Lock()
-        #: the scripts queued to ride with the next command (transport/ride_along.py), and per thread the
-        #: riders its last command carried
-        self._riders = Riders()
-        self._riders_sent = threading.local()
         self._client = self._connect(connect_timeout_s)
         transport = self._client.get_transport()
         if transport is not None:
@@ -309,8 +305,8 @@ class SshTransport:
 
         GuestDied if the guest dies meanwhile (or died under an earlier command), SshConnectionLost
         if the connection drops under it, GuestUnreachable after ``timeout_s``."""
-        taken = self._riders.take()
-        self._riders_sent.riders = taken.riders if taken is not None else ()
+        taken = self._queue().take()
+        self._last_riders().riders = taken.riders if taken is not None else ()
         try:
             if self._gone is not None:
                 kind, message, console = self._gone
@@ -333,17 +329,28 @@ class SshTransport:
     def ride_along(self, script: str, after: bool = False) -> Rider:
         """Run ``script`` with the next command, before it or (``after``) after it, in the same round trip
         (transport/ride_along.py); the Rider holds its output and status once that command ran."""
-        return self._riders.add(script, after)
+        return self._queue().add(script, after)
 
     def drop_rider(self, rider: Rider) -> None:
         """Send ``rider`` with no command after all, where it is still queued."""
-        self._riders.drop(rider)
+        self._queue().drop(rider)
 
     def riders_of_last_command(self) -> tuple[Rider, ...]:
         """The riders the calling thread's last command carried, in the order they were queued (the journal
         of guest commands lists them: fixtures/journal.py)."""
-        riders: tuple[Rider, ...] = getattr(self._riders_sent, "riders", ())
+        riders: tuple[Rider, ...] = getattr(self._last_riders(), "riders", ())
         return riders
+
+    def _last_riders(self) -> threading.local:
+        if not hasattr(self, "_riders_sent"):
+            self._riders_sent = threading.local()
+        return self._riders_sent
+
+    def _queue(self) -> Riders:
+        """The scripts queued for the next command, made on first use (as JournaledSsh's journal is)."""
+        if not hasattr(self, "_riders"):
+            self._riders = Riders()
+        return self._riders
 
     def _run_once(self, command: str, sent: str, t0: float, timeout_s: float) -> tuple[int, bytes, bytes]:
         """``sent`` (``command`` with its riders) run once; errors name ``command``."""

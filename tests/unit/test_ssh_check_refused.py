@@ -5,7 +5,6 @@ whole timeout is a hang (transport/ssh.py's SshTransport._check_ssh_answers)."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import paramiko
@@ -14,7 +13,6 @@ import pytest
 from model.errors import GuestDied, GuestDiedEarlier
 from model.types import SshEndpoint
 from transport import ssh
-from transport.ride_along import Riders
 from transport.ssh import SshTransport
 
 
@@ -41,7 +39,6 @@ def _ssh(error: Exception) -> SshTransport:
     t = SshTransport.__new__(SshTransport)
     t.endpoint = SshEndpoint("127.0.0.1", 2222, "root", Path("key"), "")
     t._liveness, t._console, t._gone = None, None, None
-    t._riders, t._riders_sent = Riders(), threading.local()
     t._client = _Client(_Transport(error))  # type: ignore[assignment]
     return t
 
